@@ -1,0 +1,37 @@
+"""Drop-in JAX transformations that record every trace step.
+
+    import transforms as T
+    with T.record() as session:
+        T.vmap(T.grad(loss))(params, batch)
+    session.save("trace.json")
+
+Outside a `record()` block the transforms are exactly `jax.*` and record nothing.
+"""
+from ._api import grad as grad
+from ._api import hessian as hessian
+from ._api import jacfwd as jacfwd
+from ._api import jacrev as jacrev
+from ._api import jit as jit
+from ._api import jvp as jvp
+from ._api import linearize as linearize
+from ._api import value_and_grad as value_and_grad
+from ._api import vjp as vjp
+from ._api import vmap as vmap
+from ._recorder import record as record
+from .record import Call as Call
+from .record import ErrorRecord as ErrorRecord
+from .record import JaxprRecord as JaxprRecord
+from .record import Level as Level
+from .record import SCHEMA_VERSION as SCHEMA_VERSION
+from .record import Session as Session
+from .record import SessionLoadError as SessionLoadError
+from .record import SourceLocation as SourceLocation
+from .record import Step as Step
+from .record import ValueRecord as ValueRecord
+from .record import load as load
+
+__all__ = [
+    "grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd", "jacrev",
+    "hessian", "record", "load", "Session", "Call", "Level", "Step", "ValueRecord",
+    "JaxprRecord", "ErrorRecord", "SourceLocation", "SessionLoadError", "SCHEMA_VERSION",
+]

@@ -1,0 +1,244 @@
+"""Drop-in `jax.*` transformations that record while a session is active.
+
+Each wrapper hands JAX a function (`_level_entry`) which, once JAX calls it
+inside the transformation, records the level and runs the user's function
+under a RecordingTrace. Arguments and results pass through untouched, so
+results, pytree structures and exceptions are JAX's own.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import jax
+
+from . import _interpreters as _i
+from ._recorder import TRACE_KINDS, _state, function_name, run_level
+
+# Transformations whose backward pass runs at the enclosing level after the
+# user's function returns.
+_BACKWARD_KINDS = frozenset({"grad", "value_and_grad", "vjp", "jacrev", "hessian"})
+
+
+def _options(**kwargs: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((k, _option_text(v)) for k, v in kwargs.items())
+
+
+def _option_text(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as e:  # a user object whose repr raises
+        return f"<repr-error {type(e).__name__}>"
+
+
+def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
+    """The function JAX traces: records one level, then runs `fun` under a recorder."""
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        call = _state.call
+        if call is None:
+            return fun(*args, **kwargs)
+        parent = _state.levels[-1] if _state.levels else None
+        level = call.new_level(kind, _i.current_trace(), parent, function_name(fun), options)
+        try:
+            return run_level(level, fun, args, kwargs)
+        finally:
+            if parent is not None and kind in _BACKWARD_KINDS:
+                parent.phase = "backward"
+
+    return traced
+
+
+def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
+            args: tuple, kwargs: dict) -> Any:
+    """Call a JAX-transformed function, opening a recorded Call when none is open."""
+    session = _state.session
+    if session is None:
+        return transformed(*args, **kwargs)
+    call = _state.call
+    if call is not None:
+        return _invoke_nested(call, kind, transformed, args, kwargs)
+    call = session.begin_call(kind, fun, options, args, kwargs)
+    _state.call = call
+    try:
+        outer = call.new_level("outer", _i.current_trace(), None)
+        out = run_level(outer, transformed, args, kwargs)
+    except BaseException:
+        call.finish(failed=True)
+        raise
+    finally:
+        _state.call = None
+    call.finish(out)
+    return out
+
+
+def _invoke_nested(call, kind: str, transformed: Callable, args: tuple, kwargs: dict) -> Any:
+    parent = _state.levels[-1] if _state.levels else None
+    current = _i.current_trace()
+    try:
+        if isinstance(current, _i.RecordingTrace):
+            return transformed(*args, **kwargs)
+        # A jax.* transformation sits between us and the enclosing recorder:
+        # record its level too, so what it emits is seen.
+        kind_seen = TRACE_KINDS.get(type(current).__name__, type(current).__name__)
+        level = call.new_level(kind_seen, current, parent, options=(("origin", "'jax'"),))
+        return run_level(level, transformed, args, kwargs)
+    finally:
+        if parent is not None:
+            parent.phase = "forward"
+
+
+def _record_creation_error(kind: str, fun: Any, options: tuple, error: BaseException) -> None:
+    session = _state.session
+    if session is None or _state.call is not None:
+        return
+    call = session.begin_call(kind, fun, options, (), {})
+    call.record_error(error, None)
+    call.finish(failed=True)
+
+
+def _make(kind: str, jax_transform: Callable, fun: Any, options: tuple,
+          *args: Any, **kwargs: Any) -> Callable:
+    """Build `jax_transform(level_entry(fun), ...)`, recording a creation error."""
+    target = _level_entry(fun, kind, options) if callable(fun) else fun
+    try:
+        return jax_transform(target, *args, **kwargs)
+    except BaseException as e:
+        _record_creation_error(kind, fun, options, e)
+        raise
+
+
+def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable) -> Callable:
+    @functools.wraps(transformed)
+    def call(*args, **kwargs):
+        return _invoke(kind, fun, options, transformed, args, kwargs)
+    return call
+
+
+# --- the public transformations -----------------------------------------------
+
+@_i.api_boundary
+@functools.wraps(jax.grad)
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, **kwargs):
+    options = _options(argnums=argnums, has_aux=has_aux)
+    transformed = _make("grad", jax.grad, fun, options, argnums=argnums, has_aux=has_aux,
+                        holomorphic=holomorphic, allow_int=allow_int, **kwargs)
+    return _wrap_call("grad", fun, options, transformed)
+
+
+@_i.api_boundary
+@functools.wraps(jax.value_and_grad)
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, **kwargs):
+    options = _options(argnums=argnums, has_aux=has_aux)
+    transformed = _make("value_and_grad", jax.value_and_grad, fun, options, argnums=argnums,
+                        has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int, **kwargs)
+    return _wrap_call("value_and_grad", fun, options, transformed)
+
+
+@_i.api_boundary
+@functools.wraps(jax.vmap)
+def vmap(fun, in_axes=0, out_axes=0, **kwargs):
+    options = _options(in_axes=in_axes, out_axes=out_axes, **kwargs)
+    transformed = _make("vmap", jax.vmap, fun, options, in_axes=in_axes, out_axes=out_axes,
+                        **kwargs)
+    return _wrap_call("vmap", fun, options, transformed)
+
+
+@_i.api_boundary
+@functools.wraps(jax.jacfwd)
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    options = _options(argnums=argnums, has_aux=has_aux)
+    transformed = _make("jacfwd", jax.jacfwd, fun, options, argnums=argnums, has_aux=has_aux,
+                        holomorphic=holomorphic)
+    return _wrap_call("jacfwd", fun, options, transformed)
+
+
+@_i.api_boundary
+@functools.wraps(jax.jacrev)
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    options = _options(argnums=argnums, has_aux=has_aux)
+    transformed = _make("jacrev", jax.jacrev, fun, options, argnums=argnums, has_aux=has_aux,
+                        holomorphic=holomorphic, allow_int=allow_int)
+    return _wrap_call("jacrev", fun, options, transformed)
+
+
+@_i.api_boundary
+@functools.wraps(jax.hessian)
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    options = _options(argnums=argnums, has_aux=has_aux)
+    transformed = _make("hessian", jax.hessian, fun, options, argnums=argnums, has_aux=has_aux,
+                        holomorphic=holomorphic)
+    return _wrap_call("hessian", fun, options, transformed)
+
+
+@_i.api_boundary
+@functools.wraps(jax.jvp)
+def jvp(fun, primals, tangents, has_aux=False):
+    options = _options(has_aux=has_aux)
+    target = _level_entry(fun, "jvp", options) if callable(fun) else fun
+    run = functools.partial(jax.jvp, target)
+    return _invoke("jvp", fun, options, run, (primals, tangents), {"has_aux": has_aux})
+
+
+@_i.api_boundary
+@functools.wraps(jax.vjp)
+def vjp(fun, *primals, **kwargs):
+    # NB: the returned pullback is JAX's own VJP object, unwrapped, so its type
+    # and pytree structure stay JAX's; calling it later records nothing.
+    options = _options(**kwargs)
+    target = _level_entry(fun, "vjp", options) if callable(fun) else fun
+    run = functools.partial(jax.vjp, target)
+    return _invoke("vjp", fun, options, run, primals, kwargs)
+
+
+@_i.api_boundary
+@functools.wraps(jax.linearize)
+def linearize(fun, *primals, **kwargs):
+    options = _options(**kwargs)
+    target = _level_entry(fun, "linearize", options) if callable(fun) else fun
+    run = functools.partial(jax.linearize, target)
+    return _invoke("linearize", fun, options, run, primals, kwargs)
+
+
+_NOT_SPECIFIED = object()
+
+
+@_i.api_boundary
+@functools.wraps(jax.jit)
+def jit(fun=_NOT_SPECIFIED, /, **kwargs):
+    """`jax.jit` itself, on a function that records its first trace of each signature.
+
+    The result is JAX's own jitted object (`.lower`, `.trace`, `.eval_shape`,
+    caching): cached calls run no Python of ours.
+    """
+    if fun is _NOT_SPECIFIED:  # used as @jit(static_argnums=...)
+        return lambda f: jit(f, **kwargs)
+    options = _options(**kwargs)
+    if not callable(fun):
+        return _make("jit", jax.jit, fun, options, **kwargs)
+    return jax.jit(_jit_entry(fun, options), **kwargs)
+
+
+def _jit_entry(fun: Callable, options: tuple) -> Callable:
+    level_entry = _level_entry(fun, "jit", options)
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        session = _state.session
+        if session is None or _state.call is not None:
+            return level_entry(*args, **kwargs)
+        # Traced outside any recorded call: this trace is the call.
+        call = session.begin_call("jit", fun, options, args, kwargs)
+        _state.call = call
+        try:
+            out = level_entry(*args, **kwargs)
+        except BaseException:
+            call.finish(failed=True)
+            raise
+        finally:
+            _state.call = None
+        call.finish(out)
+        return out
+
+    return traced

@@ -1,0 +1,170 @@
+"""The one module that touches JAX internals: the recording Trace.
+
+A RecordingTrace wraps the trace JAX is running (its `parent`) and is made the
+current trace while user code runs at that level. Every `process_*` call is
+recorded, then forwarded to the parent unchanged, so JAX computes exactly what
+it would have computed. JAX's own traces bind their inner work on their
+`parent_trace`, which is one of our recorders when transforms nest, so every
+level is seen.
+
+Everything here is public surface (`jax.core`, `jax.extend.*`) except where a
+comment says `# NB: jax._src`.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import jax
+from jax import core as jax_core
+from jax.extend import core as jex_core
+from jax.extend import linear_util as lu
+from jax.extend import source_info_util
+
+# NB: jax._src: traceback filtering has no public registration; without it our
+# wrapper frames would show in the tracebacks JAX filters for users.
+from jax._src import traceback_util as _traceback_util
+
+Trace = jax_core.Trace
+Tracer = jax_core.Tracer
+take_current_trace = jex_core.take_current_trace
+set_current_trace = jex_core.set_current_trace
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
+
+# The exact package path (not a parent folder), so that JAX's "created on line"
+# messages and jaxpr source info point at user code, not at our wrappers.
+source_info_util.register_exclusion(PACKAGE_DIR + os.sep)
+_traceback_util.register_exclusion(PACKAGE_DIR + os.sep)
+api_boundary = _traceback_util.api_boundary
+
+
+def current_trace() -> Trace:
+    with take_current_trace() as trace:
+        return trace
+
+
+def trace_of(tracer: Tracer) -> Trace:
+    return tracer._trace  # NB: the owning trace has no public accessor
+
+
+def name_stack() -> str:
+    return str(source_info_util.current_name_stack())
+
+
+def eval_jaxpr(closed_jaxpr: Any, args: list) -> list:
+    jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
+    consts = getattr(closed_jaxpr, "consts", ())
+    return jax_core.eval_jaxpr(jaxpr, consts, *args)
+
+
+class RecordingTrace(Trace):
+    """Records every primitive bound at one level, then forwards it to `parent`.
+
+    NB: unlike JAX's traces this one makes no tracers of its own: the tracers
+    user code sees are the parent's, so JAX's identity checks
+    (`x._trace.tag is self.tag`) keep working unchanged.
+    """
+
+    def __init__(self, parent: Trace, level: Any):
+        super().__init__()
+        self.parent = parent
+        self.level = level  # a _recorder.LevelState; it knows its call
+        # Primitives check `trace.requires_low` before dispatch: answer as the parent would.
+        self.requires_low = getattr(parent, "requires_low", True)
+
+    def __repr__(self) -> str:
+        return f"RecordingTrace({self.level.label}, parent={self.parent!r})"
+
+    def process_primitive(self, primitive, tracers, params, /):
+        level = self.level
+        if level.inline_jnp and _is_inlinable_jit(primitive, params):
+            # Evaluate the wrapper's body here so users see sin/mul, not jit[name=sin].
+            with set_current_trace(self):
+                return eval_jaxpr(params["jaxpr"], list(tracers))
+        pending = level.begin_step(primitive, tracers, params, "primitive")
+        try:
+            out = self.parent.process_primitive(primitive, tracers, params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, primitive.multiple_results)
+        return out
+
+    def stage_value(self, val):
+        return self.parent.stage_value(val)
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
+        level = self.level
+        pending = level.begin_step(primitive, tracers, params, "custom_jvp_call")
+        fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
+        jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
+        try:
+            out = self.parent.process_custom_jvp_call(primitive, fun, jvp, tracers, **params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, True)
+        return out
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, /, **params):
+        level = self.level
+        pending = level.begin_step(primitive, tracers, params, "custom_vjp_call")
+        fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
+        fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
+        try:
+            out = self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, tracers, **params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, True)
+        return out
+
+    def __getattr__(self, name: str):
+        # Forward every method we do not override (stage_value appeared in
+        # 0.10.1, process_call left in 0.12, more will come); record the
+        # process_* family as call steps so nothing passes unseen.
+        parent = object.__getattribute__(self, "parent")
+        attr = getattr(parent, name)
+        if name.startswith("process_") and callable(attr):
+            return self._recording_forwarder(name, attr)
+        return attr
+
+    def _recording_forwarder(self, name: str, method: Callable):
+        level = self.level
+
+        def forward(primitive, *args, **params):
+            tracers = args[-1] if args and isinstance(args[-1], (list, tuple)) else ()
+            pending = level.begin_step(primitive, tracers, params, "call")
+            try:
+                out = method(primitive, *args, **params)
+            except BaseException as e:
+                level.fail_step(pending, e)
+                raise
+            level.end_step(pending, out, True)
+            return out
+        forward.__name__ = name
+        return forward
+
+
+def _is_inlinable_jit(primitive, params) -> bool:
+    # jnp functions are jit(inline=True) calls; the primitive was renamed pjit -> jit in 0.7.
+    return primitive.name in ("jit", "pjit") and params.get("inline", False) and "jaxpr" in params
+
+
+def _record_rule_body(f, spec, *args, **kwargs):
+    """Run a custom_jvp/custom_vjp rule body inside a recorded sub-level."""
+    return spec.run(f, args, kwargs)
+
+
+def _record_rule(fun, spec):
+    """Wrap a linear_util WrappedFun so that its body runs in a recorded sub-level."""
+    if spec is None or not isinstance(fun, lu.WrappedFun):
+        return fun
+    return lu.transformation2(_record_rule_body, fun, spec)
+
+
+def install(level) -> Any:
+    """A context manager making a recorder for `level` the current trace."""
+    return set_current_trace(RecordingTrace(level.jax_trace, level))

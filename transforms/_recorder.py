@@ -1,0 +1,296 @@
+"""Recording state: the active session, the call being recorded, its levels.
+
+Builders here are mutable while a call runs; `CallBuilder.finish` freezes
+everything into `record.Call`. Only what the record module defines survives.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+import jax
+
+from . import _interpreters as _i
+from ._rules import summarize_params
+from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
+from .record import Call, ErrorRecord, Level, Session, Step
+
+# JAX's trace classes, named as the transformation a user would call.
+TRACE_KINDS = {
+    "EvalTrace": "eval",
+    "BatchTrace": "vmap",
+    "JVPTrace": "jvp",
+    "LinearizeTrace": "grad",
+    "DynamicJaxprTrace": "jaxpr",
+    "JaxprTrace": "partial_eval",
+}
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.session: SessionRecorder | None = None
+        self.call: CallBuilder | None = None
+        self.levels: list[LevelState] = []
+
+
+_state = _State()
+
+
+def active_session() -> SessionRecorder | None:
+    return _state.session
+
+
+class SessionRecorder:
+    """Collects finished calls into a Session."""
+
+    def __init__(self, inline_jnp: bool = False):
+        self.inline_jnp = inline_jnp
+        self.session = Session(jax_version=jax.__version__)
+
+    def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
+                   kwargs: dict, parent: int | None = None) -> CallBuilder:
+        index = len(self.session.calls)
+        return CallBuilder(self, index, transform, fun, options, args, kwargs, parent)
+
+    def add(self, call: Call) -> None:
+        self.session.calls.append(call)
+
+
+@contextlib.contextmanager
+def record(*, inline_jnp: bool = False) -> Iterator[Session]:
+    """Record every transformation call made inside the block into a Session.
+
+    Outside such a block the transforms behave exactly as `jax.*` and record
+    nothing. With `inline_jnp=True`, jnp wrappers (`jit(inline=True)`) are
+    evaluated under the recorder so steps read `sin`, `mul`, `dot_general`.
+    """
+    recorder = SessionRecorder(inline_jnp=inline_jnp)
+    prev = (_state.session, _state.call, _state.levels)
+    _state.session, _state.call, _state.levels = recorder, None, []
+    try:
+        yield recorder.session
+    finally:
+        _state.session, _state.call, _state.levels = prev
+
+
+def function_name(fun: Any) -> str:
+    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None)
+    return name if isinstance(name, str) else type(fun).__name__
+
+
+class CallBuilder:
+    """One outermost transformed invocation while it runs."""
+
+    def __init__(self, recorder: SessionRecorder, index: int, transform: str, fun: Any,
+                 options: tuple, args: tuple, kwargs: dict, parent: int | None):
+        self.recorder = recorder
+        self.index = index
+        self.transform = transform
+        self.function = function_name(fun)
+        self.options = options
+        self.parent = parent
+        self.source = user_location(2)
+        self.levels: list[Level] = []
+        self.steps: list[Step | None] = []
+        self.errors: list[ErrorRecord] = []
+        self.level_of_trace: dict[int, int] = {}
+        self.describer = Describer(self.level_of_trace)
+        self.active_steps: list[int] = []
+        self._jaxprs: dict[int, tuple[Any, Any]] = {}
+        self._errors_seen: set[int] = set()
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        self.in_tree = str(treedef)
+        self.inputs = tuple(self.describer.describe(x) for x in leaves)
+        self.out_tree = ""
+        self.outputs: tuple = ()
+
+    # -- levels ---------------------------------------------------------------
+    def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
+                  function: str = "", options: tuple = ()) -> LevelState:
+        if isinstance(jax_trace, _i.RecordingTrace):
+            # NB: a level entered while a recorder is current replaces it, so
+            # each step is recorded once, at the innermost level that sees it.
+            jax_trace = jax_trace.parent
+        trace_type = type(jax_trace).__name__
+        if kind == "outer":
+            kind = TRACE_KINDS.get(trace_type, trace_type)
+            depth, label = 0, f"{kind}#0"
+        else:
+            depth = parent.depth + 1 if parent is not None else 1
+            prefix = parent.label + "/" if parent is not None and parent.depth > 0 else ""
+            label = f"{prefix}{kind}#{depth}"
+        index = len(self.levels)
+        self.levels.append(Level(index, kind, label, depth,
+                                 parent.index if parent is not None else None,
+                                 trace_type, function, options))
+        self.level_of_trace[id(jax_trace)] = index
+        return LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
+
+    def rule_spec(self, kind: str, parent: LevelState, fun: Any) -> RuleSpec:
+        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
+
+    # -- steps ----------------------------------------------------------------
+    def jaxpr(self, name: str, jaxpr: Any):
+        # JAX caches the jaxprs of jnp wrappers: print each object once. The
+        # object is kept alive until the call ends so its id is not reused.
+        hit = self._jaxprs.get(id(jaxpr))
+        if hit is None or hit[0] is not jaxpr:
+            hit = (jaxpr, jaxpr_record(name, jaxpr))
+            self._jaxprs[id(jaxpr)] = hit
+        rec = hit[1]
+        return rec if rec.name == name else type(rec)(name, rec.text, rec.eqn_count,
+                                                      rec.in_avals, rec.out_avals)
+
+    def record_error(self, error: BaseException, level: LevelState | None) -> None:
+        if id(error) in self._errors_seen:
+            return
+        self._errors_seen.add(id(error))
+        step = self.failed_step(error)
+        level_index = level.index if level is not None else None
+        if step is None and level is not None:
+            step = self.last_step_at(level.index)
+        source = traceback_location(error.__traceback__)
+        if level is not None:
+            event = Step(len(self.steps), level.index, type(error).__name__, kind="error",
+                         phase=level.phase, source=source, error=_message(error),
+                         cause=step)
+            self.steps.append(event)
+        self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
+                                       level_index, step, source))
+
+    def failed_step(self, error: BaseException) -> int | None:
+        for i in range(len(self.steps) - 1, -1, -1):
+            step = self.steps[i]
+            if step is not None and step.kind != "error" and step.error is not None:
+                return i
+        return None
+
+    def last_step_at(self, level: int) -> int | None:
+        for i in range(len(self.steps) - 1, -1, -1):
+            step = self.steps[i]
+            if step is not None and step.level == level and step.kind != "error":
+                return i
+        return None
+
+    def finish(self, outputs: Any = None, failed: bool = False) -> Call:
+        if not failed:
+            leaves, treedef = jax.tree_util.tree_flatten(outputs)
+            self.out_tree = str(treedef)
+            self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
+                                 else self.describer.describe(x) for x in leaves)
+        steps = tuple(s for s in self.steps if s is not None)
+        call = Call(self.index, self.transform, self.function, self.source, self.options,
+                    tuple(self.levels), steps, tuple(self.errors), self.in_tree,
+                    self.out_tree, self.inputs, self.outputs, self.parent)
+        self._jaxprs.clear()
+        self.recorder.add(call)
+        return call
+
+
+class LevelState:
+    """The live side of one Level: what its RecordingTrace reports to."""
+    __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase")
+
+    def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
+                 jax_trace: Any, inline_jnp: bool):
+        self.call = call
+        self.index = index
+        self.label = label
+        self.depth = depth
+        self.jax_trace = jax_trace
+        self.inline_jnp = inline_jnp
+        self.phase = "forward"
+
+    def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str) -> tuple:
+        call = self.call
+        index = len(call.steps)
+        call.steps.append(None)  # reserved: steps this one causes come after it
+        describe = call.describer.describe
+        inputs = tuple(describe(x) for x in tracers)
+        phase = self.phase
+        if call.active_steps:
+            cause, cause_phase = call.active_steps[-1]
+            if cause_phase == "backward":  # what a backward step emits is backward too
+                phase = cause_phase
+        else:
+            cause = None
+        call.active_steps.append((index, phase))
+        return (index, primitive, inputs, params, kind, cause, phase, user_location(3),
+                _i.name_stack())
+
+    def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
+        call = self.call
+        call.active_steps.pop()
+        describe = call.describer.describe
+        outputs = tuple(describe(x) for x in out) if multiple else (describe(out),)
+        call.steps[pending[0]] = self._step(pending, outputs, None)
+
+    def fail_step(self, pending: tuple, error: BaseException) -> None:
+        call = self.call
+        if call.active_steps and call.active_steps[-1][0] == pending[0]:
+            call.active_steps.pop()
+        call.steps[pending[0]] = self._step(pending, (), _message(error))
+
+    def _step(self, pending: tuple, outputs: tuple, error: str | None) -> Step:
+        index, primitive, inputs, params, kind, cause, phase, source, names = pending
+        name = getattr(primitive, "name", str(primitive))
+        pairs, jaxprs = summarize_params(name, params)
+        subjaxprs = tuple(self.call.jaxpr(key, j) for key, j in jaxprs)
+        return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
+                    source, names, subjaxprs, error, cause)
+
+    def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
+        return self.call.rule_spec(kind, self, fun)
+
+
+class RuleSpec:
+    """Runs a custom_jvp/custom_vjp rule body in a recorded sub-level.
+
+    Hashed by identity: linear_util uses transformation params in cache keys.
+    """
+
+    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str):
+        self.call = call
+        self.kind = kind
+        self.parent = parent
+        self.function = function
+
+    def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
+        if _state.call is not self.call:
+            return f(*args, **kwargs)  # the rule ran after its call finished (e.g. a later bwd)
+        jax_trace = _i.current_trace()
+        level = self.call.new_level(self.kind, jax_trace, self.parent, self.function)
+        level.phase = "rule"
+        return run_level(level, f, args, kwargs)
+
+
+def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
+    """Run `f` with a recorder for `level` as the current trace."""
+    _state.levels.append(level)
+    try:
+        with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
+            return f(*args, **kwargs)
+    except BaseException as e:
+        level.call.record_error(e, level)
+        raise
+    finally:
+        _state.levels.pop()
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception as e:
+        return f"<message unavailable: {type(e).__name__}>"
+
+
+def _qualified_name(cls: type) -> str:
+    module = cls.__module__
+    if module.startswith("jax._src"):
+        public = getattr(jax.errors, cls.__name__, None)
+        if public is cls:
+            return f"jax.errors.{cls.__name__}"
+    if module == "builtins":
+        return cls.__name__
+    return f"{module}.{cls.__qualname__}"

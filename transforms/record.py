@@ -1,0 +1,308 @@
+"""The recorded data model: plain, frozen, typed, JSON-able.
+
+Session -> Call (one outermost transformed invocation) -> Level (one recorder:
+a transformation applied, such as `vmap#1/grad#2`) -> Step (a primitive, or an
+event, as one level saw it). Nothing here holds a live tracer or array, and
+loading a file never executes anything: it only builds these dataclasses.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1
+SCHEMA_NAME = "jax-transform-workbench/session"
+
+# Friendly names that match how JAX itself prints its tracers.
+TRACER_DISPLAY_NAMES = {
+    "batched": "VmapTracer",
+    "linearize": "GradTracer",
+    "jvp": "JVPTracer",
+    "jaxpr": "JitTracer",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """A line of the user's code: where a step was bound or a call was made."""
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} ({self.function})"
+
+
+@dataclass(frozen=True, slots=True)
+class ValueRecord:
+    """A tracer or concrete value as one level saw it, described by its attributes.
+
+    `children` holds what the tracer wraps: ("val", ...) for a batched value,
+    ("primal", ...) and ("tangent", ...) for autodiff tracers.
+    """
+    kind: str                 # array | python | batched | jvp | linearize | jaxpr | tracer
+    type_name: str            # the class JAX used, e.g. BatchTracer, LinearizeTracer
+    aval: str                 # e.g. "float32[3]"
+    level: int | None = None  # index of the Level that owns this tracer
+    batch_dim: int | None = None
+    value: str | None = None  # small concrete values, summarised
+    children: tuple[tuple[str, ValueRecord], ...] = ()
+
+    @property
+    def is_tracer(self) -> bool:
+        return self.kind not in ("array", "python")
+
+    def child(self, name: str) -> ValueRecord | None:
+        for key, rec in self.children:
+            if key == name:
+                return rec
+        return None
+
+    def describe(self) -> str:
+        """A one-line nesting such as `GradTracer(primal=VmapTracer(...), tangent=...)`."""
+        if not self.is_tracer:
+            return self.value if self.value is not None else self.aval
+        name = TRACER_DISPLAY_NAMES.get(self.kind, self.type_name)
+        if self.kind == "batched":
+            val = self.child("val")
+            batched = val.aval if val is not None else "?"
+            return f"{name}(aval={self.aval}, batched={batched}, batch_dim={self.batch_dim})"
+        if self.kind in ("linearize", "jvp"):
+            parts = [f"{k}={v.describe()}" for k, v in self.children]
+            return f"{name}({', '.join(parts)})"
+        return f"{name}({self.aval})"
+
+
+@dataclass(frozen=True, slots=True)
+class JaxprRecord:
+    """A jaxpr kept as text plus the figures views need without re-parsing it."""
+    name: str                 # where it came from: a param name such as "branches[1]"
+    text: str
+    eqn_count: int            # top-level equations, as len(jaxpr.eqns)
+    in_avals: tuple[str, ...] = ()
+    out_avals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One primitive (or event) as one level saw it."""
+    index: int
+    level: int
+    primitive: str
+    kind: str = "primitive"   # primitive | call | custom_jvp_call | custom_vjp_call | error
+    phase: str = "forward"    # forward | backward | rule
+    params: tuple[tuple[str, str], ...] = ()
+    inputs: tuple[ValueRecord, ...] = ()
+    outputs: tuple[ValueRecord, ...] = ()
+    source: SourceLocation | None = None
+    name_stack: str = ""
+    subjaxprs: tuple[JaxprRecord, ...] = ()
+    error: str | None = None  # set when the primitive itself raised
+    cause: int | None = None  # the step at an inner level whose processing bound this one
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One recorder in the stack: a transformation applied, or the level around it."""
+    index: int
+    kind: str                 # grad | vmap | jit | jvp | ... | outer | custom_jvp_rule ...
+    label: str                # e.g. "vmap#1/grad#2"
+    depth: int
+    parent: int | None
+    trace_type: str           # JAX's Trace class recorded under, e.g. BatchTrace
+    function: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRecord:
+    """A failure during a recorded call: what JAX raised and where."""
+    type_name: str            # qualified, e.g. jax.errors.TracerBoolConversionError
+    message: str
+    level: int | None         # the level that was running when it was raised
+    step: int | None          # the failing step, or the last step recorded before it
+    source: SourceLocation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One outermost transformed invocation, with every level nested inside it."""
+    index: int
+    transform: str
+    function: str
+    source: SourceLocation | None
+    options: tuple[tuple[str, str], ...] = ()
+    levels: tuple[Level, ...] = ()
+    steps: tuple[Step, ...] = ()
+    errors: tuple[ErrorRecord, ...] = ()
+    in_tree: str = ""
+    out_tree: str = ""
+    inputs: tuple[ValueRecord, ...] = ()
+    outputs: tuple[ValueRecord, ...] = ()
+    parent: int | None = None  # e.g. a vjp's backward call points at its forward call
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def steps_at(self, level: int) -> Iterator[Step]:
+        return (s for s in self.steps if s.level == level)
+
+
+@dataclass(slots=True)
+class Session:
+    """Every call recorded inside one `transforms.record()` block.
+
+    Mutable only while recording: calls are appended as they finish.
+    """
+    calls: list[Call] = field(default_factory=list)
+    jax_version: str = ""
+    python_version: str = field(default_factory=platform.python_version)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def step_count(self) -> int:
+        return sum(len(c.steps) for c in self.calls)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_NAME,
+            "schema_version": self.schema_version,
+            "jax_version": self.jax_version,
+            "python_version": self.python_version,
+            "calls": [_encode(c) for c in self.calls],
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: the file appears complete or not at all."""
+        text = json.dumps(self.to_json_dict(), separators=(",", ":"))
+        write_atomically(path, text)
+
+
+class SessionLoadError(ValueError):
+    """A session file that cannot be read: missing, truncated, corrupt or too new."""
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path: str | os.PathLike) -> Session:
+    """Read a session file; raises SessionLoadError with a message that names the problem."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise SessionLoadError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SessionLoadError(f"{path}: is a directory, not a session file") from None
+    except UnicodeDecodeError:
+        raise SessionLoadError(f"{path}: not a text file (invalid UTF-8)") from None
+    except OSError as e:
+        raise SessionLoadError(f"{path}: cannot read ({e.strerror})") from None
+    return loads(text, source=path)
+
+
+def loads(text: str, source: str = "<string>") -> Session:
+    if not text.strip():
+        raise SessionLoadError(f"{source}: the file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        what = "truncated" if e.pos >= len(text.rstrip()) - 1 else "corrupt"
+        raise SessionLoadError(
+            f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+        raise SessionLoadError(f"{source}: not a workbench session (no '{SCHEMA_NAME}' schema tag)")
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise SessionLoadError(f"{source}: the schema_version is missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise SessionLoadError(
+            f"{source}: written with schema version {version}, but this workbench reads "
+            f"up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
+    try:
+        calls = [_decode(Call, c) for c in data["calls"]]
+        return Session(calls=calls, jax_version=str(data.get("jax_version", "")),
+                       python_version=str(data.get("python_version", "")),
+                       schema_version=version)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SessionLoadError(f"{source}: malformed session data ({type(e).__name__}: {e})") from None
+
+
+# --- JSON encoding -----------------------------------------------------------
+# Field types drive decoding, so the JSON stays plain: objects for dataclasses,
+# arrays for tuples, pairs for (key, value) tuples.
+
+def _encode(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (tuple, list)):
+        return [_encode(x) for x in obj]
+    return obj
+
+
+def _decode(cls: type, data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise TypeError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _decode_typed(f.type, data[f.name])
+    return cls(**kwargs)
+
+
+def _decode_typed(type_text: str, value: Any) -> Any:
+    """Decode by the field's annotation text (annotations are strings here)."""
+    if value is None:
+        return None
+    text = type_text.replace(" | None", "")
+    if text in _RECORD_TYPES:
+        return _decode(_RECORD_TYPES[text], value)
+    if text.startswith("tuple[tuple[str, ValueRecord]"):
+        return tuple((str(k), _decode(ValueRecord, v)) for k, v in value)
+    if text.startswith("tuple[tuple[str, str]"):
+        return tuple((str(k), str(v)) for k, v in value)
+    if text.startswith("tuple[") or text.startswith("list["):
+        inner = text[text.index("[") + 1:text.rindex("]")].split(",")[0].strip()
+        items = [_decode_typed(inner, v) for v in _as_list(value)]
+        return items if text.startswith("list[") else tuple(items)
+    if text == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return value
+    if text == "str":
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {type(value).__name__}")
+        return value
+    return value
+
+
+def _as_list(value: Any) -> list:
+    if not isinstance(value, list):
+        raise TypeError(f"expected an array, got {type(value).__name__}")
+    return value
+
+
+_RECORD_TYPES = {
+    cls.__name__: cls
+    for cls in (SourceLocation, ValueRecord, JaxprRecord, Step, Level, ErrorRecord, Call)
+}
