@@ -8,6 +8,7 @@ results, pytree structures and exceptions are JAX's own.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
@@ -18,6 +19,27 @@ from ._recorder import TRACE_KINDS, _state, function_name, run_level
 # Transformations whose backward pass runs at the enclosing level after the
 # user's function returns.
 _BACKWARD_KINDS = frozenset({"grad", "value_and_grad", "vjp", "jacrev", "hessian"})
+
+
+@dataclass(frozen=True, eq=False)
+class TransformSpec:
+    """What a wrapper was built from: read by stage capture to rebuild the pipeline."""
+    kind: str
+    fun: Callable                 # the user's function (possibly another wrapper)
+    transformed: Callable         # jax.<kind>(fun, ...) as built, callable on the call's args
+    options: tuple
+
+    @property
+    def name(self) -> str:
+        return function_name(self.fun)
+
+
+def spec_of(f: Any) -> TransformSpec | None:
+    """The TransformSpec of one of our wrappers (or of a jit built on one), else None."""
+    spec = getattr(f, "__transform_spec__", None)
+    if spec is None:
+        spec = getattr(getattr(f, "__wrapped__", None), "__transform_spec__", None)
+    return spec
 
 
 def _options(**kwargs: Any) -> tuple[tuple[str, str], ...]:
@@ -60,6 +82,7 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
     if call is not None:
         return _invoke_nested(call, kind, transformed, args, kwargs)
     call = session.begin_call(kind, fun, options, args, kwargs)
+    call.spec = TransformSpec(kind, fun, transformed, options)
     _state.call = call
     try:
         outer = call.new_level("outer", _i.current_trace(), None)
@@ -113,6 +136,7 @@ def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable) -> Ca
     @functools.wraps(transformed)
     def call(*args, **kwargs):
         return _invoke(kind, fun, options, transformed, args, kwargs)
+    call.__transform_spec__ = TransformSpec(kind, fun, transformed, options)
     return call
 
 
@@ -217,7 +241,11 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     options = _options(**kwargs)
     if not callable(fun):
         return _make("jit", jax.jit, fun, options, **kwargs)
-    return jax.jit(_jit_entry(fun, options), **kwargs)
+    entry = _jit_entry(fun, options)
+    jitted = jax.jit(entry, **kwargs)
+    # NB: stages are rebuilt from the plain jax.jit, so capturing them never records.
+    entry.__transform_spec__ = TransformSpec("jit", fun, jax.jit(fun, **kwargs), options)
+    return jitted
 
 
 def _jit_entry(fun: Callable, options: tuple) -> Callable:
@@ -230,6 +258,7 @@ def _jit_entry(fun: Callable, options: tuple) -> Callable:
             return level_entry(*args, **kwargs)
         # Traced outside any recorded call: this trace is the call.
         call = session.begin_call("jit", fun, options, args, kwargs)
+        call.spec = traced.__transform_spec__
         _state.call = call
         try:
             out = level_entry(*args, **kwargs)

@@ -13,6 +13,7 @@ import jax
 
 from . import _interpreters as _i
 from ._rules import summarize_params
+from ._stages import capture_stages
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
 from .record import Call, ErrorRecord, Level, Session, Step
 
@@ -44,8 +45,9 @@ def active_session() -> SessionRecorder | None:
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
-    def __init__(self, inline_jnp: bool = False):
+    def __init__(self, inline_jnp: bool = False, stages: bool = False):
         self.inline_jnp = inline_jnp
+        self.capture_stages = stages
         self.session = Session(jax_version=jax.__version__)
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
@@ -58,14 +60,15 @@ class SessionRecorder:
 
 
 @contextlib.contextmanager
-def record(*, inline_jnp: bool = False) -> Iterator[Session]:
+def record(*, inline_jnp: bool = False, stages: bool = False) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
     nothing. With `inline_jnp=True`, jnp wrappers (`jit(inline=True)`) are
     evaluated under the recorder so steps read `sin`, `mul`, `dot_general`.
+    With `stages=True`, each call also keeps its pipeline of jaxprs (slower).
     """
-    recorder = SessionRecorder(inline_jnp=inline_jnp)
+    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages)
     prev = (_state.session, _state.call, _state.levels)
     _state.session, _state.call, _state.levels = recorder, None, []
     try:
@@ -104,6 +107,8 @@ class CallBuilder:
         self.inputs = tuple(self.describer.describe(x) for x in leaves)
         self.out_tree = ""
         self.outputs: tuple = ()
+        self.spec: Any = None  # _api.TransformSpec, for stage capture
+        self._args = (args, kwargs) if recorder.capture_stages else None
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -182,10 +187,24 @@ class CallBuilder:
         steps = tuple(s for s in self.steps if s is not None)
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
-                    self.out_tree, self.inputs, self.outputs, self.parent)
+                    self.out_tree, self.inputs, self.outputs, self.parent, self._stages())
         self._jaxprs.clear()
         self.recorder.add(call)
         return call
+
+
+    def _stages(self) -> tuple:
+        if self._args is None or self.spec is None:
+            return ()
+        args, kwargs = self._args
+        self._args = None  # keep no arrays past the call
+        # Stages are built outside the recording state so they record nothing.
+        prev = (_state.session, _state.call, _state.levels)
+        _state.session, _state.call, _state.levels = None, None, []
+        try:
+            return capture_stages(self.spec, args, kwargs)
+        finally:
+            _state.session, _state.call, _state.levels = prev
 
 
 class LevelState:

@@ -89,6 +89,17 @@ class JaxprRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage of a transformation pipeline: a jaxpr or compiled text, or why it is missing."""
+    name: str                 # e.g. "f", "jvp", "linear", "transposed", "batched", "stablehlo"
+    title: str = ""
+    jaxpr: JaxprRecord | None = None
+    text: str | None = None   # StableHLO / optimised HLO text for compiled stages
+    available: bool = True
+    reason: str = ""          # why a stage is unavailable, or the error that stopped it
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """One primitive (or event) as one level saw it."""
     index: int
@@ -145,6 +156,7 @@ class Call:
     inputs: tuple[ValueRecord, ...] = ()
     outputs: tuple[ValueRecord, ...] = ()
     parent: int | None = None  # e.g. a vjp's backward call points at its forward call
+    stages: tuple[Stage, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -304,5 +316,5 @@ def _as_list(value: Any) -> list:
 
 _RECORD_TYPES = {
     cls.__name__: cls
-    for cls in (SourceLocation, ValueRecord, JaxprRecord, Step, Level, ErrorRecord, Call)
+    for cls in (SourceLocation, ValueRecord, JaxprRecord, Stage, Step, Level, ErrorRecord, Call)
 }
