@@ -133,6 +133,7 @@ def _make(kind: str, jax_transform: Callable, fun: Any, options: tuple,
 
 
 def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable) -> Callable:
+    @_i.api_boundary
     @functools.wraps(transformed)
     def call(*args, **kwargs):
         return _invoke(kind, fun, options, transformed, args, kwargs)

@@ -85,7 +85,11 @@ class RecordingTrace(Trace):
                 return eval_jaxpr(params["jaxpr"], list(tracers))
         pending = level.begin_step(primitive, tracers, params, "primitive")
         try:
-            out = self.parent.process_primitive(primitive, tracers, params)
+            # NB: JAX's rules bind on `parent_trace` with it current; here that
+            # is us, so make the parent current as it would be without us.
+            # Otherwise eager impls would miss jit's top-level fast path.
+            with set_current_trace(self.parent):
+                out = self.parent.process_primitive(primitive, tracers, params)
         except BaseException as e:
             level.fail_step(pending, e)
             raise
@@ -101,7 +105,8 @@ class RecordingTrace(Trace):
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
         jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
         try:
-            out = self.parent.process_custom_jvp_call(primitive, fun, jvp, tracers, **params)
+            with set_current_trace(self.parent):
+                out = self.parent.process_custom_jvp_call(primitive, fun, jvp, tracers, **params)
         except BaseException as e:
             level.fail_step(pending, e)
             raise
@@ -113,8 +118,11 @@ class RecordingTrace(Trace):
         pending = level.begin_step(primitive, tracers, params, "custom_vjp_call")
         fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
         fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
+        bwd = _record_rule(bwd, level.rule_spec("custom_vjp_bwd", bwd))
         try:
-            out = self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, tracers, **params)
+            with set_current_trace(self.parent):
+                out = self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, tracers,
+                                                          **params)
         except BaseException as e:
             level.fail_step(pending, e)
             raise
@@ -138,7 +146,8 @@ class RecordingTrace(Trace):
             tracers = args[-1] if args and isinstance(args[-1], (list, tuple)) else ()
             pending = level.begin_step(primitive, tracers, params, "call")
             try:
-                out = method(primitive, *args, **params)
+                with set_current_trace(self.parent):
+                    out = method(primitive, *args, **params)
             except BaseException as e:
                 level.fail_step(pending, e)
                 raise
@@ -162,7 +171,8 @@ def _record_rule(fun, spec):
     """Wrap a linear_util WrappedFun so that its body runs in a recorded sub-level."""
     if spec is None or not isinstance(fun, lu.WrappedFun):
         return fun
-    return lu.transformation2(_record_rule_body, fun, spec)
+    # NB: transformation2 is curried: the trailing () applies it.
+    return lu.transformation2(_record_rule_body, fun, spec)()
 
 
 def install(level) -> Any:
