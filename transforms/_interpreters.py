@@ -27,6 +27,10 @@ from jax._src import traceback_util as _traceback_util
 
 Trace = jax_core.Trace
 Tracer = jax_core.Tracer
+ClosedJaxpr = jex_core.ClosedJaxpr
+Jaxpr = jex_core.Jaxpr
+Literal = jex_core.Literal
+DropVar = jex_core.DropVar
 take_current_trace = jex_core.take_current_trace
 set_current_trace = jex_core.set_current_trace
 

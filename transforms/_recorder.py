@@ -45,7 +45,10 @@ def active_session() -> SessionRecorder | None:
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
-    def __init__(self, inline_jnp: bool = False, stages: bool = False):
+    def __init__(self, inline_jnp: bool = False, stages: bool = False, detail: str = "default"):
+        if detail not in ("default", "full"):
+            raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
+        self.detail = detail
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
         self.session = Session(jax_version=jax.__version__)
@@ -60,15 +63,18 @@ class SessionRecorder:
 
 
 @contextlib.contextmanager
-def record(*, inline_jnp: bool = False, stages: bool = False) -> Iterator[Session]:
+def record(*, inline_jnp: bool = False, stages: bool = False,
+           detail: str = "default") -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
     nothing. With `inline_jnp=True`, jnp wrappers (`jit(inline=True)`) are
     evaluated under the recorder so steps read `sin`, `mul`, `dot_general`.
     With `stages=True`, each call also keeps its pipeline of jaxprs (slower).
+    At `detail="default"` the bodies of jnp wrappers are printed without their
+    params (`reduce_sum[…]`); `detail="full"` prints every sub-jaxpr as JAX does.
     """
-    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages)
+    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
     prev = (_state.session, _state.call, _state.levels)
     _state.session, _state.call, _state.levels = recorder, None, []
     try:
@@ -136,12 +142,12 @@ class CallBuilder:
         return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
 
     # -- steps ----------------------------------------------------------------
-    def jaxpr(self, name: str, jaxpr: Any):
+    def jaxpr(self, name: str, jaxpr: Any, full: bool = True):
         # JAX caches the jaxprs of jnp wrappers: print each object once. The
         # object is kept alive until the call ends so its id is not reused.
         hit = self._jaxprs.get(id(jaxpr))
         if hit is None or hit[0] is not jaxpr:
-            hit = (jaxpr, jaxpr_record(name, jaxpr))
+            hit = (jaxpr, jaxpr_record(name, jaxpr, full or self.recorder.detail == "full"))
             self._jaxprs[id(jaxpr)] = hit
         rec = hit[1]
         return rec if rec.name == name else type(rec)(name, rec.text, rec.eqn_count,
@@ -229,14 +235,14 @@ class LevelState:
         inputs = tuple(describe(x) for x in tracers)
         phase = self.phase
         if call.active_steps:
-            cause, cause_phase = call.active_steps[-1]
+            # A step bound while processing another comes from the same user line.
+            cause, cause_phase, source = call.active_steps[-1]
             if cause_phase == "backward":  # what a backward step emits is backward too
                 phase = cause_phase
         else:
-            cause = None
-        call.active_steps.append((index, phase))
-        return (index, primitive, inputs, params, kind, cause, phase, user_location(3),
-                _i.name_stack())
+            cause, source = None, user_location(3)
+        call.active_steps.append((index, phase, source))
+        return (index, primitive, inputs, params, kind, cause, phase, source, _i.name_stack())
 
     def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
         call = self.call
@@ -255,7 +261,9 @@ class LevelState:
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = getattr(primitive, "name", str(primitive))
         pairs, jaxprs = summarize_params(name, params)
-        subjaxprs = tuple(self.call.jaxpr(key, j) for key, j in jaxprs)
+        # jnp wrappers (jit with inline) keep a compact printing at the default detail.
+        full = not (kind == "primitive" and params.get("inline"))
+        subjaxprs = tuple(self.call.jaxpr(key, j, full) for key, j in jaxprs)
         return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
                     source, names, subjaxprs, error, cause)
 

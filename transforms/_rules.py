@@ -5,7 +5,7 @@ sub-jaxprs to keep. Primitives without a rule get `default_rule`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ._snapshot import _safe_text, is_jaxpr
 
@@ -17,9 +17,25 @@ _PLAIN = (int, bool, float, type(None))
 _MAX_PARAM_TEXT = 100
 
 
+_formatted: dict[Any, str] = {}
+
+
 def format_param(value: Any) -> str:
     if type(value) in _PLAIN:
         return str(value)
+    # Params repeat (dtypes, dimension numbers): print each distinct value once.
+    try:
+        text = _formatted.get(value)
+    except TypeError:  # unhashable
+        return _format_param(value)
+    if text is None:
+        if len(_formatted) > 50_000:
+            _formatted.clear()
+        text = _formatted[value] = _format_param(value)
+    return text
+
+
+def _format_param(value: Any) -> str:
     if type(value) is str:
         return repr(value)
     if is_jaxpr(value):
@@ -31,22 +47,24 @@ def format_param(value: Any) -> str:
     return text if len(text) <= _MAX_PARAM_TEXT else text[:_MAX_PARAM_TEXT - 1] + "…"
 
 
-def _jaxprs_in(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+def _jaxprs_in(name: str, value: Any) -> list[tuple[str, Any]]:
     if is_jaxpr(value):
-        yield name, value
-    elif isinstance(value, (tuple, list)) and value and is_jaxpr(value[0]):
-        for i, item in enumerate(value):
-            if is_jaxpr(item):
-                yield f"{name}[{i}]", item
+        return [(name, value)]
+    if type(value) in (tuple, list) and value and is_jaxpr(value[0]):
+        return [(f"{name}[{i}]", item) for i, item in enumerate(value) if is_jaxpr(item)]
+    return []
 
 
 def default_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
     pairs = []
     jaxprs: SubJaxprs = []
     for key, value in params.items():
+        if type(value) in _PLAIN:  # the common case, kept cheap
+            pairs.append((key, str(value)))
+            continue
         if key == "subfuns":  # WrappedFuns of call primitives: not data
             continue
-        found = list(_jaxprs_in(key, value))
+        found = _jaxprs_in(key, value)
         if found:
             jaxprs.extend(found)
             pairs.append((key, ", ".join(format_param(j) for _, j in found)))
@@ -55,11 +73,12 @@ def default_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
     return tuple(pairs), jaxprs
 
 
+_JIT_KEYS = ("name", "jaxpr", "inline", "keep_unused", "donated_invars")
+
+
 def _jit_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
     # Sharding and layout params of jit are long and say nothing on one device.
-    keep = {k: v for k, v in params.items()
-            if k in ("jaxpr", "name", "inline", "keep_unused", "donated_invars")}
-    return default_rule(keep)
+    return default_rule({k: params[k] for k in _JIT_KEYS if k in params})
 
 
 def _custom_jvp_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:

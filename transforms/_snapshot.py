@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer, trace_of
+from ._interpreters import (JAX_DIR, PACKAGE_DIR, ClosedJaxpr, DropVar, Jaxpr, Literal, Tracer,
+                            trace_of)
 from .record import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
@@ -19,9 +20,41 @@ SMALL_VALUE_SIZE = 8
 _MAX_TEXT = 120
 
 
+_aval_texts: dict[Any, str] = {}
+
+
 def aval_text(aval: Any) -> str:
+    # Avals hash cheaply (the hash is cached) but print slowly: print each once.
     try:
-        return aval.str_short()
+        text = _aval_texts.get(aval)
+    except TypeError:  # an unhashable aval kind
+        return _aval_text_uncached(aval)
+    if text is None:
+        if len(_aval_texts) > 100_000:
+            _aval_texts.clear()
+        text = _aval_texts[aval] = _aval_text_uncached(aval)
+    return text
+
+
+_short_aval_texts: dict[Any, str] = {}
+
+
+def short_aval_text(aval: Any) -> str:
+    """`f32[3]`, as jaxprs print avals."""
+    try:
+        text = _short_aval_texts.get(aval)
+    except TypeError:
+        return _aval_text_uncached(aval, short=True)
+    if text is None:
+        if len(_short_aval_texts) > 100_000:
+            _short_aval_texts.clear()
+        text = _short_aval_texts[aval] = _aval_text_uncached(aval, short=True)
+    return text
+
+
+def _aval_text_uncached(aval: Any, short: bool = False) -> str:
+    try:
+        return aval.str_short(short_dtypes=True) if short else aval.str_short()
     except Exception as e:  # an aval kind without str_short: keep its repr, say why
         return f"{type(aval).__name__}<{type(e).__name__}>"
 
@@ -36,6 +69,7 @@ class Describer:
     def __init__(self, level_of_trace: dict[int, int]):
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
         self._cache: dict[int, tuple[weakref.ref, ValueRecord]] = {}
+        self._interned: dict[tuple, ValueRecord] = {}
 
     def describe(self, x: Any) -> ValueRecord:
         if isinstance(x, Tracer):
@@ -54,15 +88,26 @@ class Describer:
         type_name = type(x).__name__
         if hasattr(x, "batch_dim") and hasattr(x, "val"):
             bdim = x.batch_dim
-            return ValueRecord("batched", type_name, aval, level,
-                               batch_dim=bdim if isinstance(bdim, int) else None,
-                               children=(("val", self.describe(x.val)),))
+            val = self.describe(x.val)
+            return self._intern("batched", type_name, aval, level,
+                                bdim if isinstance(bdim, int) else None, (("val", val),))
         if hasattr(x, "primal") and hasattr(x, "tangent"):
             kind = "linearize" if hasattr(trace, "tangent_trace") else "jvp"
-            return ValueRecord(kind, type_name, aval, level, children=(
-                ("primal", self.describe(x.primal)), ("tangent", self.describe(x.tangent))))
+            children = (("primal", self.describe(x.primal)), ("tangent", self.describe(x.tangent)))
+            return self._intern(kind, type_name, aval, level, None, children)
         kind = "jaxpr" if hasattr(trace, "frame") else "tracer"
-        return ValueRecord(kind, type_name, aval, level)
+        return self._intern(kind, type_name, aval, level, None, ())
+
+    def _intern(self, kind: str, type_name: str, aval: str, level: int | None,
+                bdim: int | None, children: tuple) -> ValueRecord:
+        # Equal descriptions share one record: cheaper to make and to keep.
+        # Children are interned too, so their ids identify them.
+        key = (kind, type_name, aval, level, bdim, tuple(id(c) for _, c in children))
+        rec = self._interned.get(key)
+        if rec is None:
+            rec = self._interned[key] = ValueRecord(kind, type_name, aval, level, bdim,
+                                                   None, children)
+        return rec
 
 
 def describe_concrete(x: Any) -> ValueRecord:
@@ -117,11 +162,13 @@ def _safe_text(x: Any) -> str:
 
 # --- jaxprs ------------------------------------------------------------------
 
-def jaxpr_record(name: str, jaxpr: Any) -> JaxprRecord:
+def jaxpr_record(name: str, jaxpr: Any, full: bool = True) -> JaxprRecord:
+    """A jaxpr as text: JAX's own printing, or with `full=False` a compact
+    printing without params (`prim[…]`), about 10x cheaper, for jnp wrappers."""
     inner = getattr(jaxpr, "jaxpr", jaxpr)
     return JaxprRecord(
         name=name,
-        text=_safe_text_full(jaxpr),
+        text=_safe_text_full(jaxpr) if full else compact_jaxpr_text(inner),
         eqn_count=len(inner.eqns),
         in_avals=tuple(aval_text(v.aval) for v in inner.invars),
         out_avals=tuple(aval_text(v.aval) for v in inner.outvars),
@@ -135,9 +182,53 @@ def _safe_text_full(x: Any) -> str:
         return f"<repr-error {type(e).__name__}: {e}>"
 
 
+_JAXPR_TYPES = (ClosedJaxpr, Jaxpr)
+
+
 def is_jaxpr(x: Any) -> bool:
-    return hasattr(x, "eqns") and hasattr(x, "invars") or (
-        hasattr(x, "jaxpr") and hasattr(x, "consts") and hasattr(getattr(x, "jaxpr"), "eqns"))
+    return isinstance(x, _JAXPR_TYPES)
+
+
+def compact_jaxpr_text(jaxpr: Any) -> str:
+    """Print a jaxpr as JAX does, but with params elided as `[…]`."""
+    names: dict[int, str] = {}
+
+    def var(v: Any) -> str:
+        if isinstance(v, Literal):
+            return f"{v.val}:{short_aval_text(v.aval)}"
+        if isinstance(v, DropVar):
+            return "_"
+        key = id(v)
+        if key not in names:
+            names[key] = _var_name(len(names))
+        return names[key]
+
+    def binder(v: Any) -> str:
+        return f"{var(v)}:{short_aval_text(v.aval)}"
+
+    consts = " ".join(binder(v) for v in jaxpr.constvars)
+    args = " ".join(binder(v) for v in jaxpr.invars)
+    lines = [f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"]
+    for eqn in jaxpr.eqns:
+        outs = " ".join(binder(v) for v in eqn.outvars)
+        shown = any(p is not None for p in eqn.params.values())
+        mark = "[…]" if shown else ""
+        ins = " ".join(var(v) for v in eqn.invars)
+        lines.append(f"    {outs} = {eqn.primitive.name}{mark} {ins}".rstrip())
+    outs = ", ".join(var(v) for v in jaxpr.outvars)
+    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return "\n".join(lines)
+
+
+def _var_name(i: int) -> str:
+    # JAX's scheme: a..z, then ba, bb, ...
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        text = letters[i % 26] + text
+        i //= 26
+        if i == 0:
+            return text
 
 
 # --- source lines ------------------------------------------------------------
@@ -162,7 +253,14 @@ def _internal(code) -> bool:
 def user_location(skip: int = 1) -> SourceLocation | None:
     """The innermost frame of user code on the current stack."""
     frame = sys._getframe(skip)
-    while frame is not None and _internal(frame.f_code):
+    known = _is_internal_code
+    while frame is not None:
+        code = frame.f_code
+        internal = known.get(code)
+        if internal is None:
+            internal = _internal(code)
+        if not internal:
+            break
         frame = frame.f_back
     if frame is None:
         return None
