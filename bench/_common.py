@@ -1,0 +1,81 @@
+"""Shared pieces of the benchmarks: the MLP workload, timing, reporting."""
+from __future__ import annotations
+
+import gc
+import platform
+import statistics
+import sys
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+WIDTH = 64
+DEPTH = 8
+BATCH = 16
+
+
+def make_mlp(depth: int = DEPTH, width: int = WIDTH, batch: int = BATCH, seed: int = 0):
+    """An MLP (tanh), its per-example loss, and (params, xs, ys) to call it with."""
+    key = jax.random.PRNGKey(seed)
+    params = []
+    for _ in range(depth):
+        key, kw = jax.random.split(key)
+        w = jax.random.normal(kw, (width, width), jnp.float32) / jnp.sqrt(width)
+        params.append((w, jnp.zeros((width,), jnp.float32)))
+    key, kx, ky = jax.random.split(key, 3)
+    xs = jax.random.normal(kx, (batch, width), jnp.float32)
+    ys = jax.random.normal(ky, (batch, width), jnp.float32)
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params:
+            h = jnp.tanh(h @ w + b)
+        return jnp.mean((h - y) ** 2)
+
+    return loss, params, xs, ys
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """Seconds for one call of fn, after a gc.collect() that is not timed."""
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleaved(variants: dict[str, Callable[[], object]], reps: int,
+                warmup: int = 2) -> dict[str, list[float]]:
+    """Time each variant `reps` times, alternating which one goes first."""
+    names = list(variants)
+    for _ in range(warmup):
+        for name in names:
+            variants[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(reps):
+        order = names if rep % 2 == 0 else names[::-1]
+        for name in order:
+            times[name].append(timed(variants[name]))
+    return times
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def header(title: str) -> None:
+    print(f"{title}")
+    print(f"  Python {platform.python_version()}, jax {jax.__version__}, "
+          f"backend {jax.default_backend()}, {platform.machine()}")
+
+
+def verdict(name: str, value: float, target: float, unit: str = "") -> int:
+    ok = value <= target
+    print(f"{'PASS' if ok else 'FAIL'}: {name} = {value:.3f}{unit} (target <= {target}{unit})")
+    return 0 if ok else 1
+
+
+def exit_with(code: int) -> None:
+    sys.stdout.flush()
+    sys.exit(code)

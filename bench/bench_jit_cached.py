@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Cached calls of transforms.jit(f) against jax.jit(f).
+
+Both are compiled first; then batches of calls alternate between the two
+(each call waited for with block_until_ready), and the ratio is
+median(per-call time, transforms) / median(per-call time, jax) over batches.
+Measured outside a record() block (the figure with the target), and inside
+one as an informational figure (cached calls record nothing there either).
+
+    .venv/bin/python bench/bench_jit_cached.py [--calls N] [--batches B]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import transforms  # noqa: E402
+from _common import exit_with, header, median, verdict  # noqa: E402
+
+TARGET = 1.05
+
+
+def f(x):
+    return jnp.sin(x) * 2.0 + jnp.cos(x)
+
+
+def per_call_times(fns: dict, x, calls: int, batches: int) -> dict[str, list[float]]:
+    """Seconds per call for each function, `batches` batches of calls/batches calls."""
+    per_batch = max(1, calls // batches)
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for b in range(batches):
+        order = names if b % 2 == 0 else names[::-1]
+        for name in order:
+            g = fns[name]
+            gc.collect()
+            start = time.perf_counter()
+            for _ in range(per_batch):
+                g(x).block_until_ready()
+            out[name].append((time.perf_counter() - start) / per_batch)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=10_000, help="calls of each function")
+    parser.add_argument("--batches", type=int, default=40, help="interleaved batches")
+    args = parser.parse_args()
+
+    x = jnp.linspace(0.0, 1.0, 16, dtype=jnp.float32)
+    plain = jax.jit(f)
+    wrapped = transforms.jit(f)
+    assert type(wrapped) is type(plain), (type(wrapped), type(plain))
+    for g in (plain, wrapped):  # compile, then warm up
+        for _ in range(200):
+            g(x).block_until_ready()
+    assert bool(jnp.all(plain(x) == wrapped(x)))
+
+    header(f"bench_jit_cached: cached calls of a jitted f(x: float32[16]); "
+           f"{args.calls} calls each in {args.batches} interleaved batches")
+    t = per_call_times({"jax.jit": plain, "transforms.jit": wrapped}, x, args.calls, args.batches)
+    p, w = median(t["jax.jit"]), median(t["transforms.jit"])
+    ratio = w / p
+    print(f"  jax.jit        median {p * 1e6:7.2f} us/call")
+    print(f"  transforms.jit median {w * 1e6:7.2f} us/call")
+    print(f"  ratio transforms/jax (outside record()): {ratio:.3f}")
+
+    # Inside a record() block: the first call of a fresh transforms.jit records
+    # its trace; the cached calls after it run no code of ours.
+    with transforms.record() as session:
+        inside = transforms.jit(f)
+        for _ in range(200):
+            inside(x).block_until_ready()
+        recorded_steps = session.step_count
+        ti = per_call_times({"jax.jit": plain, "transforms.jit": inside}, x,
+                            args.calls, args.batches)
+        assert session.step_count == recorded_steps, "a cached call recorded steps"
+    pi, wi = median(ti["jax.jit"]), median(ti["transforms.jit"])
+    print(f"  inside record(): jax.jit {pi * 1e6:.2f} us/call, transforms.jit {wi * 1e6:.2f} us/call,"
+          f" ratio {wi / pi:.3f} (informational; {len(session.calls)} call recorded, on the first trace)")
+
+    exit_with(verdict("cached-call ratio transforms.jit/jax.jit", ratio, TARGET))
+
+
+if __name__ == "__main__":
+    main()
