@@ -29,8 +29,6 @@ Trace = jax_core.Trace
 Tracer = jax_core.Tracer
 ClosedJaxpr = jex_core.ClosedJaxpr
 Jaxpr = jex_core.Jaxpr
-Literal = jex_core.Literal
-DropVar = jex_core.DropVar
 take_current_trace = jex_core.take_current_trace
 set_current_trace = jex_core.set_current_trace
 
@@ -53,8 +51,18 @@ def trace_of(tracer: Tracer) -> Trace:
     return tracer._trace  # NB: the owning trace has no public accessor
 
 
+_name_stack_texts: dict[Any, str] = {}
+
+
 def name_stack() -> str:
-    return str(source_info_util.current_name_stack())
+    """The current name stack, e.g. `vmap(transpose(jvp()))`, printed once per value."""
+    stack = source_info_util.current_name_stack()
+    text = _name_stack_texts.get(stack)
+    if text is None:
+        if len(_name_stack_texts) > 10_000:
+            _name_stack_texts.clear()
+        text = _name_stack_texts[stack] = str(stack)
+    return text
 
 
 def eval_jaxpr(closed_jaxpr: Any, args: list) -> list:
@@ -77,6 +85,11 @@ class RecordingTrace(Trace):
         self.level = level  # a _recorder.LevelState; it knows its call
         # Primitives check `trace.requires_low` before dispatch: answer as the parent would.
         self.requires_low = getattr(parent, "requires_low", True)
+        # NB: JAX's rules bind on `parent_trace` with it current; here that is
+        # us. An eager impl run with us current would miss jit's top-level fast
+        # path (and record its inner jit), so make an EvalTrace parent current.
+        # Other traces set the current trace themselves before running rules.
+        self.parent_current = type(parent).__name__ == "EvalTrace"
 
     def __repr__(self) -> str:
         return f"RecordingTrace({self.level.label}, parent={self.parent!r})"
@@ -89,10 +102,10 @@ class RecordingTrace(Trace):
                 return eval_jaxpr(params["jaxpr"], list(tracers))
         pending = level.begin_step(primitive, tracers, params, "primitive")
         try:
-            # NB: JAX's rules bind on `parent_trace` with it current; here that
-            # is us, so make the parent current as it would be without us.
-            # Otherwise eager impls would miss jit's top-level fast path.
-            with set_current_trace(self.parent):
+            if self.parent_current:
+                with set_current_trace(self.parent):
+                    out = self.parent.process_primitive(primitive, tracers, params)
+            else:
                 out = self.parent.process_primitive(primitive, tracers, params)
         except BaseException as e:
             level.fail_step(pending, e)

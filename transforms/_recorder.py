@@ -6,6 +6,7 @@ everything into `record.Call`. Only what the record module defines survives.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from typing import Any, Iterator
 
@@ -71,8 +72,9 @@ def record(*, inline_jnp: bool = False, stages: bool = False,
     nothing. With `inline_jnp=True`, jnp wrappers (`jit(inline=True)`) are
     evaluated under the recorder so steps read `sin`, `mul`, `dot_general`.
     With `stages=True`, each call also keeps its pipeline of jaxprs (slower).
-    At `detail="default"` the bodies of jnp wrappers are printed without their
-    params (`reduce_sum[…]`); `detail="full"` prints every sub-jaxpr as JAX does.
+    At `detail="default"` the bodies of jnp wrappers keep their figures
+    (equation count, primitives, avals) but not their text; `detail="full"`
+    keeps every sub-jaxpr's text as JAX prints it.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
     prev = (_state.session, _state.call, _state.levels)
@@ -142,16 +144,15 @@ class CallBuilder:
         return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
 
     # -- steps ----------------------------------------------------------------
-    def jaxpr(self, name: str, jaxpr: Any, full: bool = True):
+    def jaxpr(self, name: str, jaxpr: Any, text: bool = True):
         # JAX caches the jaxprs of jnp wrappers: print each object once. The
         # object is kept alive until the call ends so its id is not reused.
         hit = self._jaxprs.get(id(jaxpr))
         if hit is None or hit[0] is not jaxpr:
-            hit = (jaxpr, jaxpr_record(name, jaxpr, full or self.recorder.detail == "full"))
+            hit = (jaxpr, jaxpr_record(name, jaxpr, text or self.recorder.detail == "full"))
             self._jaxprs[id(jaxpr)] = hit
         rec = hit[1]
-        return rec if rec.name == name else type(rec)(name, rec.text, rec.eqn_count,
-                                                      rec.in_avals, rec.out_avals)
+        return rec if rec.name == name else dataclasses.replace(rec, name=name)
 
     def record_error(self, error: BaseException, level: LevelState | None) -> None:
         if id(error) in self._errors_seen:
@@ -231,8 +232,7 @@ class LevelState:
         call = self.call
         index = len(call.steps)
         call.steps.append(None)  # reserved: steps this one causes come after it
-        describe = call.describer.describe
-        inputs = tuple(describe(x) for x in tracers)
+        inputs = tuple(map(call.describer.describe, tracers))
         phase = self.phase
         if call.active_steps:
             # A step bound while processing another comes from the same user line.
@@ -248,7 +248,7 @@ class LevelState:
         call = self.call
         call.active_steps.pop()
         describe = call.describer.describe
-        outputs = tuple(describe(x) for x in out) if multiple else (describe(out),)
+        outputs = tuple(map(describe, out)) if multiple else (describe(out),)
         call.steps[pending[0]] = self._step(pending, outputs, None)
 
     def fail_step(self, pending: tuple, error: BaseException) -> None:
@@ -259,11 +259,11 @@ class LevelState:
 
     def _step(self, pending: tuple, outputs: tuple, error: str | None) -> Step:
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
-        name = getattr(primitive, "name", str(primitive))
+        name = primitive.name
         pairs, jaxprs = summarize_params(name, params)
-        # jnp wrappers (jit with inline) keep a compact printing at the default detail.
-        full = not (kind == "primitive" and params.get("inline"))
-        subjaxprs = tuple(self.call.jaxpr(key, j, full) for key, j in jaxprs)
+        # jnp wrappers (jit with inline) keep figures but no text at the default detail.
+        text = not (kind == "primitive" and params.get("inline"))
+        subjaxprs = tuple(self.call.jaxpr(key, j, text) for key, j in jaxprs)
         return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
                     source, names, subjaxprs, error, cause)
 

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._interpreters import (JAX_DIR, PACKAGE_DIR, ClosedJaxpr, DropVar, Jaxpr, Literal, Tracer,
-                            trace_of)
+from ._interpreters import JAX_DIR, PACKAGE_DIR, ClosedJaxpr, Jaxpr, Tracer, trace_of
 from .record import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
@@ -36,25 +35,9 @@ def aval_text(aval: Any) -> str:
     return text
 
 
-_short_aval_texts: dict[Any, str] = {}
-
-
-def short_aval_text(aval: Any) -> str:
-    """`f32[3]`, as jaxprs print avals."""
+def _aval_text_uncached(aval: Any) -> str:
     try:
-        text = _short_aval_texts.get(aval)
-    except TypeError:
-        return _aval_text_uncached(aval, short=True)
-    if text is None:
-        if len(_short_aval_texts) > 100_000:
-            _short_aval_texts.clear()
-        text = _short_aval_texts[aval] = _aval_text_uncached(aval, short=True)
-    return text
-
-
-def _aval_text_uncached(aval: Any, short: bool = False) -> str:
-    try:
-        return aval.str_short(short_dtypes=True) if short else aval.str_short()
+        return aval.str_short()
     except Exception as e:  # an aval kind without str_short: keep its repr, say why
         return f"{type(aval).__name__}<{type(e).__name__}>"
 
@@ -85,29 +68,57 @@ class Describer:
         trace = trace_of(x)
         level = self.level_of_trace.get(id(trace))
         aval = aval_text(x.aval)
-        type_name = type(x).__name__
-        if hasattr(x, "batch_dim") and hasattr(x, "val"):
+        shape = _tracer_shape(type(x), type(trace))
+        if shape == "batched":
             bdim = x.batch_dim
-            val = self.describe(x.val)
-            return self._intern("batched", type_name, aval, level,
-                                bdim if isinstance(bdim, int) else None, (("val", val),))
-        if hasattr(x, "primal") and hasattr(x, "tangent"):
-            kind = "linearize" if hasattr(trace, "tangent_trace") else "jvp"
+            return self._intern(shape, type(x).__name__, aval, level,
+                                bdim if isinstance(bdim, int) else None,
+                                (("val", self.describe(x.val)),))
+        if shape in ("linearize", "jvp"):
             children = (("primal", self.describe(x.primal)), ("tangent", self.describe(x.tangent)))
-            return self._intern(kind, type_name, aval, level, None, children)
-        kind = "jaxpr" if hasattr(trace, "frame") else "tracer"
-        return self._intern(kind, type_name, aval, level, None, ())
+            return self._intern(shape, type(x).__name__, aval, level, None, children)
+        return self._intern(shape, type(x).__name__, aval, level, None, ())
 
     def _intern(self, kind: str, type_name: str, aval: str, level: int | None,
                 bdim: int | None, children: tuple) -> ValueRecord:
         # Equal descriptions share one record: cheaper to make and to keep.
         # Children are interned too, so their ids identify them.
-        key = (kind, type_name, aval, level, bdim, tuple(id(c) for _, c in children))
+        key = (kind, type_name, aval, level, bdim, *[id(c) for _, c in children])
         rec = self._interned.get(key)
         if rec is None:
             rec = self._interned[key] = ValueRecord(kind, type_name, aval, level, bdim,
                                                    None, children)
         return rec
+
+
+_shapes: dict[tuple[type, type], str] = {}
+
+
+def _tracer_shape(tracer_type: type, trace_type: type) -> str:
+    """What a tracer holds, told by its attributes once per (tracer, trace) class."""
+    key = (tracer_type, trace_type)
+    shape = _shapes.get(key)
+    if shape is None:
+        if _has_attrs(tracer_type, "batch_dim", "val"):
+            shape = "batched"
+        elif _has_attrs(tracer_type, "primal", "tangent"):
+            # A linearize trace stages its tangents into a jaxpr trace of its own.
+            shape = "linearize" if _has_attrs(trace_type, "tangent_trace") else "jvp"
+        elif _has_attrs(trace_type, "frame"):
+            shape = "jaxpr"
+        else:
+            shape = "tracer"
+        _shapes[key] = shape
+    return shape
+
+
+def _has_attrs(cls: type, *names: str) -> bool:
+    # Tracer attributes are __slots__ or class annotations, not set on the class.
+    for name in names:
+        if not any(name in getattr(k, "__slots__", ()) or name in getattr(k, "__annotations__", {})
+                   or name in vars(k) for k in cls.__mro__):
+            return False
+    return True
 
 
 def describe_concrete(x: Any) -> ValueRecord:
@@ -162,16 +173,17 @@ def _safe_text(x: Any) -> str:
 
 # --- jaxprs ------------------------------------------------------------------
 
-def jaxpr_record(name: str, jaxpr: Any, full: bool = True) -> JaxprRecord:
-    """A jaxpr as text: JAX's own printing, or with `full=False` a compact
-    printing without params (`prim[…]`), about 10x cheaper, for jnp wrappers."""
+def jaxpr_record(name: str, jaxpr: Any, text: bool = True) -> JaxprRecord:
+    """A jaxpr's figures, and its text as JAX prints it unless `text=False`
+    (printing is the costly part: jnp wrappers skip it at the default detail)."""
     inner = getattr(jaxpr, "jaxpr", jaxpr)
     return JaxprRecord(
         name=name,
-        text=_safe_text_full(jaxpr) if full else compact_jaxpr_text(inner),
+        text=_safe_text_full(jaxpr) if text else "",
         eqn_count=len(inner.eqns),
         in_avals=tuple(aval_text(v.aval) for v in inner.invars),
         out_avals=tuple(aval_text(v.aval) for v in inner.outvars),
+        primitives=tuple(e.primitive.name for e in inner.eqns),
     )
 
 
@@ -187,48 +199,6 @@ _JAXPR_TYPES = (ClosedJaxpr, Jaxpr)
 
 def is_jaxpr(x: Any) -> bool:
     return isinstance(x, _JAXPR_TYPES)
-
-
-def compact_jaxpr_text(jaxpr: Any) -> str:
-    """Print a jaxpr as JAX does, but with params elided as `[…]`."""
-    names: dict[int, str] = {}
-
-    def var(v: Any) -> str:
-        if isinstance(v, Literal):
-            return f"{v.val}:{short_aval_text(v.aval)}"
-        if isinstance(v, DropVar):
-            return "_"
-        key = id(v)
-        if key not in names:
-            names[key] = _var_name(len(names))
-        return names[key]
-
-    def binder(v: Any) -> str:
-        return f"{var(v)}:{short_aval_text(v.aval)}"
-
-    consts = " ".join(binder(v) for v in jaxpr.constvars)
-    args = " ".join(binder(v) for v in jaxpr.invars)
-    lines = [f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"]
-    for eqn in jaxpr.eqns:
-        outs = " ".join(binder(v) for v in eqn.outvars)
-        shown = any(p is not None for p in eqn.params.values())
-        mark = "[…]" if shown else ""
-        ins = " ".join(var(v) for v in eqn.invars)
-        lines.append(f"    {outs} = {eqn.primitive.name}{mark} {ins}".rstrip())
-    outs = ", ".join(var(v) for v in jaxpr.outvars)
-    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
-    return "\n".join(lines)
-
-
-def _var_name(i: int) -> str:
-    # JAX's scheme: a..z, then ba, bb, ...
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    text = ""
-    while True:
-        text = letters[i % 26] + text
-        i //= 26
-        if i == 0:
-            return text
 
 
 # --- source lines ------------------------------------------------------------

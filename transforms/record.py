@@ -82,10 +82,11 @@ class ValueRecord:
 class JaxprRecord:
     """A jaxpr kept as text plus the figures views need without re-parsing it."""
     name: str                 # where it came from: a param name such as "branches[1]"
-    text: str
+    text: str                 # as JAX prints it; "" where not kept (jnp wrappers at default detail)
     eqn_count: int            # top-level equations, as len(jaxpr.eqns)
     in_avals: tuple[str, ...] = ()
     out_avals: tuple[str, ...] = ()
+    primitives: tuple[str, ...] = ()  # the top-level equations' primitives, in order
 
 
 @dataclass(frozen=True, slots=True)
