@@ -93,7 +93,17 @@ RULES: dict[str, Rule] = {
 }
 
 
+_interned_pairs: dict[ParamPairs, ParamPairs] = {}
+
+
 def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, SubJaxprs]:
     if not params:
         return (), []
-    return RULES.get(primitive_name, default_rule)(params)
+    pairs, jaxprs = RULES.get(primitive_name, default_rule)(params)
+    # Most steps repeat a few param sets: share one tuple (memory per step).
+    shared = _interned_pairs.get(pairs)
+    if shared is None:
+        if len(_interned_pairs) > 50_000:
+            _interned_pairs.clear()
+        shared = _interned_pairs[pairs] = pairs
+    return shared, jaxprs
