@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import weakref
 from typing import Any, Iterator
 
 import jax
@@ -216,7 +217,8 @@ class CallBuilder:
 
 class LevelState:
     """The live side of one Level: what its RecordingTrace reports to."""
-    __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase")
+    __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
+                 "__weakref__")
 
     def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
                  jax_trace: Any, inline_jnp: bool):
@@ -275,19 +277,22 @@ class RuleSpec:
     """Runs a custom_jvp/custom_vjp rule body in a recorded sub-level.
 
     Hashed by identity: linear_util uses transformation params in cache keys.
+    JAX's caches may keep it after the call, so it holds the call weakly:
+    a finished call's traces must not stay alive through it.
     """
 
     def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str):
-        self.call = call
+        self._call = weakref.ref(call)
+        self._parent = weakref.ref(parent)
         self.kind = kind
-        self.parent = parent
         self.function = function
 
     def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
-        if _state.call is not self.call:
+        call, parent = self._call(), self._parent()
+        if call is None or parent is None or _state.call is not call:
             return f(*args, **kwargs)  # the rule ran after its call finished (e.g. a later bwd)
         jax_trace = _i.current_trace()
-        level = self.call.new_level(self.kind, jax_trace, self.parent, self.function)
+        level = call.new_level(self.kind, jax_trace, parent, self.function)
         level.phase = "rule"
         return run_level(level, f, args, kwargs)
 

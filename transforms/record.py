@@ -90,14 +90,105 @@ class JaxprRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EqnRecord:
+    """One top-level equation of a stage's jaxpr: what diffs and stats read."""
+    primitive: str
+    params: tuple[tuple[str, str], ...] = ()
+    in_avals: tuple[str, ...] = ()
+    out_avals: tuple[str, ...] = ()
+    source: str = ""          # the user's line, as source_info_util.summarize prints it
+    name_stack: str = ""      # the transformations it came through, e.g. "transpose(jvp())"
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveCount:
+    """One bar of a primitive histogram."""
+    primitive: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One figure of a compiled stage: cost_analysis() or memory_analysis()."""
+    name: str                 # e.g. "flops", "bytes accessed", "temp_size_in_bytes"
+    value: int | float
+
+
+@dataclass(frozen=True, slots=True)
 class Stage:
-    """One stage of a transformation pipeline: a jaxpr or compiled text, or why it is missing."""
-    name: str                 # e.g. "f", "jvp", "linear", "transposed", "batched", "stablehlo"
+    """One stage of a transformation pipeline: a jaxpr or compiled text, or why it is missing.
+
+    A call's stages run from the user's function outwards, so `vmap(grad(f))`
+    gives f, jvp(f), linearize(f), linear(f), transpose(linear(f)), grad(f),
+    vmap(grad(f)); a jit adds its StableHLO, optimised HLO, cost and memory.
+    """
+    name: str                 # unique in its call, as an expression: "f", "jvp(f)", "hlo(jit(f))"
     title: str = ""
     jaxpr: JaxprRecord | None = None
     text: str | None = None   # StableHLO / optimised HLO text for compiled stages
     available: bool = True
     reason: str = ""          # why a stage is unavailable, or the error that stopped it
+    role: str = ""            # f | transformed | jvp | linearized | linear | transposed
+                              # | stablehlo | hlo | cost | memory
+    transform: str = ""       # the transformation it belongs to ("grad", "vmap", "jit"); "" for f
+    method: str = ""          # the JAX call that produced it
+    eqns: tuple[EqnRecord, ...] = ()
+    histogram: tuple[PrimitiveCount, ...] = ()  # most frequent first
+    metrics: tuple[Metric, ...] = ()            # cost and memory stages
+    seconds: float = 0.0      # time JAX and the capture took for this stage
+
+    @property
+    def eqn_count(self) -> int | None:
+        return self.jaxpr.eqn_count if self.jaxpr is not None else None
+
+    def metric(self, name: str) -> int | float | None:
+        for m in self.metrics:
+            if m.name == name:
+                return m.value
+        return None
+
+    def count(self, primitive: str) -> int:
+        for bar in self.histogram:
+            if bar.primitive == primitive:
+                return bar.count
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthPoint:
+    """The staged program of one function at one batch size."""
+    size: int
+    eqn_count: int | None = None
+    histogram: tuple[PrimitiveCount, ...] = ()
+    error: str = ""           # why the function could not be staged at this size
+
+    def count(self, primitive: str) -> int:
+        for bar in self.histogram:
+            if bar.primitive == primitive:
+                return bar.count
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthSeries:
+    """Equation counts of one function as the batch size grows."""
+    label: str
+    points: tuple[GrowthPoint, ...] = ()
+
+    @property
+    def per_element(self) -> float | None:
+        """Equations added per batch element, from the first to the last staged size."""
+        ok = [p for p in self.points if p.eqn_count is not None]
+        if len(ok) < 2 or ok[-1].size == ok[0].size:
+            return None
+        return (ok[-1].eqn_count - ok[0].eqn_count) / (ok[-1].size - ok[0].size)
+
+
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """Program size against batch size, e.g. a Python loop against vmap."""
+    title: str
+    series: tuple[GrowthSeries, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,5 +408,6 @@ def _as_list(value: Any) -> list:
 
 _RECORD_TYPES = {
     cls.__name__: cls
-    for cls in (SourceLocation, ValueRecord, JaxprRecord, Stage, Step, Level, ErrorRecord, Call)
+    for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, PrimitiveCount, Metric,
+                Stage, GrowthPoint, GrowthSeries, Growth, Step, Level, ErrorRecord, Call)
 }
