@@ -208,6 +208,14 @@ class Step:
     error: str | None = None  # set when the primitive itself raised
     cause: int | None = None  # the step at an inner level whose processing bound this one
 
+    @property
+    def title(self) -> str:
+        """The primitive as jaxprs print it, naming call-like ones: `jit[name=tanh]`."""
+        for key, value in self.params:
+            if key == "name":
+                return f"{self.primitive}[name={value.strip(chr(39))}]"
+        return self.primitive
+
 
 @dataclass(frozen=True, slots=True)
 class Level:
