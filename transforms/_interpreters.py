@@ -174,9 +174,19 @@ class RecordingTrace(Trace):
         return forward
 
 
+def is_inline_jit_params(params: dict) -> bool:
+    """True for the params of a jnp wrapper: `jit(inline=True)`.
+
+    NB: jax 0.12 made `inline` an enum (Inline.JAX_EARLY for inline=True; a
+    user's plain jit gets another member, and enum members are all truthy).
+    """
+    inline = params.get("inline", False)
+    return inline is True or getattr(inline, "name", None) == "JAX_EARLY"
+
+
 def _is_inlinable_jit(primitive, params) -> bool:
-    # jnp functions are jit(inline=True) calls; the primitive was renamed pjit -> jit in 0.7.
-    return primitive.name in ("jit", "pjit") and params.get("inline", False) and "jaxpr" in params
+    # The primitive was renamed pjit -> jit in 0.7.
+    return primitive.name in ("jit", "pjit") and "jaxpr" in params and is_inline_jit_params(params)
 
 
 def _record_rule_body(f, spec, *args, **kwargs):

@@ -264,7 +264,7 @@ class LevelState:
         name = primitive.name
         pairs, jaxprs = summarize_params(name, params)
         # jnp wrappers (jit with inline) keep figures but no text at the default detail.
-        text = not (kind == "primitive" and params.get("inline"))
+        text = not (kind == "primitive" and _i.is_inline_jit_params(params))
         subjaxprs = tuple(self.call.jaxpr(key, j, text) for key, j in jaxprs)
         return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
                     source, names, subjaxprs, error, cause)
