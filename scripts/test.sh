@@ -49,6 +49,11 @@ run_tests() {
     esac
 }
 
+if [ "$#" -eq 0 ] && [ ! -d tests ]; then
+    echo "test.sh: FAILED: there is no tests/ directory in $ROOT, so there are no tests to run" >&2
+    exit 1
+fi
+
 run_tests .venv py311 "$@"
 run_tests .venv312 py312 "$@"
 
@@ -62,7 +67,8 @@ if [ "$overall" -ne 0 ]; then
 else
     echo "test.sh: all runs passed"
 fi
-# Totals over both runs, from pytest's JUnit XML reports.
+# Totals over both runs, from pytest's JUnit XML reports (which count xfailed
+# tests as skipped).
 if [ "$ran" -gt 0 ]; then
     .venv/bin/python - "$reports" <<'PY' || true
 import glob, sys, xml.etree.ElementTree as ET
