@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ._snapshot import _safe_text, is_jaxpr
 
 ParamPairs = tuple[tuple[str, str], ...]
@@ -18,29 +20,45 @@ _MAX_PARAM_TEXT = 100
 
 
 _formatted: dict[Any, str] = {}
+# Values safe to keep as cache keys: plain data, never a jaxpr, function or array.
+_CACHEABLE = (tuple, str, np.dtype)
 
 
 def format_param(value: Any) -> str:
     if type(value) in _PLAIN:
         return str(value)
+    if not isinstance(value, _CACHEABLE):
+        return _format_param(value)
     # Params repeat (dtypes, dimension numbers): print each distinct value once.
     try:
         text = _formatted.get(value)
     except TypeError:  # unhashable
         return _format_param(value)
     if text is None:
-        if len(_formatted) > 50_000:
-            _formatted.clear()
-        text = _formatted[value] = _format_param(value)
+        text = _format_param(value)
+        if _plain_data(value):  # never keep a jaxpr or function alive as a key
+            if len(_formatted) > 50_000:
+                _formatted.clear()
+            _formatted[value] = text
     return text
+
+
+def _plain_data(value: Any) -> bool:
+    if type(value) is tuple:
+        return all(_plain_data(v) for v in value)
+    return type(value) in _PLAIN or isinstance(value, (str, np.dtype))
+
+
+def _jaxpr_text(jaxpr: Any) -> str:
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    return f"{{jaxpr: {len(inner.eqns)} eqns}}"
 
 
 def _format_param(value: Any) -> str:
     if type(value) is str:
         return repr(value)
     if is_jaxpr(value):
-        inner = getattr(value, "jaxpr", value)
-        return f"{{jaxpr: {len(inner.eqns)} eqns}}"
+        return _jaxpr_text(value)
     if callable(value) and not isinstance(value, type):
         return f"<fn {getattr(value, '__name__', type(value).__name__)}>"
     text = _safe_text(value)
@@ -67,7 +85,7 @@ def default_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
         found = _jaxprs_in(key, value)
         if found:
             jaxprs.extend(found)
-            pairs.append((key, ", ".join(format_param(j) for _, j in found)))
+            pairs.append((key, ", ".join(_jaxpr_text(j) for _, j in found)))
         else:
             pairs.append((key, format_param(value)))
     return tuple(pairs), jaxprs

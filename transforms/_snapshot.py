@@ -53,6 +53,7 @@ class Describer:
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
         self._cache: dict[int, tuple[weakref.ref, ValueRecord]] = {}
         self._interned: dict[tuple, ValueRecord] = {}
+        self._concrete: dict[ValueRecord, ValueRecord] = {}
 
     def describe(self, x: Any) -> ValueRecord:
         if isinstance(x, Tracer):
@@ -62,7 +63,9 @@ class Describer:
             rec = self._describe_tracer(x)
             self._cache[id(x)] = (weakref.ref(x), rec)
             return rec
-        return describe_concrete(x)
+        rec = describe_concrete(x)
+        # Equal concrete descriptions (the same literal, the same small value) share a record.
+        return self._concrete.setdefault(rec, rec)
 
     def _describe_tracer(self, x: Tracer) -> ValueRecord:
         trace = trace_of(x)
@@ -156,11 +159,21 @@ def _python_aval(x: Any) -> str:
 
 def _array_summary(x: Any) -> str | None:
     try:
-        arr = np.asarray(x)
+        values = np.asarray(x).tolist()
     except Exception as e:  # e.g. a deleted or donated buffer
         return f"<unavailable: {type(e).__name__}>"
-    text = np.array2string(arr, precision=6, separator=", ", threshold=SMALL_VALUE_SIZE)
+    text = _format_values(values)
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT - 1] + "…"
+
+
+def _format_values(values: Any) -> str:
+    # NB: not np.array2string, which costs ~30 us a call on the recording path.
+    if isinstance(values, list):
+        return "[" + ", ".join(map(_format_values, values)) + "]"
+    if isinstance(values, float):
+        text = f"{values:.6g}"
+        return text if any(c in text for c in ".en") else text + "."  # 0. as numpy prints it
+    return repr(values)
 
 
 def _safe_text(x: Any) -> str:

@@ -3,7 +3,7 @@
 Session -> Call (one outermost transformed invocation) -> Level (one recorder:
 a transformation applied, such as `vmap#1/grad#2`) -> Step (a primitive, or an
 event, as one level saw it). Nothing here holds a live tracer or array, and
-loading a file never executes anything: it only builds these dataclasses.
+loading a file never executes anything: it only builds these records.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 import platform
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "jax-transform-workbench/session"
@@ -38,9 +38,11 @@ class SourceLocation:
         return f"{self.file}:{self.line} ({self.function})"
 
 
-@dataclass(frozen=True, slots=True)
-class ValueRecord:
+class ValueRecord(NamedTuple):
     """A tracer or concrete value as one level saw it, described by its attributes.
+
+    NB: Step and ValueRecord are NamedTuples, not dataclasses: they are made
+    once per traced primitive, and a NamedTuple is several times cheaper to make.
 
     `children` holds what the tracer wraps: ("val", ...) for a batched value,
     ("primal", ...) and ("tangent", ...) for autodiff tracers.
@@ -191,8 +193,7 @@ class Growth:
     series: tuple[GrowthSeries, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One primitive (or event) as one level saw it."""
     index: int
     level: int
@@ -367,6 +368,8 @@ def loads(text: str, source: str = "<string>") -> Session:
 def _encode(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj):
         return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # Step, ValueRecord
+        return {name: _encode(value) for name, value in zip(obj._fields, obj)}
     if isinstance(obj, (tuple, list)):
         return [_encode(x) for x in obj]
     return obj
@@ -376,10 +379,21 @@ def _decode(cls: type, data: Any) -> Any:
     if not isinstance(data, dict):
         raise TypeError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _decode_typed(f.type, data[f.name])
+    for name, type_text in _field_types(cls):
+        if name in data:
+            kwargs[name] = _decode_typed(type_text, data[name])
     return cls(**kwargs)
+
+
+def _field_types(cls: type) -> list[tuple[str, str]]:
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, f.type) for f in dataclasses.fields(cls)]
+    # NamedTuple keeps string annotations as typing.ForwardRef.
+    return [(name, _annotation_text(cls.__annotations__[name])) for name in cls._fields]
+
+
+def _annotation_text(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else annotation.__forward_arg__
 
 
 def _decode_typed(type_text: str, value: Any) -> Any:
