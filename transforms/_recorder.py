@@ -104,6 +104,7 @@ class CallBuilder:
         self.parent = parent
         self.source = user_location(2)
         self.levels: list[Level] = []
+        self.level_states: list[LevelState] = []
         self.steps: list[Step | None] = []
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
@@ -139,7 +140,10 @@ class CallBuilder:
                                  parent.index if parent is not None else None,
                                  trace_type, function, options))
         self.level_of_trace[id(jax_trace)] = index
-        return LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
+        state = LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
+        # Kept until the call finishes: a custom_vjp bwd runs after its level ends.
+        self.level_states.append(state)
+        return state
 
     def rule_spec(self, kind: str, parent: LevelState, fun: Any) -> RuleSpec:
         return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
@@ -197,6 +201,7 @@ class CallBuilder:
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
                     self.out_tree, self.inputs, self.outputs, self.parent, self._stages())
         self._jaxprs.clear()
+        self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call
 

@@ -68,29 +68,32 @@ class Describer:
         return self._concrete.setdefault(rec, rec)
 
     def _describe_tracer(self, x: Tracer) -> ValueRecord:
+        # The hot path of recording: one call per new tracer, so kept flat.
         trace = trace_of(x)
+        tracer_type = type(x)
+        shape = _shapes.get((tracer_type, type(trace))) or _tracer_shape(tracer_type, type(trace))
+        aval = x.aval
+        aval_str = _aval_texts.get(aval) or aval_text(aval)
         level = self.level_of_trace.get(id(trace))
-        aval = aval_text(x.aval)
-        shape = _tracer_shape(type(x), type(trace))
         if shape == "batched":
             bdim = x.batch_dim
-            return self._intern(shape, type(x).__name__, aval, level,
-                                bdim if isinstance(bdim, int) else None,
-                                (("val", self.describe(x.val)),))
-        if shape in ("linearize", "jvp"):
+            children = (("val", self.describe(x.val)),)
+            key = (tracer_type, aval_str, level, bdim, id(children[0][1]))
+        elif shape == "linearize" or shape == "jvp":
             children = (("primal", self.describe(x.primal)), ("tangent", self.describe(x.tangent)))
-            return self._intern(shape, type(x).__name__, aval, level, None, children)
-        return self._intern(shape, type(x).__name__, aval, level, None, ())
-
-    def _intern(self, kind: str, type_name: str, aval: str, level: int | None,
-                bdim: int | None, children: tuple) -> ValueRecord:
+            bdim = None
+            key = (tracer_type, aval_str, level, id(children[0][1]), id(children[1][1]))
+        else:
+            children = ()
+            bdim = None
+            key = (tracer_type, aval_str, level)
         # Equal descriptions share one record: cheaper to make and to keep.
         # Children are interned too, so their ids identify them.
-        key = (kind, type_name, aval, level, bdim, *[id(c) for _, c in children])
         rec = self._interned.get(key)
         if rec is None:
-            rec = self._interned[key] = ValueRecord(kind, type_name, aval, level, bdim,
-                                                   None, children)
+            rec = self._interned[key] = ValueRecord(
+                shape, tracer_type.__name__, aval_str, level,
+                bdim if isinstance(bdim, int) else None, None, children)
         return rec
 
 
