@@ -137,6 +137,7 @@ def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable) -> Ca
     @functools.wraps(transformed)
     def call(*args, **kwargs):
         return _invoke(kind, fun, options, transformed, args, kwargs)
+    call.__wrapped__ = fun  # as jax.<transform>(f).__wrapped__ is f
     call.__transform_spec__ = TransformSpec(kind, fun, transformed, options)
     return call
 
@@ -244,6 +245,7 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
         return _make("jit", jax.jit, fun, options, **kwargs)
     entry = _jit_entry(fun, options)
     jitted = jax.jit(entry, **kwargs)
+    jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f
     # NB: stages are rebuilt from the plain jax.jit, so capturing them never records.
     entry.__transform_spec__ = TransformSpec("jit", fun, jax.jit(fun, **kwargs), options)
     return jitted

@@ -70,7 +70,9 @@ def name_stack() -> str:
 def eval_jaxpr(closed_jaxpr: Any, args: list) -> list:
     jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
     consts = getattr(closed_jaxpr, "consts", ())
-    return jax_core.eval_jaxpr(jaxpr, consts, *args)
+    # Not the wrapper's own source info (traced inside jnp, it names no user
+    # frame): tracers made here must say "created on line" of the user's code.
+    return jax_core.eval_jaxpr(jaxpr, consts, *args, propagate_source_info=False)
 
 
 class RecordingTrace(Trace):

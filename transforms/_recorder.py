@@ -242,10 +242,13 @@ class LevelState:
         inputs = tuple(map(call.describer.describe, tracers))
         phase = self.phase
         if call.active_steps:
-            # A step bound while processing another comes from the same user line.
+            # A step bound while processing another comes from the same user
+            # line, unless user code (a custom rule body) runs in between.
             cause, cause_phase, source = call.active_steps[-1]
             if cause_phase == "backward":  # what a backward step emits is backward too
                 phase = cause_phase
+            if source is None:
+                source = user_location(3)
         else:
             cause, source = None, user_location(3)
         call.active_steps.append((index, phase, source))
@@ -304,6 +307,12 @@ class RuleSpec:
 
 def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
     """Run `f` with a recorder for `level` as the current trace."""
+    active = level.call.active_steps
+    # User code runs here (a custom rule inside a step, say): its steps keep
+    # the step that called it as their cause but find their own source line.
+    barrier = (active[-1][0], active[-1][1], None) if active else None
+    if barrier is not None:
+        active.append(barrier)
     _state.levels.append(level)
     try:
         with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
@@ -313,6 +322,8 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
         raise
     finally:
         _state.levels.pop()
+        if barrier is not None:
+            active.pop()
 
 
 def _message(error: BaseException) -> str:
