@@ -91,9 +91,11 @@ class JaxprRecord:
     primitives: tuple[str, ...] = ()  # the top-level equations' primitives, in order
 
 
-@dataclass(frozen=True, slots=True)
-class EqnRecord:
-    """One top-level equation of a stage's jaxpr: what diffs and stats read."""
+class EqnRecord(NamedTuple):
+    """One top-level equation of a stage's jaxpr: what diffs and stats read.
+
+    NB: a NamedTuple like Step: stages of large programs make one per equation.
+    """
     primitive: str
     params: tuple[tuple[str, str], ...] = ()
     in_avals: tuple[str, ...] = ()
@@ -179,11 +181,14 @@ class GrowthSeries:
 
     @property
     def per_element(self) -> float | None:
-        """Equations added per batch element, from the first to the last staged size."""
-        ok = [p for p in self.points if p.eqn_count is not None]
-        if len(ok) < 2 or ok[-1].size == ok[0].size:
+        """Equations added per batch element between the two largest staged sizes.
+
+        The largest sizes, as small batches can stage smaller (indexing a
+        size-1 axis needs no slice)."""
+        ok = sorted((p for p in self.points if p.eqn_count is not None), key=lambda p: p.size)
+        if len(ok) < 2 or ok[-1].size == ok[-2].size:
             return None
-        return (ok[-1].eqn_count - ok[0].eqn_count) / (ok[-1].size - ok[0].size)
+        return (ok[-1].eqn_count - ok[-2].eqn_count) / (ok[-1].size - ok[-2].size)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Cost of stage capture and stage diffs on a 10,000-equation function.
+
+The function is a Python loop of 5,000 (mul, add) pairs on a float32[3],
+traced once per stage chain: 10,001 equations. Each repetition builds it
+afresh, so no JAX cache hides a cost. In the same run this times
+  make_jaxpr:  one `jax.make_jaxpr(f)(x)`, the unit of every ratio;
+  capture:     `capture_stages` (what `record(stages=True)` runs after a call)
+               for vmap(f), grad(f) and jit(f);
+  floor:       plain JAX producing the same artifacts directly (make_jaxpr of
+               f and of each transformed function, lower, compile), which
+               shows what stage capture adds on top of JAX's own work;
+  diff:        `diff_stages` of f against vmap(f) (10,001 x 10,001
+               equations) and of f against grad(f).
+
+Targets: vmap(f) capture <= 3x make_jaxpr; the f -> vmap(f) diff < 2 s.
+grad and jit are reported against make_jaxpr and against their floor: JAX's
+own make_jaxpr(grad(f)) alone costs several make_jaxprs of f, and XLA's
+compile is beyond any budget set in make_jaxprs.
+
+    .venv/bin/python bench/bench_stages.py [--reps N] [--pairs N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import transforms  # noqa: E402
+from _common import exit_with, header, interleaved, median, timed, verdict  # noqa: E402
+from transforms._api import spec_of  # noqa: E402
+from transforms._stages import capture_stages  # noqa: E402
+from transforms.diff import diff_stages, find_stage  # noqa: E402
+
+CAPTURE_TARGET = 3.0
+DIFF_TARGET = 2.0
+
+
+def make_f(pairs: int):
+    def f(x):
+        for _ in range(pairs):
+            x = x * 1.0001 + 0.5
+        return jnp.sum(x)
+    return f
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="timed repetitions of each variant")
+    parser.add_argument("--pairs", type=int, default=5000, help="(mul, add) pairs in the loop")
+    args = parser.parse_args()
+    header(f"Stage capture, {2 * args.pairs + 1} equations")
+
+    x, xs = jnp.ones(3), jnp.ones((2, 3))
+    new = lambda: make_f(args.pairs)  # noqa: E731
+
+    def capture(wrap, *call_args):
+        return lambda: capture_stages(spec_of(wrap(new())), call_args, {})
+
+    variants = {
+        "make_jaxpr(f)": lambda: jax.make_jaxpr(new())(x),
+        "capture vmap(f)": capture(transforms.vmap, xs),
+        "capture grad(f)": capture(transforms.grad, x),
+        "capture jit(f)": capture(transforms.jit, x),
+        "floor vmap(f)": lambda: _floor_vmap(new(), x, xs),
+        "floor grad(f)": lambda: _floor_grad(new(), x),
+        "floor jit(f)": lambda: _floor_jit(new(), x),
+    }
+    times = interleaved(variants, args.reps, warmup=1)
+    unit = median(times["make_jaxpr(f)"])
+    print(f"  make_jaxpr(f): {unit:.3f} s (median of {args.reps})")
+    for kind in ("vmap", "grad", "jit"):
+        took, floor = median(times[f"capture {kind}(f)"]), median(times[f"floor {kind}(f)"])
+        print(f"  capture {kind}(f): {took:.3f} s = {took / unit:.2f}x make_jaxpr, "
+              f"{took / floor:.2f}x plain JAX making the same stages ({floor:.3f} s)")
+    _print_stage_seconds(capture(transforms.jit, x)())
+
+    vmap_stages = capture(transforms.vmap, xs)()
+    grad_stages = capture(transforms.grad, x)()
+    f_stage = find_stage(vmap_stages, "f")
+    diffs = {
+        "f -> vmap(f)": (f_stage, find_stage(vmap_stages, "vmap(f)")),
+        "f -> grad(f)": (find_stage(grad_stages, "f"), find_stage(grad_stages, "grad(f)")),
+    }
+    diff_times = {}
+    for name, (a, b) in diffs.items():
+        diff_times[name] = median([timed(lambda: diff_stages(a, b)) for _ in range(args.reps)])
+        d = diff_stages(a, b)
+        print(f"  diff {name} ({a.eqn_count} x {b.eqn_count} eqns): {diff_times[name]:.3f} s; "
+              f"{d.summary()}")
+
+    vmap_ratio = median(times["capture vmap(f)"]) / unit
+    code = verdict("capture vmap(f) / make_jaxpr(f)", vmap_ratio, CAPTURE_TARGET, "x")
+    code |= verdict("diff f -> vmap(f)", diff_times["f -> vmap(f)"], DIFF_TARGET, " s")
+    exit_with(code)
+
+
+def _floor_vmap(f, x, xs):
+    jax.make_jaxpr(f)(x)
+    jax.make_jaxpr(jax.vmap(f))(xs)
+
+
+def _floor_grad(f, x):
+    jax.make_jaxpr(f)(x)
+    jax.make_jaxpr(lambda p, t: jax.jvp(f, (p,), (t,)))(x, x)
+    out, f_jvp = jax.linearize(f, x)
+    jax.make_jaxpr(lambda p: jax.linearize(f, p))(x)
+    jax.make_jaxpr(f_jvp)(x)
+    jax.make_jaxpr(jax.vjp(f, x)[1])(out)
+    jax.make_jaxpr(jax.grad(f))(x)
+
+
+def _floor_jit(f, x):
+    lowered = jax.jit(f).trace(x).lower()
+    lowered.as_text()
+    compiled = lowered.compile()
+    compiled.as_text()
+    compiled.cost_analysis()
+    compiled.memory_analysis()
+
+
+def _print_stage_seconds(stages) -> None:
+    parts = ", ".join(f"{s.name} {s.seconds:.3f} s" for s in stages)
+    print(f"  jit(f) stages: {parts}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+"""Stage capture: every stage is the jaxpr (or compiled view) JAX itself makes,
+nested wrappers give a chain, and each failing stage is recorded with its error
+while the others stay.
+
+The oracle is JAX's own API called directly: `jax.make_jaxpr` of the same
+transformation, `jax.linearize(f, x)[1]`, `jax.vjp(f, x)[1]`, `.lower().as_text()`.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.extend.core import Primitive
+
+import transforms
+from corpus import (CASES_BY_NAME, WK, WS, XS, X, convolve, piecewise, sin_twice, sum_sq,
+                    while_fn)
+from transforms._api import spec_of
+from transforms._stages import capture_stages, growth
+from transforms.diff import find_stage
+from transforms.record import GrowthPoint, Metric, PrimitiveCount, Stage, load
+
+REVERSE_CHAIN = ("f", "jvp(f)", "linearize(f)", "linear(f)", "transpose(linear(f))", "grad(f)")
+JIT_STAGES = ("stablehlo(jit(f))", "hlo(jit(f))", "cost(jit(f))", "memory(jit(f))")
+
+
+def stages_of(build, *args, **kwargs) -> tuple[Stage, ...]:
+    """The stages recorded for one call of a transforms-built function."""
+    with transforms.record(stages=True) as session:
+        build(*args, **kwargs)
+    assert len(session.calls) == 1
+    return session.calls[0].stages
+
+
+def names(stages) -> tuple[str, ...]:
+    return tuple(s.name for s in stages)
+
+
+def sin_sum(x):
+    return jnp.sum(jnp.sin(x) * x)
+
+
+def manually_batched_convolve(xs, ws):
+    output = []
+    for i in range(xs.shape[0]):
+        output.append(convolve(xs[i], ws[i]))
+    return jnp.stack(output)
+
+
+# --- the seed: vmap keeps the program's size, a Python loop grows it ---------
+
+def test_vmap_convolve_is_the_same_program_with_a_batch_axis():
+    stages = stages_of(transforms.vmap(convolve), XS, WS)
+    assert names(stages) == ("f", "vmap(f)")
+    f, batched = stages
+    assert f.jaxpr.text == str(jax.make_jaxpr(convolve)(X, WK))
+    assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(convolve))(XS, WS))
+    assert f.eqn_count == batched.eqn_count == 10
+    assert f.jaxpr.in_avals == ("float32[5]", "float32[3]")
+    assert batched.jaxpr.in_avals == ("float32[2,5]", "float32[2,3]")
+    assert f.histogram == batched.histogram == (
+        PrimitiveCount("broadcast_in_dim", 3), PrimitiveCount("dot_general", 3),
+        PrimitiveCount("slice", 3), PrimitiveCount("concatenate", 1))
+    assert [e.name_stack for e in batched.eqns] == ["vmap()"] * 10
+    assert (f.role, f.transform, batched.role, batched.transform) == ("f", "", "transformed", "vmap")
+
+
+def test_python_loop_grows_linearly_and_vmap_does_not():
+    def args(n):
+        return (jax.ShapeDtypeStruct((n, 5), jnp.float32), jax.ShapeDtypeStruct((n, 3), jnp.float32))
+
+    g = growth({"loop": manually_batched_convolve, "vmap": transforms.vmap(convolve)}, args)
+    loop, vmap = g.series
+    # At batch 1 indexing the size-1 axis needs no slice: 13, then 14 more per element.
+    assert [p.eqn_count for p in loop.points] == [13, 29, 43, 57]
+    assert [p.count("dot_general") for p in loop.points] == [3, 6, 9, 12]
+    assert [p.eqn_count for p in vmap.points] == [10, 10, 10, 10]
+    assert [p.count("dot_general") for p in vmap.points] == [3, 3, 3, 3]
+    assert (loop.per_element, vmap.per_element) == (14.0, 0.0)
+
+
+def test_growth_records_a_size_that_cannot_be_staged():
+    def needs_two(xs):
+        if xs.shape[0] < 2:
+            raise ValueError("needs a batch of two or more")
+        return xs.sum()
+
+    g = growth({"f": needs_two}, lambda n: (jnp.ones((n, 3)),), sizes=(1, 2))
+    assert g.series[0].points == (
+        GrowthPoint(1, error="ValueError: needs a batch of two or more"),
+        GrowthPoint(2, 1, (PrimitiveCount("reduce_sum", 1),)))
+    assert g.series[0].per_element is None
+
+
+# --- autodiff: JVP, linearized pair, transposed -------------------------------
+
+def test_grad_chain_is_jvp_linearize_transpose():
+    stages = stages_of(transforms.grad(sin_sum), X)
+    assert names(stages) == REVERSE_CHAIN
+    out, f_jvp = jax.linearize(sin_sum, X)
+    oracle = {
+        "f": jax.make_jaxpr(sin_sum)(X),
+        "jvp(f)": jax.make_jaxpr(lambda p, t: jax.jvp(sin_sum, p, t))((X,), (X,)),
+        "linear(f)": jax.make_jaxpr(f_jvp)(X),
+        "transpose(linear(f))": jax.make_jaxpr(jax.vjp(sin_sum, X)[1])(out),
+        "grad(f)": jax.make_jaxpr(jax.grad(sin_sum))(X),
+    }
+    for name, jaxpr in oracle.items():
+        assert find_stage(stages, name).jaxpr.text == str(jaxpr), name
+    linearized = find_stage(stages, "linearize(f)")
+    # primal output, then the residuals the linear map closes over
+    assert linearized.jaxpr.out_avals == ("float32[]", "float32[5]", "float32[5]", "float32[5]")
+
+
+def test_transposed_jaxpr_holds_the_backward_of_each_forward_op():
+    stages = stages_of(transforms.grad(sin_sum), X)
+    prims = {s.name: tuple(e.primitive for e in s.eqns) for s in stages}
+    assert prims["f"] == ("sin", "mul", "reduce_sum")
+    # jvp: sin's tangent rule brings cos
+    assert prims["jvp(f)"] == ("sin", "cos", "mul", "mul", "mul", "mul", "add_any",
+                               "reduce_sum", "reduce_sum")
+    # backward: reduce_sum -> broadcast_in_dim, mul -> two muls, sin -> mul by cos
+    assert prims["transpose(linear(f))"] == ("broadcast_in_dim", "mul", "mul", "mul", "add_any")
+    transposed = find_stage(stages, "transpose(linear(f))")
+    assert {e.name_stack for e in transposed.eqns} == {"transpose(jvp())"}
+    assert {e.name_stack for e in find_stage(stages, "jvp(f)").eqns} == {"jvp()"}
+    grad = find_stage(stages, "grad(f)")
+    assert [e.name_stack for e in grad.eqns] == ["jvp()"] * 4 + ["transpose(jvp())"] * 5
+
+
+def test_each_equation_keeps_its_source_line():
+    stages = stages_of(transforms.grad(sin_sum), X)
+    line = sin_sum.__code__.co_firstlineno + 1
+    f = find_stage(stages, "f")
+    sources = [e.source for e in f.eqns]
+    assert sources == [f"{__file__}:{line}:19 (sin_sum)", f"{__file__}:{line}:19 (sin_sum)",
+                       f"{__file__}:{line}:11 (sin_sum)"]
+    backward = find_stage(stages, "transpose(linear(f))")
+    assert {e.source for e in backward.eqns} <= set(sources)
+
+
+def test_per_example_grads_chain():
+    case = CASES_BY_NAME["seed003_per_example_grads"]
+    stages = stages_of(case.build(transforms), *case.args)
+    assert names(stages) == REVERSE_CHAIN + ("vmap(grad(f))",)
+    assert stages[-1].jaxpr.text == str(jax.make_jaxpr(case.build(jax))(*case.args))
+    assert stages[-1].method == ("jax.make_jaxpr(jax.vmap(<jaxpr of grad(f)>, "
+                                 "in_axes=(None, None, 0, 0), out_axes=0))")
+    assert stages[0].jaxpr.in_avals == ("float32[3]", "float32[]", "float32[3]", "bool[]")
+
+
+# Outermost stage == JAX's make_jaxpr of the same composition, across the corpus.
+ORACLE_CASES = [
+    "seed003_loss_grad_argnums01", "seed003_loss_value_and_grad", "seed003_loss_has_aux",
+    "seed003_loss_hessian_b", "seed003_convolve_vmap_axis1", "seed003_convolve_vmap_none",
+    "seed003_all_pairs", "seed000_container_vmap", "seed000_container_vmap_grad",
+    "seed002_log1pexp_vmap_grad", "cond_vmap_grad", "scan_vmap_grad", "custom_vjp_vmap_grad",
+    "fori_dynamic_vmap", "grad_grad", "vmap_grad_grad", "checkpoint_grad_grad", "grad_jit",
+    "vmap_jit", "vmap_vmap", "vmap_pytree_params", "value_and_grad_has_aux_dict",
+    "vmap_out_axes_none", "jacfwd_jacrev", "vmap_hessian", "jvp_has_aux",
+]
+
+
+@pytest.mark.parametrize("name", ORACLE_CASES)
+def test_outermost_stage_is_jaxs_own_jaxpr(name):
+    case = CASES_BY_NAME[name]
+    stages = stages_of(case.build(transforms), *case.args, **case.kwargs)
+    assert all(s.available for s in stages), [(s.name, s.reason) for s in stages]
+    last = stages[-1]
+    assert last.role == "transformed"
+    assert last.jaxpr.text == str(jax.make_jaxpr(case.build(jax))(*case.args, **case.kwargs))
+
+
+JIT_CASES = ["seed003_convolve_jit", "seed003_convolve_jit_vmap", "seed000_container_jit",
+             "jit_grad", "jit_vmap_grad"]
+
+
+@pytest.mark.parametrize("name", JIT_CASES)
+def test_jit_stages_are_jaxs_trace_and_lowering(name):
+    case = CASES_BY_NAME[name]
+    stages = stages_of(case.build(transforms), *case.args)
+    traced = case.build(jax).trace(*case.args)
+    jaxprs = [s for s in stages if s.jaxpr is not None]
+    assert jaxprs[-1].jaxpr.text == str(traced.jaxpr)
+    stablehlo = [s for s in stages if s.role == "stablehlo"]
+    assert [s.text for s in stablehlo] == [traced.lower().as_text()]
+
+
+# --- jit: StableHLO, optimised HLO, cost, memory -------------------------------
+
+def test_jit_stages_carry_stablehlo_and_cost_on_cpu():
+    stages = stages_of(transforms.jit(sin_twice), 1.0)
+    assert names(stages) == ("f",) + JIT_STAGES
+    f, stablehlo, hlo, cost, memory = stages
+    assert f.jaxpr.text == str(jax.make_jaxpr(sin_twice)(1.0))
+    assert "func.func public @main" in stablehlo.text and "stablehlo.sine" in stablehlo.text
+    assert hlo.text.startswith("HloModule jit_sin_twice")
+    assert cost.metrics[:3] == (Metric("flops", 1.0), Metric("transcendentals", 1.0),
+                                Metric("bytes accessed", 8.0))
+    assert memory.metric("argument_size_in_bytes") == 4
+    assert memory.metric("output_size_in_bytes") == 4
+    assert [s.role for s in stages] == ["f", "stablehlo", "hlo", "cost", "memory"]
+
+
+def test_jit_keeps_static_arguments_static():
+    def power(x, n):
+        for _ in range(n):  # Python control flow on the static argument
+            x = x * x
+        return x
+
+    stages = stages_of(transforms.jit(power, static_argnums=1), 2.0, 3)
+    assert all(s.available for s in stages), [(s.name, s.reason) for s in stages]
+    assert find_stage(stages, "f").histogram == (PrimitiveCount("mul", 3),)
+
+
+# --- failures: recorded on the stage that failed, the others stay -------------
+
+no_lowering_p = Primitive("no_lowering")
+no_lowering_p.def_abstract_eval(lambda x: x)
+no_lowering_p.def_impl(lambda x: x)
+
+
+def test_a_lowering_failure_keeps_the_jaxpr_stage():
+    def f(x):
+        return no_lowering_p.bind(jnp.sin(x))
+
+    stages = capture_stages(spec_of(transforms.jit(f)), (X,), {})
+    assert [s.available for s in stages] == [True, False, False, False, False]
+    assert find_stage(stages, "f").histogram == (PrimitiveCount("no_lowering", 1),
+                                                 PrimitiveCount("sin", 1))
+    error = "NotImplementedError: MLIR translation rule for primitive 'no_lowering' not found"
+    assert stages[1].reason.startswith(error)
+    assert [s.reason for s in stages[2:]] == [f"not reached: lowering failed ({stages[1].reason})"] * 3
+
+
+def test_a_compilation_failure_keeps_stablehlo():
+    def f(x):
+        call = jax.ffi.ffi_call("not_a_registered_target", jax.ShapeDtypeStruct(x.shape, x.dtype))
+        return call(x)
+
+    stages = capture_stages(spec_of(transforms.jit(f)), (X,), {})
+    assert [s.available for s in stages] == [True, True, False, False, False]
+    assert "stablehlo.custom_call @not_a_registered_target" in stages[1].text
+    assert stages[2].reason.startswith("JaxRuntimeError: NOT_FOUND: No FFI handler registered "
+                                       "for not_a_registered_target")
+    assert stages[3].reason == f"not reached: compilation failed ({stages[2].reason})"
+
+
+def test_reverse_mode_failure_shows_where_the_pipeline_breaks():
+    with transforms.record(stages=True) as session:
+        with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+            transforms.grad(while_fn)(3.0)
+    stages = session.calls[0].stages
+    assert names(stages) == REVERSE_CHAIN
+    assert [s.available for s in stages] == [True, True, True, True, False, False]
+    for failed in stages[4:]:
+        assert failed.reason.startswith("ValueError: Reverse-mode differentiation does not work "
+                                        "for lax.while_loop")
+
+
+def test_python_control_flow_stages_are_unavailable_not_faked():
+    with transforms.record(stages=True) as session:
+        assert transforms.grad(piecewise)(2.0) == jax.grad(piecewise)(2.0)
+    stages = session.calls[0].stages
+    assert names(stages) == REVERSE_CHAIN
+    assert not any(s.available or s.jaxpr or s.eqns for s in stages)
+    first = stages[0].reason
+    assert first.startswith("TracerBoolConversionError: Attempted boolean conversion")
+    line = piecewise.__code__.co_firstlineno
+    assert f"tracing the function piecewise at {piecewise.__code__.co_filename}:{line}" in first
+    assert stages[3].reason == f"not reached: jax.linearize failed ({stages[2].reason})"
+
+
+def test_vmap_failing_before_calling_f():
+    with transforms.record(stages=True) as session:
+        with pytest.raises(ValueError, match="vmap got inconsistent sizes"):
+            transforms.vmap(jnp.add)(jnp.ones(2), jnp.ones(3))
+    f, batched = session.calls[0].stages
+    assert (f.available, batched.available) == (False, False)
+    assert batched.reason.startswith("ValueError: vmap got inconsistent sizes")
+    assert f.reason == f"not reached: vmap failed before calling the function ({batched.reason})"
+
+
+def test_options_that_are_not_literals_trace_the_recorded_function():
+    class Axis:  # an axis name whose repr cannot be read back
+        pass
+
+    stages = stages_of(transforms.vmap(jnp.sin, axis_name=Axis()), X)
+    f, batched = stages
+    assert batched.available and batched.method == "jax.make_jaxpr(<the recorded vmap>)"
+    assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(jnp.sin))(X))
+    assert not f.available and f.reason.startswith("not captured: vmap's recorded options")
+
+
+# --- the record ---------------------------------------------------------------
+
+def test_session_with_stages_round_trips_through_json(tmp_path):
+    with transforms.record(stages=True) as session:
+        transforms.vmap(transforms.grad(sin_sum))(XS)
+        transforms.jit(sum_sq)(jnp.arange(3.0))
+        transforms.grad(piecewise)(2.0)
+    path = tmp_path / "stages.json"
+    session.save(path)
+    loaded = load(path)
+    assert loaded.calls == session.calls
+    stage = find_stage(loaded.calls[0].stages, "vmap(grad(f))")
+    assert stage.eqns[0] == find_stage(session.calls[0].stages, "vmap(grad(f))").eqns[0]
+    assert type(stage.eqns[0]).__name__ == "EqnRecord"
+    assert find_stage(loaded.calls[1].stages, "cost(jit(f))").metric("flops") == 5.0
+
+
+def test_stages_only_when_asked():
+    with transforms.record() as session:
+        transforms.vmap(convolve)(XS, WS)
+    assert session.calls[0].stages == ()

@@ -1,0 +1,13 @@
+"""Rich renderables over the recorded data model; each reads records, nothing live."""
+from .stages import ChainView as ChainView
+from .stages import CompiledView as CompiledView
+from .stages import DiffView as DiffView
+from .stages import GrowthView as GrowthView
+from .stages import JaxprView as JaxprView
+from .stages import MetricsView as MetricsView
+from .stages import StageStats as StageStats
+from .stages import StageView as StageView
+from .stages import fold_jaxpr as fold_jaxpr
+
+__all__ = ["ChainView", "CompiledView", "DiffView", "GrowthView", "JaxprView", "MetricsView",
+           "StageStats", "StageView", "fold_jaxpr"]
