@@ -95,7 +95,8 @@ def test_fold_keeps_open_what_is_not_deeper_than_depth():
 
 
 def test_fold_leaves_unbalanced_text_alone():
-    assert fold_jaxpr("{ lambda ; a:f32[]. let b = { lambda", 0) == "{ lambda ; a:f32[]. let b = { lambda"
+    unbalanced = "{ lambda ; a:f32[]. let b = { lambda"
+    assert fold_jaxpr(unbalanced, 0) == unbalanced
 
 
 def test_jaxpr_view_folds_and_clips():

@@ -151,8 +151,8 @@ def _source_text(source_info: Any) -> str:
 
 def histogram(primitives: Any) -> tuple[PrimitiveCount, ...]:
     """Primitive counts, most frequent first (ties by name)."""
-    counts = Counter(primitives)
-    return tuple(PrimitiveCount(p, n) for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    ordered = sorted(Counter(primitives).items(), key=lambda kv: (-kv[1], kv[0]))
+    return tuple(PrimitiveCount(p, n) for p, n in ordered)
 
 
 # --- arguments -----------------------------------------------------------------
@@ -617,8 +617,8 @@ def _compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Sta
     except Exception as e:
         failed = _failed(hlo, "jax.jit(f).lower(*args).compile().as_text()", _reason(e),
                          time.perf_counter() - start)
-        return stages + [failed] + [
-            _failed(l, "", f"not reached: compilation failed ({failed.reason})") for l in (cost, memory)]
+        not_reached = f"not reached: compilation failed ({failed.reason})"
+        return stages + [failed] + [_failed(l, "", not_reached) for l in (cost, memory)]
     stages.append(_text_stage(hlo, "jax.jit(f).lower(*args).compile().as_text()", text, start))
     stages.append(_metrics_stage(cost, "compiled.cost_analysis()",
                                  lambda: _cost_metrics(compiled.cost_analysis())))

@@ -254,5 +254,8 @@ def _axis_note(before: str, after: str) -> str:
     return ""
 
 
-def _short_all(pair: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+AvalPair = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def _short_all(pair: AvalPair) -> AvalPair:
     return tuple(short_aval(v) for v in pair[0]), tuple(short_aval(v) for v in pair[1])

@@ -170,7 +170,8 @@ class StageStats:
             facts.add_row("equations", str(stage.jaxpr.eqn_count))
             facts.add_row("inputs", _avals(stage.jaxpr.in_avals))
             facts.add_row("outputs", _avals(stage.jaxpr.out_avals))
-        for label, counts in (("name stacks", _counted(e.name_stack or "(none)" for e in stage.eqns)),
+        stacks = _counted(e.name_stack or "(none)" for e in stage.eqns)
+        for label, counts in (("name stacks", stacks),
                               ("source lines", _counted(e.source for e in stage.eqns))):
             if counts:
                 facts.add_row(label, "\n".join(f"{n:>5}  {key}" for key, n in counts[:self.top]))
@@ -232,7 +233,7 @@ def _number(value: int | float) -> str:
 
 
 class StageView:
-    """One stage: what it is, how JAX made it, its program (jaxpr, compiled text or figures), stats."""
+    """One stage: what it is, how JAX made it, its program (jaxpr, text or figures), stats."""
 
     def __init__(self, stage: Stage, fold: int | None = None, max_lines: int | None = None,
                  stats: bool = True):
