@@ -239,6 +239,7 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     caching): cached calls run no Python of ours.
     """
     if fun is _NOT_SPECIFIED:  # used as @jit(static_argnums=...)
+        jax.jit(**kwargs)  # raises now what JAX raises now for bad keywords
         return lambda f: jit(f, **kwargs)
     options = _options(**kwargs)
     if not callable(fun):

@@ -345,13 +345,14 @@ def loads(text: str, source: str = "<string>") -> Session:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        what = "truncated" if e.pos >= len(text.rstrip()) - 1 else "corrupt"
+        ended_early = e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+        what = "truncated" if ended_early else "corrupt"
         raise SessionLoadError(
             f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         raise SessionLoadError(f"{source}: not a workbench session (no '{SCHEMA_NAME}' schema tag)")
     version = data.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise SessionLoadError(f"{source}: the schema_version is missing or not an integer")
     if version > SCHEMA_VERSION:
         raise SessionLoadError(
@@ -359,8 +360,8 @@ def loads(text: str, source: str = "<string>") -> Session:
             f"up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
     try:
         calls = [_decode(Call, c) for c in data["calls"]]
-        return Session(calls=calls, jax_version=str(data.get("jax_version", "")),
-                       python_version=str(data.get("python_version", "")),
+        return Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
+                       python_version=_decode_typed("str", data.get("python_version", "")),
                        schema_version=version)
     except (KeyError, TypeError, ValueError) as e:
         raise SessionLoadError(f"{source}: malformed session data ({type(e).__name__}: {e})") from None
@@ -404,7 +405,9 @@ def _annotation_text(annotation: Any) -> str:
 def _decode_typed(type_text: str, value: Any) -> Any:
     """Decode by the field's annotation text (annotations are strings here)."""
     if value is None:
-        return None
+        if "None" in type_text:
+            return None
+        raise TypeError(f"null where {type_text} is required")
     text = type_text.replace(" | None", "")
     if text in _RECORD_TYPES:
         return _decode(_RECORD_TYPES[text], value)
