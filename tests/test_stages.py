@@ -13,6 +13,7 @@ import pytest
 from jax.extend.core import Primitive
 
 import transforms
+import transforms._stages as stages_module
 from corpus import (CASES, CASES_BY_NAME, WK, WS, XS, X, convolve, outcome, piecewise, sin_twice,
                     sum_sq, while_fn)
 from transforms._stages import growth
@@ -335,3 +336,15 @@ def test_stages_only_when_asked():
     with transforms.record() as session:
         transforms.vmap(convolve)(XS, WS)
     assert session.calls[0].stages == ()
+
+
+def test_a_fault_in_capture_is_recorded_not_raised(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in stage capture")
+
+    monkeypatch.setattr(stages_module, "_capture_spec", broken)
+    with transforms.record(stages=True) as session:
+        transforms.vmap(convolve)(XS, WS)
+    (stage,) = session.calls[0].stages
+    assert (stage.name, stage.available) == ("capture", False)
+    assert stage.reason == "stage capture failed: RuntimeError: a bug in stage capture"

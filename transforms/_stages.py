@@ -64,6 +64,9 @@ def capture_stages(spec: Any, args: tuple, kwargs: dict) -> tuple[Stage, ...]:
     outer, _source_texts = _source_texts, {}
     try:
         return tuple(_capture_spec(spec, args, kwargs, in_probe=False).stages)
+    except Exception as e:  # a fault of ours must not fail the user's call: record it
+        label = _Label("capture", f"stage capture of {spec.kind}", "")
+        return (_failed(label, "capture_stages", f"stage capture failed: {_reason(e)}"),)
     finally:
         _source_texts = outer
 
