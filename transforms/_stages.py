@@ -649,7 +649,7 @@ def _metrics_stage(label: _Label, method: str, metrics: Callable[[], tuple[Metri
 
 
 def _cost_metrics(cost: Any) -> tuple[Metric, ...]:
-    if isinstance(cost, (list, tuple)):  # one dict per computation before jax 0.4.30
+    if isinstance(cost, (list, tuple)):  # older jax: a list, one dict per computation
         cost = cost[0] if cost else None
     if not isinstance(cost, Mapping):
         raise TypeError(f"cost_analysis() returned {type(cost).__name__}, not a mapping")
