@@ -67,7 +67,7 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
             return run_level(level, fun, args, kwargs)
         finally:
             if parent is not None and kind in _BACKWARD_KINDS:
-                parent.phase = "backward"
+                parent.set_phase("backward")
 
     return traced
 
@@ -109,7 +109,7 @@ def _invoke_nested(call, kind: str, transformed: Callable, args: tuple, kwargs: 
         return run_level(level, transformed, args, kwargs)
     finally:
         if parent is not None:
-            parent.phase = "forward"
+            parent.set_phase("forward")
 
 
 def _record_creation_error(kind: str, fun: Any, options: tuple, error: BaseException) -> None:

@@ -17,7 +17,7 @@ from . import _interpreters as _i
 from ._rules import summarize_params
 from ._stages import capture_stages
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from .record import Call, ErrorRecord, Level, Session, Step
+from .record import Call, ErrorRecord, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
 TRACE_KINDS = {
@@ -223,7 +223,7 @@ class CallBuilder:
 class LevelState:
     """The live side of one Level: what its RecordingTrace reports to."""
     __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
-                 "__weakref__")
+                 "backward_source", "__weakref__")
 
     def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
                  jax_trace: Any, inline_jnp: bool):
@@ -234,6 +234,11 @@ class LevelState:
         self.jax_trace = jax_trace
         self.inline_jnp = inline_jnp
         self.phase = "forward"
+        self.backward_source: SourceLocation | None = None
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.backward_source = None
 
     def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str) -> tuple:
         call = self.call
@@ -249,6 +254,12 @@ class LevelState:
                 phase = cause_phase
             if source is None:
                 source = user_location(3)
+        elif phase == "backward":
+            # The backward pass runs deep inside JAX, called from one user line:
+            # find it once per pass (a stack walk there costs tens of us).
+            cause, source = None, self.backward_source
+            if source is None:
+                source = self.backward_source = user_location(3)
         else:
             cause, source = None, user_location(3)
         call.active_steps.append((index, phase, source))
@@ -301,7 +312,7 @@ class RuleSpec:
             return f(*args, **kwargs)  # the rule ran after its call finished (e.g. a later bwd)
         jax_trace = _i.current_trace()
         level = call.new_level(self.kind, jax_trace, parent, self.function)
-        level.phase = "rule"
+        level.set_phase("rule")
         return run_level(level, f, args, kwargs)
 
 
