@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import jax
 
 from . import _interpreters as _i
+from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._stages import capture_stages
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
@@ -73,9 +74,9 @@ def record(*, inline_jnp: bool = False, stages: bool = False,
     nothing. With `inline_jnp=True`, jnp wrappers (`jit(inline=True)`) are
     evaluated under the recorder so steps read `sin`, `mul`, `dot_general`.
     With `stages=True`, each call also keeps its pipeline of jaxprs (slower).
-    At `detail="default"` the bodies of jnp wrappers keep their figures
-    (equation count, primitives, avals) but not their text; `detail="full"`
-    keeps every sub-jaxpr's text as JAX prints it.
+    At `detail="default"` the bodies of jnp wrappers are named in their step's
+    params (`jaxpr={jaxpr: sin, cos}`) but not kept as sub-jaxprs; with
+    `detail="full"` every sub-jaxpr is kept with its text.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
     prev = (_state.session, _state.call, _state.levels)
@@ -109,6 +110,7 @@ class CallBuilder:
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
+        self.full_detail = recorder.detail == "full"
         self.active_steps: list[int] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
         self._errors_seen: set[int] = set()
@@ -149,12 +151,12 @@ class CallBuilder:
         return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
 
     # -- steps ----------------------------------------------------------------
-    def jaxpr(self, name: str, jaxpr: Any, text: bool = True):
+    def jaxpr(self, name: str, jaxpr: Any):
         # JAX caches the jaxprs of jnp wrappers: print each object once. The
         # object is kept alive until the call ends so its id is not reused.
         hit = self._jaxprs.get(id(jaxpr))
         if hit is None or hit[0] is not jaxpr:
-            hit = (jaxpr, jaxpr_record(name, jaxpr, text or self.recorder.detail == "full"))
+            hit = (jaxpr, jaxpr_record(name, jaxpr))
             self._jaxprs[id(jaxpr)] = hit
         rec = hit[1]
         return rec if rec.name == name else dataclasses.replace(rec, name=name)
@@ -282,9 +284,12 @@ class LevelState:
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = primitive.name
         pairs, jaxprs = summarize_params(name, params)
-        # jnp wrappers (jit with inline) keep figures but no text at the default detail.
-        text = not (kind == "primitive" and _i.is_inline_jit_params(params))
-        subjaxprs = tuple(self.call.jaxpr(key, j, text) for key, j in jaxprs)
+        if jaxprs and (self.call.full_detail or not is_inline_jit_params(params)):
+            subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs])
+        else:
+            # At the default detail a jnp wrapper's body is named in its params
+            # (`jaxpr={jaxpr: sin, cos}`), not kept: it is the hot path.
+            subjaxprs = ()
         return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
                     source, names, subjaxprs, error, cause)
 

@@ -5,6 +5,7 @@ sub-jaxprs to keep. Primitives without a rule get `default_rule`.
 """
 from __future__ import annotations
 
+import enum
 from typing import Any, Callable
 
 import numpy as np
@@ -21,7 +22,7 @@ _MAX_PARAM_TEXT = 100
 
 _formatted: dict[Any, str] = {}
 # Values safe to keep as cache keys: plain data, never a jaxpr, function or array.
-_CACHEABLE = (tuple, str, np.dtype)
+_CACHEABLE = (tuple, str, np.dtype, enum.Enum)
 
 
 def format_param(value: Any) -> str:
@@ -46,12 +47,15 @@ def format_param(value: Any) -> str:
 def _plain_data(value: Any) -> bool:
     if type(value) is tuple:
         return all(_plain_data(v) for v in value)
-    return type(value) in _PLAIN or isinstance(value, (str, np.dtype))
+    return type(value) in _PLAIN or isinstance(value, (str, np.dtype, enum.Enum))
 
 
 def _jaxpr_text(jaxpr: Any) -> str:
-    inner = getattr(jaxpr, "jaxpr", jaxpr)
-    return f"{{jaxpr: {len(inner.eqns)} eqns}}"
+    """`{jaxpr: sin, cos}` for a small body, `{jaxpr: 57 eqns}` for a larger one."""
+    eqns = getattr(jaxpr, "jaxpr", jaxpr).eqns
+    if 0 < len(eqns) <= 4:
+        return "{jaxpr: " + ", ".join([e.primitive.name for e in eqns]) + "}"
+    return f"{{jaxpr: {len(eqns)} eqns}}"
 
 
 def _format_param(value: Any) -> str:
@@ -91,12 +95,17 @@ def default_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
     return tuple(pairs), jaxprs
 
 
-_JIT_KEYS = ("name", "jaxpr", "inline", "keep_unused", "donated_invars")
-
-
 def _jit_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
-    # Sharding and layout params of jit are long and say nothing on one device.
-    return default_rule({k: params[k] for k in _JIT_KEYS if k in params})
+    # Every jnp function is a jit step, so this rule is on the hot path: no
+    # generic walk. Sharding and layout params say nothing on one device.
+    jaxpr = params.get("jaxpr")
+    pairs = [("name", format_param(params.get("name")))]
+    if jaxpr is not None:
+        pairs.append(("jaxpr", _jaxpr_text(jaxpr)))
+    for key in ("inline", "keep_unused", "donated_invars"):
+        if key in params:
+            pairs.append((key, format_param(params[key])))
+    return tuple(pairs), [("jaxpr", jaxpr)] if jaxpr is not None else []
 
 
 def _custom_jvp_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:

@@ -189,13 +189,12 @@ def _safe_text(x: Any) -> str:
 
 # --- jaxprs ------------------------------------------------------------------
 
-def jaxpr_record(name: str, jaxpr: Any, text: bool = True) -> JaxprRecord:
-    """A jaxpr's figures, and its text as JAX prints it unless `text=False`
-    (printing is the costly part: jnp wrappers skip it at the default detail)."""
+def jaxpr_record(name: str, jaxpr: Any) -> JaxprRecord:
+    """A jaxpr's text as JAX prints it, and the figures views need."""
     inner = getattr(jaxpr, "jaxpr", jaxpr)
     return JaxprRecord(
         name=name,
-        text=_safe_text_full(jaxpr) if text else "",
+        text=_safe_text_full(jaxpr),
         eqn_count=len(inner.eqns),
         in_avals=tuple(aval_text(v.aval) for v in inner.invars),
         out_avals=tuple(aval_text(v.aval) for v in inner.outvars),
