@@ -38,11 +38,16 @@ def make_mlp(depth: int = DEPTH, width: int = WIDTH, batch: int = BATCH, seed: i
 
 
 def timed(fn: Callable[[], object]) -> float:
-    """Seconds for one call of fn, after a gc.collect() that is not timed."""
+    """CPU seconds of this process for one call of fn, after an untimed gc.collect().
+
+    CPU time, not wall time: these machines are shared (2 cores, other jobs
+    running), and wall time would count their work as ours. Both variants of
+    a comparison are timed the same way, interleaved, in the same run.
+    """
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def interleaved(variants: dict[str, Callable[[], object]], reps: int,

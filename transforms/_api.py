@@ -248,7 +248,8 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     jitted = jax.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f
     # NB: stages are rebuilt from the plain jax.jit, so capturing them never records.
-    entry.__transform_spec__ = TransformSpec("jit", fun, jax.jit(fun, **kwargs), options)
+    spec = TransformSpec("jit", fun, jax.jit(fun, **kwargs), options)
+    entry.__transform_spec__ = jitted.__transform_spec__ = spec
     return jitted
 
 

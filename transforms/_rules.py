@@ -31,8 +31,10 @@ def format_param(value: Any) -> str:
     if not isinstance(value, _CACHEABLE):
         return _format_param(value)
     # Params repeat (dtypes, dimension numbers): print each distinct value once.
+    # NB: keyed with the element types too: (0,) == (False,) == (0.0,) in Python.
     try:
-        text = _formatted.get(value)
+        key = (value, _types_of(value))
+        text = _formatted.get(key)
     except TypeError:  # unhashable
         return _format_param(value)
     if text is None:
@@ -40,8 +42,14 @@ def format_param(value: Any) -> str:
         if _plain_data(value):  # never keep a jaxpr or function alive as a key
             if len(_formatted) > 50_000:
                 _formatted.clear()
-            _formatted[value] = text
+            _formatted[key] = text
     return text
+
+
+def _types_of(value: Any) -> Any:
+    if type(value) is tuple:
+        return tuple(map(_types_of, value))
+    return type(value)
 
 
 def _plain_data(value: Any) -> bool:

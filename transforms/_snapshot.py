@@ -220,19 +220,21 @@ def is_jaxpr(x: Any) -> bool:
 
 _EXCLUDED_PREFIXES = (JAX_DIR, PACKAGE_DIR, "<frozen ", sys.base_prefix + "/lib/python3")
 _EXCLUDED_NAMES = ("contextlib.py", "functools.py")
-_is_internal_code: dict[Any, bool] = {}
-_locations: dict[tuple[Any, int], SourceLocation] = {}
+# Keyed by id(code), with the code kept to rule out a reused id: hashing a
+# code object rehashes its bytecode (about 3 us), once per frame walked.
+_is_internal_code: dict[int, tuple[Any, bool]] = {}
+_locations: dict[tuple[int, int], tuple[Any, SourceLocation]] = {}
 
 
 def _internal(code) -> bool:
-    hit = _is_internal_code.get(code)
-    if hit is None:
+    hit = _is_internal_code.get(id(code))
+    if hit is None or hit[0] is not code:
         filename = code.co_filename
-        hit = filename.startswith(_EXCLUDED_PREFIXES) or filename.endswith(_EXCLUDED_NAMES)
+        internal = filename.startswith(_EXCLUDED_PREFIXES) or filename.endswith(_EXCLUDED_NAMES)
         if "/jaxlib/" in filename or "/site-packages/jax/" in filename:
-            hit = True
-        _is_internal_code[code] = hit
-    return hit
+            internal = True
+        hit = _is_internal_code[id(code)] = (code, internal)
+    return hit[1]
 
 
 def user_location(skip: int = 1) -> SourceLocation | None:
@@ -241,9 +243,8 @@ def user_location(skip: int = 1) -> SourceLocation | None:
     known = _is_internal_code
     while frame is not None:
         code = frame.f_code
-        internal = known.get(code)
-        if internal is None:
-            internal = _internal(code)
+        hit = known.get(id(code))
+        internal = hit[1] if hit is not None and hit[0] is code else _internal(code)
         if not internal:
             break
         frame = frame.f_back
@@ -253,12 +254,11 @@ def user_location(skip: int = 1) -> SourceLocation | None:
 
 
 def location_of(code, line: int) -> SourceLocation:
-    key = (code, line)
-    loc = _locations.get(key)
-    if loc is None:
-        loc = SourceLocation(code.co_filename, line, code.co_name)
-        _locations[key] = loc
-    return loc
+    key = (id(code), line)
+    hit = _locations.get(key)
+    if hit is None or hit[0] is not code:
+        hit = _locations[key] = (code, SourceLocation(code.co_filename, line, code.co_name))
+    return hit[1]
 
 
 def traceback_location(tb) -> SourceLocation | None:
