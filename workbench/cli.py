@@ -1,33 +1,182 @@
-"""The `workbench` command.
+"""The `workbench` command: browse, run, dump, compare and document recorded JAX traces.
 
-Exit codes: 0 ok, 1 the user's script failed, 2 bad usage or bad input.
+    workbench demo [--export DIR]          the gallery of seed examples (TUI, or files in DIR)
+    workbench run SCRIPT.py [ARGS...]      run a script unchanged, recording jax.grad/vmap/jit/...
+    workbench dump SCRIPT.py -o OUT.json   the same, writing the dump, no terminal UI
+    workbench open TRACE.json              browse a dump in the terminal UI
+    workbench show TRACE.json              a plain-text summary of a dump
+    workbench diff A.json B.json           calls, stages and equation counts that changed
+    workbench schema                       the JSON Schema of a dump
+
+Exit codes: 0 ok; 1 the user's script failed (run/dump: the script's own exit
+code is passed through, 1 for an uncaught exception, 130 for Ctrl-C; diff: a
+--fail-on-* check failed; demo: a gallery example broke); 2 bad usage or bad
+input (a missing file, a script with a syntax error, a corrupt, truncated or
+newer-version dump, unrelated traces given to diff, no terminal UI available).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import transforms
-from transforms.record import Call, Session
+from transforms.record import Call, Session, write_atomically
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+EXIT_CODES_TEXT = ("Exit codes: 0 ok, 1 the user's script failed, 2 bad usage or bad input "
+                   "(details in each command's --help).")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="workbench",
-        description="See what JAX's transformations do: read sessions recorded by `transforms`.",
-        epilog="Exit codes: 0 ok, 1 the user's script failed, 2 bad usage or bad input.",
-    )
+        prog="workbench", formatter_class=_Formatter,
+        description="See what JAX's transformations do: record them, browse, dump and compare "
+                    "the recordings.",
+        epilog=EXIT_CODES_TEXT)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    show = commands.add_parser(
-        "show", help="print a summary of a recorded session (calls, levels, steps, errors)",
-        description="Print a summary of a session file written by Session.save().")
+
+    def command(name: str, help: str, description: str, exits: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=help, description=description,
+                                   epilog=f"Exit codes: {exits}", formatter_class=_Formatter)
+
+    demo = command(
+        "demo", "the gallery of seed examples, recorded live (TUI, or --export DIR)",
+        "Record every example of the gallery (the seed documents: grad, vmap, jit, tracers, "
+        "jaxprs, control flow, pytrees, custom_jvp), each into its own session, and open them "
+        "in the terminal UI; with --export DIR, write one JSON dump per example, graph images "
+        "where the Graphviz exporter is available, and index.json + index.md, with no "
+        "terminal needed.",
+        "0 ok; 1 a gallery example itself broke (the others are still written); "
+        "2 bad usage, DIR unusable, or no terminal UI without --export.")
+    demo.add_argument("--export", metavar="DIR", help="write the dumps and the index to DIR")
+    demo.add_argument("--only", metavar="NAME", action="append",
+                      help="only this example (repeatable); see --list")
+    demo.add_argument("--list", action="store_true", help="list the examples and exit")
+    demo.add_argument("--no-graphs", action="store_true", help="with --export: skip images")
+    demo.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+    run_exits = ("the script's own exit code (0 when it ends normally, its sys.exit code, "
+                 "1 for an uncaught exception with the traceback printed as Python prints it, "
+                 "130 for Ctrl-C); the dump is written in every case; 2 the script could not "
+                 "be run at all (no such file, a syntax error) or bad usage: nothing ran and "
+                 "no dump is written.")
+    run_description = (
+        "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
+        "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
+        "linearize, jacfwd, jacrev and hessian replaced by the recording versions from "
+        "`transforms` for the duration of the run (also for libraries that call them as "
+        "jax.grad(...) at call time), then restored. The script's output and exit code are "
+        "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
+        "raises, or Ctrl-C, still leaves the dump of what was recorded.")
+    run = command("run", "run a JAX script unchanged, recording its transformations",
+                  run_description + " Without -o, opens the terminal UI on the recording.",
+                  run_exits)
+    _script_arguments(run, output_required=False)
+    dump = command("dump", "like run, writing the dump (-o) with no terminal UI",
+                   run_description, run_exits)
+    _script_arguments(dump, output_required=True)
+
+    open_ = command("open", "browse a dump in the terminal UI",
+                    "Open a session dump (written by `workbench run -o`, `demo --export` or "
+                    "Session.save()) in the terminal UI.",
+                    "0 ok; 2 the file is missing, corrupt, truncated or from a newer schema, "
+                    "or no terminal UI is available.")
+    open_.add_argument("trace", metavar="TRACE.json", help="a session dump")
+
+    show = command("show", "print a summary of a dump (calls, levels, steps, errors)",
+                   "Print a summary of a session file written by Session.save().",
+                   "0 ok; 2 the file is missing, corrupt, truncated or from a newer schema, "
+                   "or --call names no call.")
     show.add_argument("trace", metavar="TRACE.json", help="a session file")
     show.add_argument("--call", type=int, metavar="N", help="only call N (its index)")
     show.add_argument("--steps", action="store_true", help="list every step of each call")
+
+    diff = command(
+        "diff", "what changed between two dumps: calls, stages, equation counts",
+        "Compare two session dumps. Calls are matched by index, transform and function; for "
+        "each matched call the step count, levels, errors and every stage's equation count "
+        "and primitive histogram are compared (stages exist when recorded with "
+        "stages=True or `workbench run --stages`). Two traces with calls but none in common "
+        "are reported as unrelated. In CI: `workbench diff base.json new.json "
+        "--fail-on-growth` fails the build when a refactor grows a jaxpr.",
+        "0 compared (and no --fail-on-* check failed); 1 --fail-on-growth and an equation "
+        "count grew, or --fail-on-change and anything changed; 2 a file is missing or "
+        "unreadable, or the traces are unrelated.")
+    diff.add_argument("a", metavar="A.json", help="the first (baseline) dump")
+    diff.add_argument("b", metavar="B.json", help="the second dump")
+    diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    diff.add_argument("--fail-on-growth", action="store_true",
+                      help="exit 1 if any stage's equation count grew from A to B")
+    diff.add_argument("--fail-on-change", action="store_true",
+                      help="exit 1 if anything changed")
+    diff.add_argument("-v", "--verbose", action="store_true", help="also list unchanged calls")
+
+    schema = command("schema", "print the JSON Schema of a dump (or validate dumps against it)",
+                     "Print the JSON Schema (draft 2020-12) of session dumps, generated from "
+                     "the record classes of transforms/record.py; the project keeps a copy in "
+                     "workbench/schema/session.schema.json. With --validate, check dumps "
+                     "against it instead.",
+                     "0 ok (every dump valid); 2 a dump is invalid or unreadable, or bad usage.")
+    schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    schema.add_argument("--validate", metavar="TRACE.json", nargs="+",
+                        help="validate these dumps against the schema")
     return parser
+
+
+def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None:
+    p.add_argument("-o", "--output", metavar="TRACE.json",
+                   help="write the dump here (atomically)"
+                        + ("; required" if output_required else ""))
+    p.add_argument("--stages", action="store_true",
+                   help="also keep each call's jaxprs before/after every transformation "
+                        "(slower: traces each function again)")
+    p.add_argument("--inline-jnp", action="store_true",
+                   help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no `workbench:` notes on stderr (the script's output is never touched)")
+    p.add_argument("script", metavar="SCRIPT.py", help="the script to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="arguments passed to the script. The options above may also come "
+                        "right after SCRIPT.py (`SCRIPT.py -o trace.json --epochs 3`); the "
+                        "script's arguments start at the first other one. After `--`, "
+                        "everything goes to the script (`SCRIPT.py -- -o theirs.txt`).")
+
+
+_SCRIPT_FLAGS = {"--stages": "stages", "--inline-jnp": "inline_jnp", "-q": "quiet",
+                 "--quiet": "quiet"}
+
+
+def _take_trailing_options(args: argparse.Namespace) -> str:
+    """Move workbench options written right after SCRIPT.py out of the script's arguments."""
+    rest = list(args.args)
+    while rest:
+        head = rest[0]
+        if head == "--":
+            rest.pop(0)
+            break
+        if head in _SCRIPT_FLAGS:
+            setattr(args, _SCRIPT_FLAGS[rest.pop(0)], True)
+        elif head in ("-o", "--output"):
+            if len(rest) < 2:
+                return f"{head} needs a file name"
+            rest.pop(0)
+            args.output = rest.pop(0)
+        elif head.startswith("--output="):
+            args.output = rest.pop(0).split("=", 1)[1]
+        else:
+            break
+    args.args = rest
+    if args.command == "dump" and not args.output:
+        return "dump needs -o TRACE.json (where to write the dump)"
+    return ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,18 +185,289 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    if args.command == "show":
-        return _show(args)
-    parser.error(f"unknown command {args.command!r}")
-    return EXIT_BAD_INPUT
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "demo": _demo, "run": _run, "dump": _run, "open": _open, "show": _show,
+        "diff": _diff, "schema": _schema}
+    try:
+        return handlers[args.command](args)
+    except BrokenPipeError:
+        # `workbench show big.json | head`: the reader left; say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _error(message: str) -> None:
+    print(f"workbench: {message}", file=sys.stderr)
+
+
+def _note(args: argparse.Namespace, message: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(f"workbench: {message}", file=sys.stderr, flush=True)
 
 
 def _load_or_report(path: str) -> Session | None:
     try:
         return transforms.load(path)
     except transforms.SessionLoadError as e:
-        print(f"workbench: {e}", file=sys.stderr)
+        _error(str(e))
         return None
+
+
+# --- the terminal UI (issue 5): used when it is there -------------------------
+
+def tui_opener() -> tuple[Callable[..., Any] | None, str]:
+    """INTEGRATION POINT (TUI): the function that opens the TUI, or None and why not.
+
+    `workbench.tui.run(session | [(title, session), ...], title=...)`; the TUI
+    needs a terminal on stdin and stdout.
+    """
+    try:
+        import workbench.tui as tui
+    except ImportError as e:
+        if getattr(e, "name", None) in ("workbench.tui", None):
+            return None, "the terminal UI (workbench.tui) is not in this installation"
+        return None, f"the terminal UI cannot be imported ({type(e).__name__}: {e})"
+    run = getattr(tui, "run", None)
+    if not callable(run):
+        return None, "the terminal UI (workbench.tui.run) is not in this installation"
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None, "the terminal UI needs a terminal (stdin and stdout are not one)"
+    return run, ""
+
+
+def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str) -> int:
+    opener, reason = tui_opener()
+    if opener is None:
+        _error(f"{reason}; {alternative}")
+        return EXIT_BAD_INPUT
+    result = opener(sessions, title=title)
+    return result if isinstance(result, int) else EXIT_OK
+
+
+# --- graph images (issue 6): used when it is there ----------------------------
+
+def graph_exporter() -> Callable[[Session, str, str], list[str]] | None:
+    """INTEGRATION POINT (Graphviz): a function (session, folder, stem) -> image paths written.
+
+    Uses `workbench.export.export_session_graphs(session, folder, stem)` when the
+    exporter provides it; None (no images) until then.
+    """
+    try:
+        import workbench.export as export
+    except ImportError:
+        return None
+    fun = getattr(export, "export_session_graphs", None)
+    return fun if callable(fun) else None
+
+
+# --- demo ---------------------------------------------------------------------
+
+def _demo(args: argparse.Namespace) -> int:
+    from workbench import gallery
+    examples = list(gallery.EXAMPLES)
+    if args.list:
+        for ex in examples:
+            print(f"{ex.name:28} seed {ex.seed}  {ex.title}")
+        return EXIT_OK
+    if args.only:
+        known = {ex.name for ex in examples}
+        unknown = [n for n in args.only if n not in known]
+        if unknown:
+            _error(f"no gallery example {', '.join(map(repr, unknown))}; "
+                   f"`workbench demo --list` lists them")
+            return EXIT_BAD_INPUT
+        examples = [ex for ex in examples if ex.name in args.only]
+    if args.export is None:
+        opener, reason = tui_opener()
+        if opener is None:
+            _error(f"{reason}; use `workbench demo --export DIR` to write the gallery's "
+                   f"dumps and index instead")
+            return EXIT_BAD_INPUT
+    else:
+        problem = _usable_folder(args.export)
+        if problem:
+            _error(problem)
+            return EXIT_BAD_INPUT
+    outcomes = _record_gallery(examples, quiet=args.quiet)
+    broken = [o for o in outcomes if not o.ok]
+    for o in broken:
+        _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
+    if args.export is None:
+        code = _open_tui([(o.example.title, o.session) for o in outcomes],
+                         "Gallery of the seed examples", "use --export DIR")
+        return code or (EXIT_SCRIPT_FAILED if broken else EXIT_OK)
+    exporter = None if args.no_graphs else graph_exporter()
+    # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
+    index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
+    _note(args, f"wrote {len(outcomes)} dumps and {index} "
+                f"({sum(o.session.step_count for o in outcomes)} steps)"
+                + ("" if exporter or args.no_graphs else
+                   "; no graph images: the Graphviz exporter (workbench.export) is not "
+                   "available yet"))
+    return EXIT_SCRIPT_FAILED if broken else EXIT_OK
+
+
+def _usable_folder(path: str) -> str:
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"{path}: exists and is not a folder"
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        return f"{path}: cannot create the folder ({e.strerror})"
+    if not os.access(path, os.W_OK):
+        return f"{path}: the folder is not writable"
+    return ""
+
+
+def _record_gallery(examples: list, quiet: bool) -> list:
+    from workbench import gallery
+    from workbench._progress import Progress
+    outcomes = []
+    with Progress("Recording the gallery", len(examples), quiet=quiet) as progress:
+        for ex in examples:
+            progress.start(ex.name)
+            o = gallery.run_example(ex)
+            outcomes.append(o)
+            note = f"{len(o.session.calls)} calls, {o.session.step_count} steps, {o.seconds:.1f} s"
+            progress.advance(ex.name, note if o.ok else f"{note}, BROKE: {o.error}")
+    return outcomes
+
+
+def write_gallery(outcomes: list, folder: str,
+                  exporter: Callable[[Session, str, str], list[str]] | None = None,
+                  quiet: bool = True) -> str:
+    """One dump per example, graph images when an exporter is given, index.json and index.md."""
+    from workbench._progress import Progress
+    entries = []
+    with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
+        for number, o in enumerate(outcomes, 1):
+            stem = f"{number:02d}-{o.example.name}"
+            progress.start(stem)
+            o.session.save(os.path.join(folder, stem + ".json"))
+            graphs = []
+            if exporter is not None:
+                graphs = [os.path.relpath(p, folder) for p in exporter(o.session, folder, stem)]
+            entries.append(_index_entry(number, stem, o, graphs))
+            progress.advance(stem)
+    index = {
+        "gallery": "jax-transform-workbench/gallery",
+        "schema_version": transforms.SCHEMA_VERSION,
+        "jax_version": outcomes[0].session.jax_version if outcomes else "",
+        "python_version": outcomes[0].session.python_version if outcomes else "",
+        "examples": entries,
+    }
+    write_atomically(os.path.join(folder, "index.json"), json.dumps(index, indent=2) + "\n")
+    write_atomically(os.path.join(folder, "index.md"), _index_markdown(index))
+    return os.path.join(folder, "index.json")
+
+
+def _index_entry(number: int, stem: str, o: Any, graphs: list[str]) -> dict[str, Any]:
+    s = o.session
+    return {
+        "number": number, "name": o.example.name, "title": o.example.title,
+        "seed": o.example.seed, "explanation": o.example.explanation,
+        "dump": stem + ".json", "graphs": graphs,
+        "calls": len(s.calls), "steps": s.step_count,
+        "stages": sum(len(c.stages) for c in s.calls),
+        "errors": [{"call": c.index, "transform": c.transform, "function": c.function,
+                    "type": e.type_name, "message": e.message.splitlines()[0] if e.message else ""}
+                   for c in s.calls for e in c.errors],
+        "shows_failure": o.example.shows_failure,
+        "shown_failures": list(o.shown_failures),
+        "output": o.output, "ok": o.ok, "error": o.error,
+        "seconds": round(o.seconds, 3),
+    }
+
+
+def _index_markdown(index: dict[str, Any]) -> str:
+    lines = ["# Gallery of the seed examples", "",
+             f"Recorded with jax {index['jax_version']}, Python {index['python_version']}. "
+             f"Open a dump with `workbench open FILE` or `workbench show FILE`.", "",
+             "| # | example | seed | calls | steps | errors | dump |",
+             "|---|---|---|---|---|---|---|"]
+    for e in index["examples"]:
+        errors = ", ".join(sorted({x["type"].rsplit(".", 1)[-1] for x in e["errors"]})) or "-"
+        if e["error"]:
+            errors += f" (example BROKE: {e['error']})"
+        lines.append(f"| {e['number']} | {_md(e['title'])} | {e['seed']} | {e['calls']} | "
+                     f"{e['steps']} | {_md(errors)} | [{e['dump']}]({e['dump']}) |")
+    for e in index["examples"]:
+        lines += ["", f"## {e['number']}. {e['title']}", "", e["explanation"], ""]
+        lines.append(f"`{e['name']}` (seed {e['seed']}): {e['calls']} calls, {e['steps']} steps, "
+                     f"{e['stages']} stages; dump [{e['dump']}]({e['dump']})")
+        for g in e["graphs"]:
+            lines.append(f"- graph: [{g}]({g})")
+        for x in e["errors"]:
+            lines.append(f"- call {x['call']} {x['transform']}({x['function']}) failed: "
+                         f"`{x['type']}`: {_md(x['message'])}")
+        if e["output"].strip():
+            lines += ["", "Printed:", "", "```", e["output"].rstrip("\n"), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# --- run / dump ---------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    from workbench import runner
+    problem = _take_trailing_options(args)
+    if problem:
+        _error(f"{problem}; see `workbench {args.command} --help`")
+        return EXIT_BAD_INPUT
+    if args.command == "run" and args.output is None:
+        opener, reason = tui_opener()
+        if opener is None:
+            _error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
+                   f"`workbench dump` to write the dump instead")
+            return EXIT_BAD_INPUT
+    if args.output is not None:
+        problem = _usable_output(args.output)
+        if problem:
+            _error(problem)
+            return EXIT_BAD_INPUT
+    try:
+        result = runner.run_script(args.script, args.args, stages=args.stages,
+                                   inline_jnp=args.inline_jnp)
+    except runner.ScriptError as e:
+        _error(str(e))
+        return EXIT_BAD_INPUT
+    session = result.session
+    what = f"{len(session.calls)} calls, {session.step_count} steps"
+    if result.interrupted:
+        what += " (interrupted: what was recorded until Ctrl-C)"
+    elif result.error is not None:
+        what += " (up to the script's failure)"
+    if args.output is not None:
+        session.save(args.output)
+        _note(args, f"recorded {what}; wrote {args.output}")
+        return result.exit_code
+    _note(args, f"recorded {what}")
+    code = _open_tui(session, args.script, "use -o trace.json")
+    return result.exit_code if code == EXIT_OK else code
+
+
+def _usable_output(path: str) -> str:
+    if os.path.isdir(path):
+        return f"{path}: is a folder; give a file name for the dump"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"{path}: the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"{path}: the folder {folder} is not writable"
+    return ""
+
+
+# --- open / show ----------------------------------------------------------------
+
+def _open(args: argparse.Namespace) -> int:
+    session = _load_or_report(args.trace)
+    if session is None:
+        return EXIT_BAD_INPUT
+    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary")
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -57,8 +477,8 @@ def _show(args: argparse.Namespace) -> int:
     calls = session.calls
     if args.call is not None:
         if not 0 <= args.call < len(calls):
-            print(f"workbench: {args.trace} has no call {args.call} "
-                  f"(it has {len(calls)}: 0..{len(calls) - 1})", file=sys.stderr)
+            _error(f"{args.trace} has no call {args.call} "
+                   f"(it has {len(calls)}: 0..{len(calls) - 1})")
             return EXIT_BAD_INPUT
         calls = [calls[args.call]]
     print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
@@ -92,6 +512,69 @@ def _step_lines(call: Call, level: int, depth: int) -> list[str]:
         outs = ", ".join(v.describe() for v in step.outputs)
         lines.append(f"{pad}#{step.index} {step.title} [{step.phase}] ({ins}) -> ({outs})")
     return lines
+
+
+# --- diff -------------------------------------------------------------------------
+
+def _diff(args: argparse.Namespace) -> int:
+    from workbench.session_diff import diff_sessions, format_diff
+    a = _load_or_report(args.a)
+    if a is None:
+        return EXIT_BAD_INPUT
+    b = _load_or_report(args.b)
+    if b is None:
+        return EXIT_BAD_INPUT
+    d = diff_sessions(a, b)
+    if args.json:
+        print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))
+    else:
+        print("\n".join(format_diff(d, args.a, args.b, verbose=args.verbose)))
+    if not d.related:
+        if args.json:
+            _error(f"{args.a} and {args.b} look unrelated: no call matches")
+        return EXIT_BAD_INPUT
+    if args.fail_on_growth and d.grown:
+        _error(f"equation counts grew in {len(d.grown)} stage(s): " + ", ".join(
+            f"{c.title} {s.name} {s.eqns_a} -> {s.eqns_b}" for c, s in d.grown[:5]))
+        return EXIT_SCRIPT_FAILED
+    if args.fail_on_change and d.changed:
+        _error("the traces differ")
+        return EXIT_SCRIPT_FAILED
+    return EXIT_OK
+
+
+# --- schema -------------------------------------------------------------------------
+
+def _schema(args: argparse.Namespace) -> int:
+    from workbench import schema
+    if args.validate:
+        return _validate(args.validate, schema)
+    text = schema.schema_text()
+    if args.output:
+        problem = _usable_output(args.output)
+        if problem:
+            _error(problem)
+            return EXIT_BAD_INPUT
+        write_atomically(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _validate(paths: list[str], schema: Any) -> int:
+    code = EXIT_OK
+    for path in paths:
+        if _load_or_report(path) is None:  # the loader's message says what is wrong
+            code = EXIT_BAD_INPUT
+            continue
+        with open(path, encoding="utf-8") as f:
+            problems = schema.validate(json.load(f))
+        if problems:
+            code = EXIT_BAD_INPUT
+            _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))
+        else:
+            print(f"{path}: valid")
+    return code
 
 
 if __name__ == "__main__":

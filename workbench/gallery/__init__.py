@@ -1,0 +1,25 @@
+"""The gallery: every seed example, recorded live with `transforms`, one Session each.
+
+    from workbench.gallery import EXAMPLES, run_example
+    outcome = run_example(EXAMPLES[0])   # its session, what it printed, failures shown
+"""
+# Importing registers the examples, in gallery order: seed 003 (the main page) first.
+from . import _seed003  # noqa: F401, I001
+from . import _seed000  # noqa: F401
+from . import _seed002  # noqa: F401
+from ._registry import EXAMPLES as EXAMPLES
+from ._registry import Example as Example
+from ._registry import Outcome as Outcome
+from ._registry import expect_failure as expect_failure
+from ._registry import run_example as run_example
+
+
+def find(name: str) -> Example:
+    """The example called name; KeyError naming the known ones."""
+    for ex in EXAMPLES:
+        if ex.name == name:
+            return ex
+    raise KeyError(f"no gallery example {name!r}; known: {', '.join(e.name for e in EXAMPLES)}")
+
+
+__all__ = ["EXAMPLES", "Example", "Outcome", "expect_failure", "find", "run_example"]

@@ -1,0 +1,181 @@
+"""Run an unmodified JAX script with the jax.* transformations recording.
+
+    result = run_script("train.py", ["--steps", "3"])
+    result.session.save("trace.json"); sys.exit(result.exit_code)
+
+For the duration of the run, `jax.grad`, `jax.vmap`, `jax.jit` and the other
+transformations in PATCHED are the `transforms` versions, so the script, and any
+library that looks them up on the `jax` module at call time, records. Names bound
+before the run (`from jax import grad` in a module imported earlier) keep JAX's.
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import sys
+import traceback
+import types
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import jax
+
+import transforms
+from transforms.record import Session
+
+PATCHED = ("grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
+           "jacrev", "hessian")
+
+
+class ScriptError(Exception):
+    """The script cannot be run at all (missing, unreadable, or a syntax error): nothing ran."""
+
+
+@dataclass
+class RunResult:
+    session: Session
+    exit_code: int                  # as `python SCRIPT.py` would exit
+    error: BaseException | None = None  # what the script raised (not SystemExit)
+    interrupted: bool = False       # Ctrl-C
+
+
+class _JaxWithOriginals(types.ModuleType):
+    """The `jax` module as `transforms` must see it while jax.* is patched: JAX's own functions.
+
+    NB: transforms looks up `jax.grad` (...) at call time; with the patch in
+    place that would be itself, recursing forever.
+    """
+
+    def __init__(self, originals: dict[str, Any]):
+        super().__init__("jax")
+        self.__dict__.update(originals)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jax, name)
+
+
+@contextlib.contextmanager
+def jax_patched() -> Iterator[None]:
+    """jax.<transform> -> transforms.<transform> inside the block; JAX's own restored after."""
+    originals = {name: getattr(jax, name) for name in PATCHED}
+    own = _JaxWithOriginals(originals)
+    rebound = [m for name, m in list(sys.modules.items())
+               if (name == "transforms" or name.startswith("transforms."))
+               and getattr(m, "jax", None) is jax]
+    for module in rebound:
+        module.jax = own
+    for name in PATCHED:
+        setattr(jax, name, getattr(transforms, name))
+    try:
+        yield
+    finally:
+        for name, fun in originals.items():
+            setattr(jax, name, fun)
+        for module in rebound:
+            module.jax = jax
+
+
+def check_script(path: str) -> types.CodeType:
+    """The script compiled; ScriptError if it cannot run: missing, a folder, unreadable, bad syntax."""
+    if not os.path.exists(path):
+        raise ScriptError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ScriptError(f"{path}: is a directory, not a Python script")
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        raise ScriptError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        # As `python SCRIPT.py` (3.9+): code objects name the script by its absolute path.
+        return compile(source, os.path.abspath(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        # As Python prints it (file, line, caret), under our one-line summary.
+        detail = "".join(traceback.format_exception_only(e)).rstrip()
+        raise ScriptError(f"{path}: the script has a syntax error, so nothing ran:\n"
+                          f"{detail}") from None
+
+
+def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
+               inline_jnp: bool = False, detail: str = "default") -> RunResult:
+    """Run path as `python path args...` would, recording; never raises for the script's faults.
+
+    A traceback is printed to stderr as Python prints it (via sys.excepthook),
+    and Ctrl-C stops the script but keeps what was recorded.
+    """
+    code_object = check_script(path)
+    script = os.path.abspath(path)
+    error: BaseException | None = None
+    code, interrupted = 0, False
+    with _as_main_script(path, args) as namespace:
+        with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail) as session:
+            with jax_patched():
+                try:
+                    exec(code_object, namespace)
+                except SystemExit as e:
+                    code = _exit_code(e)
+                except KeyboardInterrupt as e:
+                    error, code, interrupted = e, 130, True  # as a shell reports SIGINT
+                except BaseException as e:  # the script's own failure: reported as Python would
+                    error, code = e, 1
+    if error is not None:
+        _print_traceback(error, script)
+    _flush()
+    return RunResult(session, code, error, interrupted)
+
+
+@contextlib.contextmanager
+def _as_main_script(path: str, args: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """What `python SCRIPT.py ARGS` sets up: a fresh __main__, sys.argv, the folder on sys.path.
+
+    NB: runpy.run_path would do most of this, but it rewrites sys.argv[0] to the
+    path it is given; Python keeps sys.argv[0] as typed and __file__ absolute.
+    """
+    script = os.path.abspath(path)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=script, __cached__=None, __loader__=None, __spec__=None,
+                           __package__=None, __builtins__=builtins)
+    saved_main = sys.modules.get("__main__")
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.modules["__main__"] = module
+    sys.argv = [path, *args]
+    if sys.path:
+        sys.path[0] = os.path.dirname(script)
+    else:
+        sys.path.insert(0, os.path.dirname(script))
+    try:
+        yield module.__dict__
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+
+
+def _exit_code(e: SystemExit) -> int:
+    """What Python exits with for SystemExit(code): None -> 0, int -> it, else print it, 1."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int) and not isinstance(e.code, bool):
+        return e.code
+    _flush()
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _print_traceback(error: BaseException, script: str) -> None:
+    """Print as Python does for an uncaught exception: the frames from the script down."""
+    tb = error.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
+        tb = tb.tb_next
+    if tb is not None:
+        error = error.with_traceback(tb)  # the printers read __traceback__, not only tb
+    _flush()
+    sys.excepthook(type(error), error, error.__traceback__)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
