@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The `workbench` command's costs.
+
+1. `workbench run -o trace.json SCRIPT.py` against `python SCRIPT.py`, where the
+   script builds an 8-layer MLP and runs one jitted training step (first call:
+   tracing and compiling included). Whole processes, alternating, median of
+   --reps each; target <= 1.5x.
+2. Dumping (Session.save) and loading (transforms.load) a 100,000-step session,
+   made by recording vmap(grad(loss)) of the MLP and replicating its steps;
+   target < 2 s each.
+
+    .venv/bin/python bench/bench_cli.py [--reps N] [--steps N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import transforms  # noqa: E402
+from transforms.record import Call, Session  # noqa: E402
+from _common import exit_with, header, make_mlp, median, verdict  # noqa: E402
+
+RUN_TARGET = 1.5
+IO_TARGET = 2.0
+
+SCRIPT = """
+    import jax
+    import jax.numpy as jnp
+
+    DEPTH, WIDTH, BATCH = 8, 64, 16
+    key = jax.random.PRNGKey(0)
+    params = []
+    for _ in range(DEPTH):
+        key, kw = jax.random.split(key)
+        params.append((jax.random.normal(kw, (WIDTH, WIDTH)) / jnp.sqrt(WIDTH),
+                       jnp.zeros((WIDTH,))))
+    key, kx, ky = jax.random.split(key, 3)
+    xs = jax.random.normal(kx, (BATCH, WIDTH))
+    ys = jax.random.normal(ky, (BATCH, WIDTH))
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params:
+            h = jnp.tanh(h @ w + b)
+        return jnp.mean((h - y) ** 2)
+
+    @jax.jit
+    def train_step(params, x, y):
+        grads = jax.grad(loss)(params, x, y)
+        return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+    params = train_step(params, xs, ys)
+    jax.block_until_ready(params)
+    print("trained one step")
+"""
+
+
+def bench_run(reps: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "mlp_step.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(SCRIPT))
+        dump = os.path.join(tmp, "trace.json")
+        commands = {
+            "python SCRIPT.py": [sys.executable, script],
+            "workbench run -o": [sys.executable, "-m", "workbench", "run", "-q", "-o", dump,
+                                 script],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for rep in range(reps + 1):  # the first round warms the file cache, not timed
+            order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
+            for name in order:
+                start = time.perf_counter()
+                subprocess.run(commands[name], check=True, stdout=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL)
+                if rep:
+                    times[name].append(time.perf_counter() - start)
+        session = transforms.load(dump)
+    plain, ours = median(times["python SCRIPT.py"]), median(times["workbench run -o"])
+    print(f"  8-layer MLP, one jitted training step, whole process, median of {reps}:")
+    print(f"    python SCRIPT.py           {plain:.3f} s")
+    print(f"    workbench run -o t.json    {ours:.3f} s   "
+          f"({len(session.calls)} calls, {session.step_count} steps recorded)")
+    return verdict("workbench run / python SCRIPT.py", ours / plain, RUN_TARGET, "x")
+
+
+def big_session(steps: int) -> Session:
+    """A recorded vmap(grad(loss)) of the MLP, its steps replicated to `steps` in all."""
+    loss, params, xs, ys = make_mlp()
+    with transforms.record() as session:
+        transforms.vmap(transforms.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
+    call = session.calls[0]
+    per_call = len(call.steps)
+    calls = []
+    for i in range(-(-steps // per_call)):
+        n = min(per_call, steps - i * per_call)
+        calls.append(Call(i, call.transform, call.function, call.source, call.options,
+                          call.levels, call.steps[:n], call.errors, call.in_tree, call.out_tree,
+                          call.inputs, call.outputs))
+    return Session(calls=calls, jax_version=session.jax_version)
+
+
+def bench_io(steps: int) -> int:
+    session = big_session(steps)
+    assert session.step_count == steps
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.json")
+        start = time.perf_counter()
+        session.save(path)
+        saved = time.perf_counter() - start
+        size = os.path.getsize(path)
+        start = time.perf_counter()
+        loaded = transforms.load(path)
+        loaded_s = time.perf_counter() - start
+    assert loaded.step_count == steps
+    print(f"  a {steps:,}-step session ({len(session.calls)} calls, {size / 1e6:.1f} MB of JSON):")
+    print(f"    dump (Session.save)        {saved:.3f} s")
+    print(f"    load (transforms.load)     {loaded_s:.3f} s")
+    return (verdict("dump seconds", saved, IO_TARGET, " s")
+            | verdict("load seconds", loaded_s, IO_TARGET, " s"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="timed runs of each process")
+    parser.add_argument("--steps", type=int, default=100_000, help="steps in the big session")
+    args = parser.parse_args()
+    header("bench_cli: the workbench command")
+    code = bench_run(args.reps)
+    code |= bench_io(args.steps)
+    exit_with(code)
+
+
+if __name__ == "__main__":
+    main()
