@@ -114,8 +114,16 @@ class CallBuilder:
         self.active_steps: list[int] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
         self._errors_seen: set[int] = set()
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-        self.in_tree = str(treedef)
+        from ._diagnose import CallTrees
+        from ._trees import tree_text
+        # Trees and the pre-trace check of custom pytree nodes, once per call.
+        self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)
+        try:
+            leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        except Exception as e:  # a flatten that raises, a cyclic or too deep input:
+            # JAX raises it itself once tracing starts; the call still gets a record.
+            leaves, treedef = [], f"<unavailable: {type(e).__name__}: {_message(e)}>"
+        self.in_tree = tree_text(treedef)  # aux data whose repr raises: a note, not a crash
         self.inputs = tuple(self.describer.describe(x) for x in leaves)
         self.out_tree = ""
         self.outputs: tuple = ()
@@ -175,8 +183,9 @@ class CallBuilder:
                          phase=level.phase, source=source, error=_message(error),
                          cause=step)
             self.steps.append(event)
+        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
-                                       level_index, step, source))
+                                       level_index, step, source, **facts))
 
     def failed_step(self, error: BaseException) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
@@ -194,14 +203,18 @@ class CallBuilder:
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
+            from ._trees import tree_text
             leaves, treedef = jax.tree_util.tree_flatten(outputs)
-            self.out_tree = str(treedef)
+            self.out_tree = tree_text(treedef)
             self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
                                  else self.describer.describe(x) for x in leaves)
+            self.trees.finish(outputs)
         steps = tuple(s for s in self.steps if s is not None)
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
-                    self.out_tree, self.inputs, self.outputs, self.parent, self._stages())
+                    self.out_tree, self.inputs, self.outputs, self.parent, self._stages(),
+                    trees=self.trees.trees, pairs=tuple(self.trees.pairs),
+                    diagnostics=tuple(self.trees.diagnostics))
         self._jaxprs.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)

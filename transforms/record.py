@@ -244,6 +244,16 @@ class ErrorRecord:
     level: int | None         # the level that was running when it was raised
     step: int | None          # the failing step, or the last step recorded before it
     source: SourceLocation | None = None
+    # What transforms._diagnose made of it (one rule per error kind):
+    rule: str = ""            # the rule that matched, e.g. "bool_conversion"; "" for none
+    hint: str = ""            # the fix, named: jnp.where, lax.cond, static_argnums ...
+    level_label: str = ""     # the transformation whose tracer could not be used: "vmap#1"
+    transform: str = ""       # that level's kind: vmap, jit, grad ...
+    argument: str = ""        # the argument the failing value depends on
+    batch_dim: int | None = None
+    tracer: str = ""          # the failing tracer, described: "VmapTracer(aval=..., ...)"
+    function: str = ""        # the function being traced, or the pytree function that failed
+    mismatch: TreePair | None = None  # a structure mismatch, with both trees
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +273,9 @@ class Call:
     outputs: tuple[ValueRecord, ...] = ()
     parent: int | None = None  # e.g. a vjp's backward call points at its forward call
     stages: tuple[Stage, ...] = ()
+    trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, gradients/tangents
+    pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
+    diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
 
     @property
     def ok(self) -> bool:
@@ -270,6 +283,105 @@ class Call:
 
     def steps_at(self, level: int) -> Iterator[Step]:
         return (s for s in self.steps if s.level == level)
+
+
+# --- pytrees ------------------------------------------------------------------
+# Trees are kept flat (nodes in preorder, children by index) so that deep
+# structures stay shallow in memory and in JSON.
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """One node of a pytree: a container with its static aux data, or a leaf."""
+    index: int
+    parent: int | None
+    depth: int
+    key: str                  # its entry in the parent: ".array", "[0]", "['W']"; "" at the root
+    path: str                 # key path from the root, e.g. "['layers'][0].w"
+    kind: str                 # node | leaf | none | error | cycle | truncated
+    type_name: str            # qualified, e.g. "corpus.NTContainer", "dict", "jax.Array"
+    aux: str = ""             # static aux data as text (custom nodes)
+    static: tuple[tuple[str, str], ...] = ()  # aux values named by the attribute holding them
+    children: tuple[int, ...] = ()
+    aval: str = ""            # leaves: "float32[3,2]"
+    value: str | None = None  # small concrete leaves, summarised
+    traced: bool = False      # a tracer (a traced value), not a concrete one
+    tracer: str = ""          # the tracer described: "VmapTracer(aval=..., batch_dim=0)"
+    note: str = ""            # why the node could not be described further
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind == "leaf"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeRecord:
+    """A pytree as data: an input argument, an output, a gradient, a rule's output."""
+    role: str                 # input | output | gradient | tangent | primal_out | tangent_out ...
+    name: str                 # the root as the user names it: "container", "args[1]", "grad"
+    treedef: str = ""         # str(PyTreeDef), "" when unavailable
+    nodes: tuple[TreeNode, ...] = ()
+    argnum: int | None = None
+    note: str = ""            # e.g. "truncated at 2000 nodes"
+
+    @property
+    def root(self) -> TreeNode | None:
+        return self.nodes[0] if self.nodes else None
+
+    @property
+    def leaves(self) -> tuple[TreeNode, ...]:
+        return tuple(n for n in self.nodes if n.kind == "leaf")
+
+    def node(self, path: str) -> TreeNode | None:
+        for n in self.nodes:
+            if n.path == path:
+                return n
+        return None
+
+    def full_path(self, node: TreeNode) -> str:
+        """`container.array`: the root's name then the key path."""
+        return self.name + node.path
+
+
+@dataclass(frozen=True, slots=True)
+class PairRow:
+    """One key path of two trees side by side."""
+    path: str
+    left: int | None          # node index in the left tree, None where it has none
+    right: int | None
+    status: str               # same | differs | left_only | right_only
+    note: str = ""            # what differs, e.g. "float32[3] vs float32[]"
+
+
+@dataclass(frozen=True, slots=True)
+class TreePair:
+    """Two trees paired node by node: inputs and gradients, or a structure mismatch."""
+    kind: str                 # gradient | tangent | custom_jvp | custom_vjp | cond | scan
+                              # | vmap_in_axes | vmap_out_axes
+    title: str
+    left: TreeRecord
+    right: TreeRecord
+    rows: tuple[PairRow, ...] = ()
+    first_difference: str | None = None  # key path of the first structural difference
+    left_has: str = ""        # what each side has there
+    right_has: str = ""
+    summary: str = ""
+
+    @property
+    def same_structure(self) -> bool:
+        return self.first_difference is None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A finding of the pre-trace check of a custom pytree node."""
+    kind: str                 # undefined_name | flatten_error | unflatten_error | roundtrip
+                              # | unhashable_aux
+    message: str
+    node_type: str            # the registered type, qualified
+    path: str = ""            # where it was met in the inputs: "container"
+    function: str = ""        # the flatten/unflatten function, e.g. "repack_NTC"
+    source: SourceLocation | None = None  # the line using the undefined name, or the def line
+    names: tuple[str, ...] = ()           # the undefined names
 
 
 @dataclass(slots=True)
@@ -441,3 +553,5 @@ _RECORD_TYPES = {
     for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, PrimitiveCount, Metric,
                 Stage, GrowthPoint, GrowthSeries, Growth, Step, Level, ErrorRecord, Call)
 }
+_RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
+                                                     Diagnostic)})

@@ -1,0 +1,105 @@
+"""Failure renderables: exact text with Console(color_system=None)."""
+from __future__ import annotations
+
+from rich.console import Console
+
+import transforms as T
+from corpus import CASES_BY_NAME, Primal, Tangent
+from transforms._trees import TreeBuilder, pair_trees
+from transforms.record import Call, Diagnostic, ErrorRecord, Level, SourceLocation, Step
+from workbench.render.failure import DiagnosticsView, FailurePanel
+
+
+def text(renderable, width=72) -> str:
+    console = Console(color_system=None, width=width, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+BOOL_ERROR = ErrorRecord(
+    "jax.errors.TracerBoolConversionError",
+    "Attempted boolean conversion of traced array with shape bool[].\nmore text",
+    level=1, step=0, source=SourceLocation("demo.py", 3, "absolute_if"),
+    rule="bool_conversion", hint="use jnp.where or lax.cond", level_label="vmap#1",
+    transform="vmap", argument="x", batch_dim=0,
+    tracer="VmapTracer(aval=bool[], batched=bool[5], batch_dim=0)")
+
+CALL = Call(0, "vmap", "absolute_if", None,
+            levels=(Level(0, "eval", "eval#0", 0, None, "EvalTrace"),
+                    Level(1, "vmap", "vmap#1", 1, 0, "BatchTrace")),
+            steps=(Step(0, 1, "gt"),), errors=(BOOL_ERROR,))
+
+
+def test_failure_panel_of_a_tracer_error():
+    assert text(FailurePanel(BOOL_ERROR, CALL)) == (
+        "╭─ TracerBoolConversionError [bool_conversion] ────────────────────────╮\n"
+        "│ error    Attempted boolean conversion of traced array with shape     │\n"
+        "│          bool[].                                                     │\n"
+        "│ line     demo.py:3 (absolute_if)                                     │\n"
+        "│ level    vmap#1 (vmap)                                               │\n"
+        "│ step     #0 gt at vmap#1                                             │\n"
+        "│ argument x, batch_dim=0                                              │\n"
+        "│ tracer   VmapTracer(aval=bool[], batched=bool[5], batch_dim=0)       │\n"
+        "│ hint     use jnp.where or lax.cond                                   │\n"
+        "╰──────────────────────────────────────────────────────────────────────╯\n")
+
+
+def test_failure_panel_without_a_call_and_with_a_mismatch():
+    b = TreeBuilder()
+    pair = pair_trees("custom_jvp", "primal output vs tangent output",
+                      b.build(Primal(0.), "primal_out", "primal"),
+                      b.build(Tangent(0., 0.), "tangent_out", "tangent"),
+                      "primal output", "tangent output")
+    error = ErrorRecord("TypeError", "Custom JVP rule init_jvp ...", level=2, step=None,
+                        rule="structure_mismatch", hint="make both the same", function="init_jvp",
+                        level_label="grad#1/custom_jvp_rule#2", transform="custom_jvp_rule",
+                        mismatch=pair)
+    assert text(FailurePanel(error)) == (
+        "╭─ TypeError [structure_mismatch] ─────────────────────────────────────╮\n"
+        "│ error    Custom JVP rule init_jvp ...                                │\n"
+        "│ function init_jvp                                                    │\n"
+        "│ level    grad#1/custom_jvp_rule#2 (custom_jvp_rule)                  │\n"
+        "│ hint     make both the same                                          │\n"
+        "│                                                                      │\n"
+        "│ primal output vs tangent output                                      │\n"
+        "│ first difference at the root: primal output has a corpus.Primal with │\n"
+        "│ children .x; tangent output has a corpus.Tangent with children       │\n"
+        "│ .sign, .norm                                                         │\n"
+        "│     path     primal (primal_out)   tangent (tangent_out)             │\n"
+        "│ ────────────────────────────────────────────────────────             │\n"
+        "│ >   (root)   Primal                Tangent                           │\n"
+        "│ -   .x       float32[]             -                                 │\n"
+        "│ +   .sign    -                     float32[]                         │\n"
+        "│ +   .norm    -                     float32[]                         │\n"
+        "╰──────────────────────────────────────────────────────────────────────╯\n")
+
+
+def test_diagnostics_view():
+    d = Diagnostic("undefined_name", "repack_NTC uses `value`, which is not defined.",
+                   "seed.NTContainer", "container", "repack_NTC",
+                   SourceLocation("seed.py", 21, "repack_NTC"), ("value",))
+    assert text(DiagnosticsView([d])) == (
+        "kind             where                     finding                      \n"
+        "────────────────────────────────────────────────────────────────────────\n"
+        "undefined_name   seed.py:21 (repack_NTC)   repack_NTC uses `value`,     \n"
+        "                                           which is not defined.        \n")
+    assert text(DiagnosticsView(())) == (
+        "no findings: every custom pytree node round-trips\n")
+
+
+def test_recorded_failure_renders():
+    with T.record() as session:
+        try:
+            CASES_BY_NAME["seed003_absolute_if_vmap"].run(T)
+        except Exception:  # noqa: BLE001 - the failure is what we render
+            pass
+    call = session.calls[0]
+    out = text(FailurePanel(call.errors[0], call), width=100)
+    assert "TracerBoolConversionError [bool_conversion]" in out
+    assert "level    vmap#1 (vmap)" in out and "argument x, batch_dim=0" in out
+    assert "jnp.where" in out
+
+
+def test_a_failing_renderer_degrades_to_a_note():
+    assert text(FailurePanel(None)).startswith("<render-error failure: AttributeError")
+    assert text(DiagnosticsView([None])).startswith("<render-error diagnostics: AttributeError")

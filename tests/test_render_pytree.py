@@ -1,0 +1,99 @@
+"""Pytree renderables: exact text with Console(color_system=None)."""
+from __future__ import annotations
+
+from rich.console import Console
+
+import transforms as T
+from corpus import CONTAINER, Primal, Tangent, test_func
+from transforms._trees import TreeBuilder, pair_trees
+from transforms.record import TreeNode, TreeRecord
+from workbench.render.pytree import PairView, TreeView
+
+
+def text(renderable, width=72) -> str:
+    console = Console(color_system=None, width=width, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def seed000_call():
+    with T.record() as session:
+        T.grad(test_func)(CONTAINER)
+    return session.calls[0]
+
+
+def test_tree_view_shows_static_data_and_avals():
+    (tree,) = [t for t in seed000_call().trees if t.role == "input"]
+    assert text(TreeView(tree)) == (
+        "container (input)\n"
+        "container: NTContainer  static: name='composite-container', flag=0\n"
+        "└── .array: float32[3,2] = [[0., 1.], [2., 3.], [4., 5.]]\n")
+
+
+def test_tree_view_of_traced_leaves_problems_and_none():
+    nodes = (
+        TreeNode(0, None, 0, "", "", "node", "dict", children=(1, 2, 3, 4)),
+        TreeNode(1, 0, 1, "['x']", "['x']", "leaf", "jax.Array", aval="float32[]", traced=True,
+                 tracer="VmapTracer(aval=float32[], batched=float32[3], batch_dim=0)"),
+        TreeNode(2, 0, 1, "['n']", "['n']", "none", "None"),
+        TreeNode(3, 0, 1, "['c']", "['c']", "cycle", "list",
+                 note="cycle: this object contains itself"),
+        TreeNode(4, 0, 1, "['f']", "['f']", "error", "Odd", note="flatten raised ValueError: no"),
+    )
+    tree = TreeRecord("input", "p", "", nodes, 0, "truncated at 2000 nodes")
+    assert text(TreeView(tree, title="p")) == (
+        "p\n"
+        "p: dict\n"
+        "├── ['x']: float32[]  traced VmapTracer(aval=float32[], \n"
+        "│   batched=float32[3], batch_dim=0)\n"
+        "├── ['n']: None\n"
+        "├── ['c']: <cycle: cycle: this object contains itself>\n"
+        "└── ['f']: <error: flatten raised ValueError: no>\n"
+        "(truncated at 2000 nodes)\n")
+
+
+def test_pair_view_inputs_against_gradients():
+    (pair,) = seed000_call().pairs
+    assert text(PairView(pair)) == (
+        "container vs its gradient\n"
+        "the input container and its gradient have the same structure\n"
+        "    path     container (input)             container (gradient)         \n"
+        "────────────────────────────────────────────────────────────────────────\n"
+        "    (root)   NTContainer                   NTContainer                  \n"
+        "             [name='composite-container'   [name='composite-container', \n"
+        "             , flag=0]                     flag=0]                      \n"
+        "    .array   float32[3,2]                  float32[3,2]                 \n")
+
+
+def test_pair_view_marks_the_seed002_difference():
+    b = TreeBuilder()
+    pair = pair_trees("custom_jvp", "primal output vs tangent output",
+                      b.build(Primal(0.), "primal_out", "primal"),
+                      b.build(Tangent(0., 0.), "tangent_out", "tangent"),
+                      "primal output", "tangent output")
+    assert text(PairView(pair)) == (
+        "primal output vs tangent output\n"
+        "first difference at the root: primal output has a corpus.Primal with \n"
+        "children .x; tangent output has a corpus.Tangent with children .sign, \n"
+        ".norm\n"
+        "    path     primal (primal_out)   tangent (tangent_out)\n"
+        "────────────────────────────────────────────────────────\n"
+        ">   (root)   Primal                Tangent              \n"
+        "-   .x       float32[]             -                    \n"
+        "+   .sign    -                     float32[]            \n"
+        "+   .norm    -                     float32[]            \n")
+
+
+def test_deep_tree_renders():
+    d = 1.0
+    for _ in range(10_000):
+        d = [d]
+    out = text(TreeView(TreeBuilder().build(d, "input", "d")), width=400)
+    assert out.splitlines()[-1] == "(truncated at depth 100)"
+
+
+def test_a_failing_renderer_degrades_to_a_note():
+    broken = TreeRecord("input", "x", "", nodes=5)  # type: ignore[arg-type]
+    assert text(TreeView(broken)) == (
+        "<render-error pytree: TypeError: 'int' object is not subscriptable>\n")
+    assert text(PairView(None)).startswith("<render-error pytree pair: AttributeError")

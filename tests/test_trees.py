@@ -1,0 +1,215 @@
+"""Pytree records: inputs, outputs and gradients as data, paired node by node;
+bad structures give a record with a note, never a crash."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transforms as T
+from corpus import CASES_BY_NAME, CONTAINER, PARAMS, MATRIX, assert_same_error, outcome
+from transforms._trees import MAX_DEPTH, MAX_NODES, TreeBuilder, pair_trees, treedef_tree
+
+
+def recorded(case_name):
+    case = CASES_BY_NAME[case_name]
+    with T.record() as session:
+        value = case.run(T)
+    return value, session.calls[-1]
+
+
+def trees_by_role(call, role):
+    return [t for t in call.trees if t.role == role]
+
+
+def test_seed000_grad_returns_an_ntcontainer_paired_with_the_input():
+    value, call = recorded("seed000_container_grad")
+    assert type(value).__name__ == "NTContainer"
+    (inp,) = trees_by_role(call, "input")
+    (grad,) = trees_by_role(call, "gradient")
+    for tree in (inp, grad):
+        root = tree.root
+        assert root.type_name == "corpus.NTContainer" and root.kind == "node"
+        # name and flag are static aux data, not leaves
+        assert root.static == (("name", "'composite-container'"), ("flag", "0"))
+        (leaf,) = tree.leaves
+        assert tree.full_path(leaf) == "container.array"
+        assert leaf.aval == "float32[3,2]" and not leaf.traced
+    assert grad.leaves[0].value == "[[1., 1.], [1., 1.], [1., 1.]]"
+    (pair,) = call.pairs
+    assert pair.kind == "gradient" and pair.same_structure
+    assert [(r.path, r.status) for r in pair.rows] == [("", "same"), (".array", "same")]
+    assert pair.left is inp and pair.right is grad
+
+
+def test_dict_params_key_paths_and_argnums():
+    _, call = recorded("seed003_loss_grad_argnums01")
+    assert [t.name for t in trees_by_role(call, "input")] == ["W", "b"]
+    assert [t.name for t in trees_by_role(call, "gradient")] == ["W", "b"]
+    assert len(call.pairs) == 2 and all(p.same_structure for p in call.pairs)
+    _, call = recorded("grad_pytree_params")
+    (grad,) = trees_by_role(call, "gradient")
+    assert [grad.full_path(n) for n in grad.leaves] == ["params['b']", "params['w']"]
+    assert [n.aval for n in grad.leaves] == ["float32[2]", "float32[3,2]"]
+
+
+def test_value_and_grad_with_aux_pairs_the_gradient_part():
+    _, call = recorded("seed003_loss_value_and_grad_has_aux")
+    assert [t.name for t in trees_by_role(call, "gradient")] == ["W", "b"]
+
+
+def test_jvp_pairs_primals_with_tangents():
+    _, call = recorded("seed002_log1pexp_jvp")
+    assert [p.title for p in call.pairs] == ["primals vs tangents",
+                                             "primal output vs tangent output"]
+    assert all(p.same_structure for p in call.pairs)
+
+
+def test_traced_leaves_are_told_apart_under_an_outer_transformation():
+    # Ours inside jax.vmap: the call's input is a VmapTracer.
+    with T.record() as session:
+        jax.vmap(T.grad(lambda x: jnp.sin(x)))(jnp.arange(3.0))
+    (leaf,) = trees_by_role(session.calls[0], "input")[0].leaves
+    assert leaf.traced and leaf.tracer.startswith("VmapTracer(") and leaf.aval == "float32[]"
+
+
+def test_jit_call_records_trees_from_its_trace():
+    _, call = recorded("seed000_container_jit")
+    (inp,) = trees_by_role(call, "input")
+    assert inp.root.static == (("name", "'composite-container'"), ("flag", "0"))
+    assert inp.leaves[0].traced
+
+
+def test_pair_marks_the_first_difference():
+    b = TreeBuilder()
+    left = b.build({"a": 1.0, "b": (1.0, 2.0)}, "x", "left")
+    right = b.build({"a": 1.0, "b": (1.0,)}, "x", "right")
+    pair = pair_trees("t", "t", left, right)
+    assert pair.first_difference == "['b']"
+    assert pair.left_has == "a tuple with children [0], [1]"
+    assert pair.right_has == "a tuple with children [0]"
+    assert [(r.path, r.status) for r in pair.rows] == [
+        ("", "same"), ("['a']", "same"), ("['b']", "differs"), ("['b'][0]", "same"),
+        ("['b'][1]", "left_only")]
+
+
+def test_treedef_tree_keeps_structure_and_avals():
+    td = jax.tree_util.tree_structure({"a": (1, None), "b": CONTAINER})
+    tree = treedef_tree(td, "x", "x", ["f32[]", "f32[3,2]"])
+    assert [(n.path, n.kind) for n in tree.nodes] == [
+        ("", "node"), ("['a']", "node"), ("['a'][0]", "leaf"), ("['a'][1]", "none"),
+        ("['b']", "node"), ("['b'][<flat index 0>]", "leaf")]
+    assert tree.nodes[-1].aval == "f32[3,2]"
+    assert tree.nodes[4].aux == "('composite-container', 0)"
+
+
+# --- bad input: a record with a note, never a crash --------------------------------------------
+
+class BadRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+    def __hash__(self):
+        return 0
+
+    def __eq__(self, other):
+        return isinstance(other, BadRepr)
+
+
+class Box:
+    def __init__(self, a, aux):
+        self.a, self.aux = a, aux
+
+
+jax.tree_util.register_pytree_node(Box, lambda b: ((b.a,), b.aux), lambda aux, ch: Box(ch[0], aux))
+
+
+class FlattenRaises:
+    pass
+
+
+def _flatten_raises(x):
+    raise ValueError("flatten broke")
+
+
+jax.tree_util.register_pytree_node(FlattenRaises, _flatten_raises, lambda aux, ch: FlattenRaises())
+
+
+def _cyclic():
+    a = [1.0]
+    a.append(a)
+    return a
+
+
+def _deep(levels=10_000):
+    d = 1.0
+    for _ in range(levels):
+        d = [d]
+    return d
+
+
+def test_cyclic_structure_gives_a_cycle_node():
+    tree = TreeBuilder().build(_cyclic(), "input", "a")
+    assert [(n.path, n.kind) for n in tree.nodes] == [("", "node"), ("[0]", "leaf"),
+                                                      ("[1]", "cycle")]
+
+
+def test_very_deep_structure_is_truncated_not_a_recursion_error():
+    tree = TreeBuilder().build(_deep(), "input", "d")
+    assert len(tree.nodes) == MAX_DEPTH + 1
+    assert tree.nodes[-1].kind == "truncated" and tree.note == f"truncated at depth {MAX_DEPTH}"
+    assert tree.treedef.startswith("<unavailable")
+
+
+def test_wide_structure_is_truncated_by_node_count():
+    tree = TreeBuilder().build(list(range(MAX_NODES * 2)), "input", "w")
+    assert len(tree.nodes) == MAX_NODES + 1 and tree.nodes[-1].kind == "truncated"
+
+
+def test_unhashable_aux_and_raising_repr_are_text():
+    tree = TreeBuilder().build(Box(1.0, [1, 2]), "input", "b")
+    assert tree.root.aux == "[1, 2]"
+    tree = TreeBuilder().build(Box(1.0, BadRepr()), "input", "b")
+    assert tree.root.aux == "<repr-error RuntimeError>"
+    assert tree.root.static == (("aux", "<repr-error RuntimeError>"),)
+
+
+def test_flatten_that_raises_is_an_error_node():
+    tree = TreeBuilder().build({"x": FlattenRaises()}, "input", "p")
+    node = tree.node("['x']")
+    assert node.kind == "error" and node.note == "flatten raised ValueError: flatten broke"
+
+
+BAD_CALLS = {
+    "cyclic": lambda T: T.grad(lambda a: 1.0)(_cyclic()),
+    "deep": lambda T: T.grad(lambda a: 1.0)(_deep()),
+    "flatten_raises": lambda T: T.grad(lambda a: 1.0)(FlattenRaises()),
+    "repr_raises": lambda T: T.grad(lambda b: b.a * 2.)(Box(1.0, BadRepr())),
+    "unhashable": lambda T: T.grad(lambda b: b.a * 2.)(Box(1.0, [1, 2])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CALLS))
+def test_bad_input_is_recorded_and_the_outcome_is_jax_s(name):
+    with T.record() as session:
+        ours = outcome(lambda: BAD_CALLS[name](T))
+    theirs = outcome(lambda: BAD_CALLS[name](jax))
+    if theirs.error is not None:
+        assert_same_error(ours.error, theirs.error)
+    else:
+        assert ours.error is None
+    (call,) = session.calls
+    assert call.trees and call.trees[0].role == "input"
+    assert all(d.kind != "internal" for d in call.diagnostics), call.diagnostics
+    if theirs.error is not None:
+        assert call.errors and call.errors[0].hint
+
+
+def test_trees_survive_json(tmp_path):
+    with T.record() as session:
+        T.grad(lambda c: c.array.sum())(CONTAINER)
+        T.grad(lambda a: 1.0)(_deep(200))
+        T.grad(lambda p, x: jnp.sum(jnp.dot(x, p["w"]) + p["b"]))(PARAMS, MATRIX)
+    path = tmp_path / "trees.json"
+    session.save(path)
+    assert T.load(path).calls == session.calls

@@ -1,0 +1,502 @@
+"""Live pytrees -> TreeRecords, and trees paired node by node.
+
+A tree is walked one level at a time with JAX's public flattening
+(`tree_flatten_with_path` with an `is_leaf` that stops below the node), with
+an explicit stack: no recursion, so a 10,000-level structure or a cycle gives
+a record with a note, never a RecursionError. Every user function (a custom
+node's flatten, an aux `repr`) is called inside a guard.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+from typing import Any, Callable, Iterable
+
+from jax import tree_util
+
+from ._interpreters import Tracer
+from ._snapshot import describe_concrete
+from .record import PairRow, TreeNode, TreePair, TreeRecord, ValueRecord
+
+MAX_NODES = 2000    # per tree: larger trees end in a "truncated" node
+MAX_DEPTH = 100     # deeper nodes end in a "truncated" node
+_MAX_TEXT = 120
+
+# Containers JAX flattens natively: their aux data is structure, not user static data.
+_BUILTIN_NODES = frozenset({tuple, list, dict, type(None)})
+
+
+def safe_text(x: Any, limit: int = _MAX_TEXT) -> str:
+    """repr(x), or a note when its repr raises; shortened to `limit` characters."""
+    try:
+        text = repr(x)
+    except Exception as e:  # a user object whose repr raises
+        return f"<repr-error {type(e).__name__}>"
+    if not isinstance(text, str):
+        return f"<repr-error {type(text).__name__}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def qualified_name(cls: Any) -> str:
+    try:
+        module = getattr(cls, "__module__", "") or ""
+        name = getattr(cls, "__qualname__", None) or getattr(cls, "__name__", None)
+        if not isinstance(name, str):
+            return safe_text(cls)
+        if module in ("builtins", "") or not isinstance(module, str):
+            return name
+        if module.startswith("jaxlib") or module.startswith("jax."):
+            module = "jax"  # ArrayImpl lives in jaxlib: users know it as jax.Array
+            name = "Array" if name == "ArrayImpl" else name
+        return f"{module}.{name}"
+    except Exception as e:  # a metaclass with a raising __getattr__
+        return f"<type-error {type(e).__name__}>"
+
+
+def is_custom_node(type_: Any, aux: Any) -> bool:
+    """A registered node with user static data (not a builtin container or a plain namedtuple)."""
+    if type_ in _BUILTIN_NODES:
+        return False
+    if aux is None and isinstance(type_, type) and issubclass(type_, tuple):
+        return False  # JAX's own namedtuple handling
+    return True
+
+
+def flatten_one(x: Any) -> tuple[list, Any]:
+    """Children (with key paths) and treedef of `x`'s top node only; raises what flatten raises."""
+    first = [True]
+
+    def stop_below_root(y):
+        # The first call is the root itself; everything below is a child.
+        if first[0]:
+            first[0] = False
+            return False
+        return True
+
+    return tree_util.tree_flatten_with_path(x, is_leaf=stop_below_root)
+
+
+def _attributes(x: Any) -> list[tuple[str, Any]]:
+    """Named attributes, used to name aux values and anonymous children."""
+    try:
+        fields = getattr(type(x), "_fields", None)
+        if isinstance(fields, tuple):
+            return [(f, getattr(x, f)) for f in fields if isinstance(f, str)]
+        names = getattr(type(x), "__dataclass_fields__", None)
+        if isinstance(names, dict):
+            return [(f, getattr(x, f)) for f in names]
+        d = getattr(x, "__dict__", None)
+        if isinstance(d, dict):
+            return [(k, v) for k, v in d.items() if isinstance(k, str)]
+    except Exception:  # an attribute that raises: name nothing rather than fail
+        return []
+    return []
+
+
+def _name_of(value: Any, attrs: list[tuple[str, Any]], used: set[str]) -> str | None:
+    for name, v in attrs:
+        if v is value and name not in used:
+            used.add(name)
+            return name
+    return None
+
+
+def _key_text(key_path: tuple) -> str:
+    try:
+        return tree_util.keystr(tuple(key_path))
+    except Exception as e:
+        return f"[<key-error {type(e).__name__}>]"
+
+
+class TreeBuilder:
+    """Builds one TreeRecord from a live object; `describe` turns a leaf into a ValueRecord."""
+
+    def __init__(self, describe: Callable[[Any], ValueRecord] | None = None,
+                 max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
+        self.describe = describe or _describe_leaf
+        self.max_nodes = max_nodes
+        self.max_depth = max_depth
+
+    def build(self, obj: Any, role: str, name: str, argnum: int | None = None) -> TreeRecord:
+        nodes: list[dict] = []
+        ids: list[int] = []      # id() of each node's object, for cycle checks up the path
+        note = ""
+        treedef = _treedef_text(obj)
+        # (object, parent index, depth, key, path); children pushed reversed: preorder.
+        stack: list[tuple[Any, int | None, int, str, str]] = [(obj, None, 0, "", "")]
+        while stack:
+            x, parent, depth, key, path = stack.pop()
+            index = len(nodes)
+            if index >= self.max_nodes:
+                note = f"truncated at {self.max_nodes} nodes"
+                nodes.append(_fields(index, parent, depth, key, path, "truncated", "",
+                                     note=f"more than {self.max_nodes} nodes: not shown"))
+                ids.append(0)
+                break
+            ids.append(id(x))
+            if parent is not None:
+                nodes[parent]["children"].append(index)
+            if depth >= self.max_depth:
+                note = note or f"truncated at depth {self.max_depth}"
+                nodes.append(_fields(index, parent, depth, key, path, "truncated",
+                                     qualified_name(type(x)),
+                                     note=f"deeper than {self.max_depth} levels: not shown"))
+                continue
+            if _on_path(ids, nodes, parent, id(x)):
+                nodes.append(_fields(index, parent, depth, key, path, "cycle",
+                                     qualified_name(type(x)),
+                                     note="cycle: this object contains itself"))
+                continue
+            nodes.append(self._node(x, index, parent, depth, key, path, stack))
+        return TreeRecord(role, name, treedef, tuple(_freeze(n) for n in nodes), argnum, note)
+
+    def _node(self, x: Any, index: int, parent: int | None, depth: int, key: str, path: str,
+              stack: list) -> dict:
+        type_name = qualified_name(type(x))
+        if isinstance(x, Tracer):
+            return self._leaf(x, index, parent, depth, key, path, type_name)
+        try:
+            keyed, td = flatten_one(x)
+        except Exception as e:  # the user's flatten raised (or JAX refused the object)
+            return _fields(index, parent, depth, key, path, "error", type_name,
+                           note=f"flatten raised {type(e).__name__}: {_message(e)}")
+        if td.num_nodes == 1 and td.num_leaves == 1:
+            return self._leaf(x, index, parent, depth, key, path, type_name)
+        try:
+            node_data = td.node_data()
+        except Exception as e:
+            node_data = None
+            error_note = f"node data unavailable: {type(e).__name__}"
+        else:
+            error_note = ""
+        if td.num_nodes == 1 and td.num_leaves == 0 and x is None:
+            return _fields(index, parent, depth, key, path, "none", "None")
+        node_type, aux = node_data if node_data is not None else (type(x), None)
+        fields = _fields(index, parent, depth, key, path, "node", qualified_name(node_type),
+                         note=error_note)
+        attrs: list = []
+        used: set[str] = set()
+        if is_custom_node(node_type, aux):
+            attrs = _attributes(x)
+            fields["aux"] = safe_text(aux)
+            fields["static"] = tuple(_static_fields(aux, attrs, used))
+        children = []
+        for key_path, child in keyed:
+            child_key = _key_text(key_path)
+            if attrs and child_key.startswith("[<flat index"):
+                # A node registered without keys: name the child by the attribute holding it.
+                attr = _name_of(child, attrs, used)
+                if attr is not None:
+                    child_key = "." + attr
+            children.append((child, index, depth + 1, child_key, path + child_key))
+        stack.extend(reversed(children))
+        return fields
+
+    def _leaf(self, x: Any, index, parent, depth, key, path, type_name) -> dict:
+        fields = _fields(index, parent, depth, key, path, "leaf", type_name)
+        try:
+            rec = self.describe(x)
+        except Exception as e:  # a leaf we cannot describe still gets a node
+            fields["note"] = f"not described: {type(e).__name__}"
+            return fields
+        fields["aval"] = rec.aval
+        fields["value"] = rec.value
+        if rec.is_tracer:
+            fields["traced"] = True
+            fields["tracer"] = rec.describe()
+        return fields
+
+
+def _describe_leaf(x: Any) -> ValueRecord:
+    return describe_concrete(x)
+
+
+def _treedef_text(obj: Any) -> str:
+    try:
+        return str(tree_util.tree_structure(obj))
+    except Exception as e:  # cyclic, too deep, or a flatten that raises
+        return f"<unavailable: {type(e).__name__}>"
+
+
+def _on_path(ids: list[int], nodes: list[dict], parent: int | None, oid: int) -> bool:
+    while parent is not None:
+        if ids[parent] == oid:
+            return True
+        parent = nodes[parent]["parent"]
+    return False
+
+
+def _static_fields(aux: Any, attrs: list, used: set[str]) -> Iterable[tuple[str, str]]:
+    values = list(aux) if isinstance(aux, (tuple, list)) else [aux]
+    for i, value in enumerate(values):
+        name = _name_of(value, attrs, used) if attrs else None
+        yield (name if name is not None else f"aux[{i}]", safe_text(value))
+
+
+def _fields(index, parent, depth, key, path, kind, type_name, note="") -> dict:
+    return {"index": index, "parent": parent, "depth": depth, "key": key, "path": path,
+            "kind": kind, "type_name": type_name, "children": [], "note": note}
+
+
+def _freeze(fields: dict) -> TreeNode:
+    fields["children"] = tuple(fields["children"])
+    return TreeNode(**fields)
+
+
+def _message(e: BaseException) -> str:
+    try:
+        text = str(e)
+    except Exception:
+        return "<message unavailable>"
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= _MAX_TEXT else line[:_MAX_TEXT - 1] + "…"
+
+
+# --- trees from a PyTreeDef (structure only) ------------------------------------
+
+def treedef_tree(treedef: Any, role: str, name: str, leaves: list[str] | None = None) -> TreeRecord:
+    """A TreeRecord of a PyTreeDef; `leaves` gives each leaf's aval text, in order."""
+    nodes: list[dict] = []
+    leaf_avals = iter(leaves or ())
+    stack: list[tuple[Any, int | None, int, str, str]] = [(treedef, None, 0, "", "")]
+    note = ""
+    while stack:
+        td, parent, depth, key, path = stack.pop()
+        index = len(nodes)
+        if index >= MAX_NODES:
+            note = f"truncated at {MAX_NODES} nodes"
+            break
+        if parent is not None:
+            nodes[parent]["children"].append(index)
+        try:
+            data = td.node_data()
+            children = td.children()
+        except Exception as e:
+            nodes.append(_fields(index, parent, depth, key, path, "error", "?",
+                                 note=f"{type(e).__name__}: {_message(e)}"))
+            continue
+        if data is None:
+            fields = _fields(index, parent, depth, key, path, "leaf", "*")
+            fields["aval"] = next(leaf_avals, "")
+            nodes.append(fields)
+            continue
+        node_type, aux = data
+        if node_type is type(None):
+            nodes.append(_fields(index, parent, depth, key, path, "none", "None"))
+            continue
+        fields = _fields(index, parent, depth, key, path, "node", qualified_name(node_type))
+        if is_custom_node(node_type, aux):
+            fields["aux"] = safe_text(aux)
+            fields["static"] = tuple((f"aux[{i}]", safe_text(v)) for i, v in
+                                     enumerate(aux if isinstance(aux, (tuple, list)) else [aux]))
+        nodes.append(fields)
+        keys = _child_keys(node_type, aux, len(children))
+        stack.extend(reversed([(c, index, depth + 1, k, path + k) for k, c in zip(keys, children)]))
+    return TreeRecord(role, name, tree_text(treedef), tuple(_freeze(n) for n in nodes), None, note)
+
+
+def _child_keys(node_type: Any, aux: Any, n: int) -> list[str]:
+    fields = getattr(node_type, "_fields", None)
+    if isinstance(fields, tuple) and len(fields) == n:
+        return [f".{f}" for f in fields]
+    if node_type is dict or (isinstance(aux, (list, tuple)) and isinstance(node_type, type)
+                             and issubclass(node_type, dict) and len(aux) == n):
+        return [f"[{safe_text(k)}]" for k in aux]
+    if node_type in (tuple, list):
+        return [f"[{i}]" for i in range(n)]
+    return [f"[<flat index {i}>]" for i in range(n)]
+
+
+def tree_text(x: Any) -> str:
+    """str(x) for a PyTreeDef, whose aux data's repr may raise."""
+    try:
+        return str(x)
+    except Exception as e:
+        return f"<unavailable: {type(e).__name__}>"
+
+
+# --- pairing ----------------------------------------------------------------------
+
+def _shape_of(tree: TreeRecord, node: TreeNode) -> str:
+    """What a node is, for a diff: `a Primal with children .x`, `a leaf float32[]`."""
+    if node.kind == "leaf":
+        return f"a leaf {node.aval}".rstrip()
+    if node.kind == "none":
+        return "None"
+    if node.kind in ("error", "cycle", "truncated"):
+        return f"{node.kind} ({node.note})"
+    keys = ", ".join(tree.nodes[c].key for c in node.children) or "no children"
+    aux = f" with static {node.aux}" if node.aux else ""
+    return f"a {node.type_name}{aux} with children {keys}"
+
+
+def _differs(tree_a: TreeRecord, a: TreeNode, tree_b: TreeRecord, b: TreeNode) -> str:
+    """Why two nodes at one key path differ structurally; "" when they agree."""
+    if a.kind != b.kind and not (a.kind == "leaf" and b.kind == "leaf"):
+        return "kind"
+    if a.kind == "leaf":
+        return ""
+    if a.type_name != b.type_name:
+        return "type"
+    if a.aux != b.aux:
+        return "static data"
+    if [tree_a.nodes[c].key for c in a.children] != [tree_b.nodes[c].key for c in b.children]:
+        return "children"
+    return ""
+
+
+def pair_trees(kind: str, title: str, left: TreeRecord, right: TreeRecord,
+               left_label: str = "", right_label: str = "") -> TreePair:
+    """Pair two trees by key path, in the left tree's order, noting differences."""
+    right_by_path = {n.path: n for n in right.nodes}
+    rows: list[PairRow] = []
+    first: str | None = None
+    left_has = right_has = ""
+    seen: set[str] = set()
+    for a in left.nodes:
+        seen.add(a.path)
+        b = right_by_path.get(a.path)
+        if b is None:
+            if _under_difference(first, a.path):
+                rows.append(PairRow(a.path, a.index, None, "left_only"))
+                continue
+            rows.append(PairRow(a.path, a.index, None, "left_only"))
+            if first is None:
+                first, left_has, right_has = a.path, _shape_of(left, a), "nothing"
+            continue
+        why = _differs(left, a, right, b)
+        note = why
+        if not why and a.kind == "leaf" and a.aval != b.aval:
+            note = f"{a.aval} vs {b.aval}"
+        status = "differs" if (why or note) else "same"
+        rows.append(PairRow(a.path, a.index, b.index, status, note))
+        if why and first is None:
+            first, left_has, right_has = a.path, _shape_of(left, a), _shape_of(right, b)
+    for b in right.nodes:
+        if b.path not in seen:
+            rows.append(PairRow(b.path, None, b.index, "right_only"))
+            if first is None:
+                first, left_has, right_has = b.path, "nothing", _shape_of(right, b)
+    left_label = left_label or left.name
+    right_label = right_label or right.name
+    if first is None:
+        summary = f"{left_label} and {right_label} have the same structure"
+    else:
+        where = f"at {first}" if first else "at the root"
+        summary = f"first difference {where}: {left_label} has {left_has}; " \
+                  f"{right_label} has {right_has}"
+    return TreePair(kind, title, left, right, tuple(rows), first, left_has, right_has, summary)
+
+
+def _under_difference(first: str | None, path: str) -> bool:
+    return first is not None and first != "" and path.startswith(first)
+
+
+# --- the trees of a call -----------------------------------------------------------
+
+def parameter_names(fun: Any, args: tuple) -> list[str]:
+    """A name for each positional argument: the parameter's, else `args[i]`."""
+    names = [f"args[{i}]" for i in range(len(args))]
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # builtins, odd callables
+        return names
+    for i, p in enumerate(params):
+        if i >= len(args):
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names[i] = p.name
+        elif p.kind == p.VAR_POSITIONAL:
+            break
+    return names
+
+
+def input_trees(transform: str, fun: Any, args: tuple, kwargs: dict,
+                builder: TreeBuilder) -> list[TreeRecord]:
+    if transform == "jvp" and len(args) == 2:
+        names = ["primals", "tangents"]
+        roles = ["input", "tangent"]
+    else:
+        names = parameter_names(fun, args)
+        roles = ["input"] * len(args)
+    trees = [builder.build(a, role, name, i) for i, (a, name, role) in
+             enumerate(zip(args, names, roles))]
+    for k, v in kwargs.items():
+        if transform == "jvp" and k == "has_aux":
+            continue
+        trees.append(builder.build(v, "input", str(k)))
+    return trees
+
+
+def _option(options: tuple, name: str, default: Any) -> Any:
+    for key, text in options:
+        if key == name:
+            try:
+                return ast.literal_eval(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return default
+    return default
+
+
+def _gradient_part(transform: str, out: Any, has_aux: bool) -> tuple[bool, Any]:
+    """The gradient tree inside a call's output, per transformation."""
+    try:
+        if transform == "value_and_grad":
+            return True, out[1]
+        if has_aux:
+            return True, out[0]
+        return True, out
+    except Exception:  # an output of an unexpected shape: no gradient tree
+        return False, None
+
+
+# transform -> (role of its derivative output, pair kind)
+_DERIVATIVE_ROLES = {
+    "grad": ("gradient", "gradient"),
+    "value_and_grad": ("gradient", "gradient"),
+    "jacrev": ("gradient", "gradient"),
+    "jacfwd": ("gradient", "gradient"),
+}
+
+
+def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: Any,
+                 builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
+    """The output tree, the derivative trees and their pairings with the inputs."""
+    trees = [builder.build(out, "output", "out")]
+    pairs: list[TreePair] = []
+    if transform == "jvp":
+        try:
+            primal_out, tangent_out = out[0], out[1]
+        except Exception:
+            return trees, pairs
+        p = builder.build(primal_out, "primal_out", "primal_out")
+        t = builder.build(tangent_out, "tangent_out", "tangent_out")
+        trees += [p, t]
+        pairs.append(pair_trees("tangent", "primal output vs tangent output", p, t))
+        args = [x for x in inputs if x.argnum in (0, 1)]
+        if len(args) == 2:
+            pairs.insert(0, pair_trees("tangent", "primals vs tangents", args[0], args[1]))
+        return trees, pairs
+    roles = _DERIVATIVE_ROLES.get(transform)
+    if roles is None:
+        return trees, pairs
+    role, kind = roles
+    ok, grads = _gradient_part(transform, out, bool(_option(options, "has_aux", False)))
+    if not ok:
+        return trees, pairs
+    argnums = _option(options, "argnums", 0)
+    positional = {t.argnum: t for t in inputs if t.argnum is not None}
+    if isinstance(argnums, int):
+        argnums, grads = (argnums,), (grads,)
+    elif not isinstance(argnums, (tuple, list)) or not isinstance(grads, (tuple, list)):
+        return trees, pairs
+    for argnum, g in zip(argnums, grads):
+        source = positional.get(argnum)
+        name = source.name if source is not None else f"args[{argnum}]"
+        tree = builder.build(g, role, name, argnum)
+        trees.append(tree)
+        if source is not None:
+            pairs.append(pair_trees(kind, f"{name} vs its {role}", source, tree,
+                                    f"the input {name}", f"its {role}"))
+    return trees, pairs
+

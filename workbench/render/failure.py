@@ -1,0 +1,108 @@
+"""Rich renderables for failures: an error explained at its failing step, and
+the pre-trace findings about custom pytree nodes.
+
+Each reads `transforms.record` only and never crashes its caller: a failure
+renders as `<render-error ...>`.
+"""
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from transforms.record import Call, Diagnostic, ErrorRecord
+
+from .pytree import PairView, safe
+
+
+def _short_error(type_name: str) -> str:
+    return type_name.rsplit(".", 1)[-1]
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+class FailurePanel:
+    """What failed, where, at which transformation's tracer, and the fix."""
+
+    def __init__(self, error: ErrorRecord, call: Call | None = None):
+        self.error = error
+        self.call = call
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "failure")
+
+    def _facts(self) -> Table:
+        e = self.error
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(overflow="fold")
+        table.add_row("error", Text(_first_line(e.message)))
+        if e.source is not None:
+            table.add_row("line", Text(str(e.source)))
+        if e.function:
+            table.add_row("function", Text(e.function))
+        level = e.level_label
+        if level:
+            table.add_row("level", Text(f"{level} ({e.transform})" if e.transform else level))
+        step = self._step_text()
+        if step:
+            table.add_row("step", Text(step))
+        if e.argument:
+            bdim = f", batch_dim={e.batch_dim}" if e.batch_dim is not None else ""
+            table.add_row("argument", Text(f"{e.argument}{bdim}"))
+        elif e.batch_dim is not None:
+            table.add_row("batch_dim", Text(str(e.batch_dim)))
+        if e.tracer:
+            table.add_row("tracer", Text(e.tracer))
+        if e.hint:
+            table.add_row("hint", Text(e.hint, style="green"))
+        return table
+
+    def _step_text(self) -> str:
+        e, call = self.error, self.call
+        if e.step is None:
+            return ""
+        if call is None or not 0 <= e.step < len(call.steps):
+            return f"#{e.step}"
+        step = call.steps[e.step]
+        label = ""
+        if 0 <= step.level < len(call.levels):
+            label = f" at {call.levels[step.level].label}"
+        return f"#{step.index} {step.title}{label}"
+
+    def _build(self) -> RenderableType:
+        e = self.error
+        parts: list[RenderableType] = [self._facts()]
+        if e.mismatch is not None:
+            parts.append(Text(""))
+            parts.append(PairView(e.mismatch))
+        # A Text title: rule names in brackets are not markup.
+        title = Text(_short_error(e.type_name) + (f" [{e.rule}]" if e.rule else ""))
+        return Panel(Group(*parts), title=title, title_align="left", border_style="red",
+                     box=box.ROUNDED)
+
+
+class DiagnosticsView:
+    """The pre-trace check's findings: custom pytree nodes and their functions."""
+
+    def __init__(self, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]):
+        self.diagnostics = tuple(diagnostics)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "diagnostics")
+
+    def _build(self) -> RenderableType:
+        if not self.diagnostics:
+            return Text("no findings: every custom pytree node round-trips", style="green")
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table.add_column("kind", no_wrap=True)
+        table.add_column("where", overflow="fold")
+        table.add_column("finding", overflow="fold")
+        for d in self.diagnostics:
+            where = str(d.source) if d.source is not None else d.path
+            table.add_row(Text(d.kind, style="yellow"), Text(where), Text(d.message))
+        return table

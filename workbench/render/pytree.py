@@ -1,0 +1,187 @@
+"""Rich renderables for pytrees: a tree with avals and static data, and two
+trees side by side (inputs vs gradients, primal vs tangent) with differences marked.
+
+Each reads `transforms.record` trees only and never crashes its caller: a
+failure renders as `<render-error ...>`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from transforms.record import TreeNode, TreePair, TreeRecord
+
+_MARKS = {"same": " ", "differs": "~", "left_only": "-", "right_only": "+"}
+_MARK_STYLES = {"same": "", "differs": "yellow", "left_only": "red", "right_only": "green"}
+
+
+def safe(render: Callable[[], RenderableType], what: str) -> RenderableType:
+    """Build a renderable, or a placeholder saying why it could not be built."""
+    try:
+        return render()
+    except Exception as e:  # a renderer never takes the UI down with it
+        return Text(f"<render-error {what}: {type(e).__name__}: {_first_line(e)}>", style="red")
+
+
+def _first_line(e: BaseException) -> str:
+    try:
+        text = str(e)
+    except Exception:
+        return "?"
+    return text.splitlines()[0] if text else ""
+
+
+def short_type(type_name: str) -> str:
+    """`corpus.NTContainer` -> `NTContainer`: views have little room."""
+    return type_name.rsplit(".", 1)[-1]
+
+
+def static_text(node: TreeNode) -> str:
+    return ", ".join(f"{k}={v}" for k, v in node.static)
+
+
+# --- node labels: an ordered handler chain, most specific first -----------------------
+# Each handler returns a Text, or NotImplemented to pass the node on.
+
+def _label_problem(node: TreeNode) -> Any:
+    if node.kind not in ("error", "cycle", "truncated"):
+        return NotImplemented
+    return Text.assemble((f"<{node.kind}: {node.note}>", "red"))
+
+
+def _label_leaf(node: TreeNode) -> Any:
+    if node.kind != "leaf":
+        return NotImplemented
+    text = Text.assemble((node.aval or short_type(node.type_name), "cyan"))
+    if node.traced:
+        text.append("  traced ", style="bold")
+        text.append(node.tracer)
+    elif node.value is not None:
+        text.append(f" = {node.value}")
+    if node.note:
+        text.append(f"  ({node.note})", style="red")
+    return text
+
+
+def _label_none(node: TreeNode) -> Any:
+    return Text("None", style="dim") if node.kind == "none" else NotImplemented
+
+
+def _label_node(node: TreeNode) -> Any:
+    text = Text(short_type(node.type_name), style="bold")
+    if node.static:
+        text.append("  static: ", style="magenta")
+        text.append(static_text(node))
+    elif node.aux:
+        text.append("  static: ", style="magenta")
+        text.append(node.aux)
+    if node.note:
+        text.append(f"  ({node.note})", style="red")
+    return text
+
+
+LABEL_HANDLERS: list[Callable[[TreeNode], Any]] = [_label_problem, _label_leaf, _label_none,
+                                                   _label_node]
+
+
+def node_label(node: TreeNode) -> Text:
+    for handler in LABEL_HANDLERS:
+        out = handler(node)
+        if out is not NotImplemented:
+            return out
+    return Text(repr(node.kind))
+
+
+class TreeView:
+    """One pytree: containers with their static data, leaves with avals and tracers."""
+
+    def __init__(self, tree: TreeRecord, title: str | None = None):
+        self.tree = tree
+        self.title = title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "pytree")
+
+    def _build(self) -> RenderableType:
+        record = self.tree
+        head = Text(self.title if self.title is not None else f"{record.name} ({record.role})",
+                    style="bold")
+        if not record.nodes:
+            return Group(head, Text(f"<empty tree{': ' + record.note if record.note else ''}>",
+                                    style="dim"))
+        root = record.nodes[0]
+        label = Text(f"{record.name}: ")
+        label.append_text(node_label(root))
+        view = Tree(label, guide_style="dim")
+        branches: dict[int, Tree] = {0: view}
+        # Nodes are in preorder, each after its parent: one pass builds the tree.
+        for node in record.nodes[1:]:
+            parent = branches.get(node.parent) if node.parent is not None else None
+            if parent is None:
+                continue
+            label = Text(f"{node.key}: ")
+            label.append_text(node_label(node))
+            branches[node.index] = parent.add(label)
+        parts: list[RenderableType] = [head, view]
+        if record.note:
+            parts.append(Text(f"({record.note})", style="dim"))
+        return Group(*parts)
+
+
+def _cell(tree: TreeRecord, index: int | None) -> Text:
+    if index is None or index >= len(tree.nodes):
+        return Text("-", style="dim")
+    node = tree.nodes[index]
+    if node.kind == "node":
+        text = Text(short_type(node.type_name))
+        if node.static:
+            text.append(f" [{static_text(node)}]", style="magenta")
+        elif node.aux:
+            text.append(f" [{node.aux}]", style="magenta")
+        return text
+    if node.kind == "leaf":
+        text = Text(node.aval or short_type(node.type_name), style="cyan")
+        if node.traced:
+            text.append(" traced")
+        return text
+    return node_label(node)
+
+
+def _header(tree: TreeRecord, default: str) -> str:
+    # Both sides often share a name (`container` and its gradient): the role tells them apart.
+    name = tree.name or default
+    return f"{name} ({tree.role})" if tree.role and tree.role != name else name
+
+
+class PairView:
+    """Two trees row by row, by key path; `~` differs, `-` only left, `+` only right,
+    `>` the first structural difference."""
+
+    def __init__(self, pair: TreePair):
+        self.pair = pair
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "pytree pair")
+
+    def _build(self) -> RenderableType:
+        pair = self.pair
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table.add_column("", width=1, no_wrap=True)
+        table.add_column("path", no_wrap=True)
+        table.add_column(_header(pair.left, "left"), overflow="fold")
+        table.add_column(_header(pair.right, "right"), overflow="fold")
+        for row in pair.rows:
+            first = pair.first_difference is not None and row.path == pair.first_difference \
+                and row.status != "same"
+            mark = ">" if first else _MARKS.get(row.status, "?")
+            style = "bold red" if first else _MARK_STYLES.get(row.status, "")
+            table.add_row(Text(mark, style=style), Text(row.path or "(root)"),
+                          _cell(pair.left, row.left), _cell(pair.right, row.right))
+        summary = Text(pair.summary, style="yellow" if pair.first_difference is not None
+                       else "green")
+        return Group(Text(pair.title, style="bold"), summary, table)
