@@ -37,7 +37,19 @@ def safe_text(x: Any, limit: int = _MAX_TEXT) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+_qualified_names: dict[int, tuple[Any, str]] = {}
+
+
 def qualified_name(cls: Any) -> str:
+    # Once per class (keyed by id, the class kept to rule out a reused id):
+    # trees are built on every recorded call.
+    hit = _qualified_names.get(id(cls))
+    if hit is None or hit[0] is not cls:
+        hit = _qualified_names[id(cls)] = (cls, _qualified_name(cls))
+    return hit[1]
+
+
+def _qualified_name(cls: Any) -> str:
     try:
         module = getattr(cls, "__module__", "") or ""
         name = getattr(cls, "__qualname__", None) or getattr(cls, "__name__", None)
@@ -101,11 +113,27 @@ def _name_of(value: Any, attrs: list[tuple[str, Any]], used: set[str]) -> str | 
     return None
 
 
+_key_texts: dict[Any, str] = {}
+
+
 def _key_text(key_path: tuple) -> str:
+    key_path = tuple(key_path)
     try:
-        return tree_util.keystr(tuple(key_path))
-    except Exception as e:
-        return f"[<key-error {type(e).__name__}>]"
+        text = _key_texts.get(key_path)
+    except TypeError:  # a key JAX accepts but that does not hash
+        text = None
+    if text is None:
+        try:
+            text = tree_util.keystr(key_path)
+        except Exception as e:
+            return f"[<key-error {type(e).__name__}>]"
+        try:
+            if len(_key_texts) > 10_000:
+                _key_texts.clear()
+            _key_texts[key_path] = text
+        except TypeError:
+            pass
+    return text
 
 
 class TreeBuilder:
