@@ -27,7 +27,8 @@ from jax import tree_util
 from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
-from ._trees import (TreeBuilder, flatten_one, input_trees, is_custom_node, output_trees,
+from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, flatten_one, input_trees,
+                     is_custom_node, output_trees,
                      pair_trees, qualified_name, safe_text, treedef_tree)
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
@@ -49,7 +50,12 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str]) -> tuple[Diagnosti
     while stack and visits < 10_000:
         x, path, depth = stack.pop()
         visits += 1
-        if isinstance(x, Tracer) or id(x) in seen_ids or depth > 100:
+        if isinstance(x, _LEAF_TYPES) or id(x) in seen_ids or depth > 100:
+            continue
+        builtin = _builtin_children(x)
+        if builtin is not None:  # a plain container: nothing to check, no flatten needed
+            seen_ids.add(id(x))
+            stack.extend((child, path + key, depth + 1) for key, child in reversed(builtin))
             continue
         try:
             keyed, td = flatten_one(x)

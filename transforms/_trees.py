@@ -12,6 +12,8 @@ import ast
 import inspect
 from typing import Any, Callable, Iterable
 
+import jax
+import numpy as np
 from jax import tree_util
 
 from ._interpreters import Tracer
@@ -181,8 +183,12 @@ class TreeBuilder:
     def _node(self, x: Any, index: int, parent: int | None, depth: int, key: str, path: str,
               stack: list) -> dict:
         type_name = qualified_name(type(x))
-        if isinstance(x, Tracer):
+        if isinstance(x, _LEAF_TYPES):  # JAX's leaves for sure: no flatten needed
             return self._leaf(x, index, parent, depth, key, path, type_name)
+        builtin = _builtin_children(x)
+        if builtin is not None:  # no JAX flatten needed: the common case, kept cheap
+            stack.extend(reversed([(child, index, depth + 1, k, path + k) for k, child in builtin]))
+            return _fields(index, parent, depth, key, path, "node", type_name)
         try:
             keyed, td = flatten_one(x)
         except Exception as e:  # the user's flatten raised (or JAX refused the object)
@@ -233,6 +239,23 @@ class TreeBuilder:
             fields["traced"] = True
             fields["tracer"] = rec.describe()
         return fields
+
+
+_LEAF_TYPES = (Tracer, jax.Array, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _builtin_children(x: Any) -> list[tuple[str, Any]] | None:
+    """(key text, child) of a plain list, tuple or dict, as JAX orders and names them."""
+    kind = type(x)
+    if kind is list or kind is tuple:
+        return [(f"[{i}]", child) for i, child in enumerate(x)]
+    if kind is dict:
+        try:
+            keys = sorted(x)
+        except TypeError:  # JAX's own flatten says what is wrong with these keys
+            return None
+        return [(f"[{k!r}]", x[k]) for k in keys]
+    return None
 
 
 def _describe_leaf(x: Any) -> ValueRecord:
