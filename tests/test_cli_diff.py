@@ -102,16 +102,24 @@ def test_diff_of_unrelated_traces_says_so_and_exits_2(tmp_path):
                  "calls": []}), "written with schema version 99"),
 ])
 @pytest.mark.parametrize("command", ["diff", "open", "show", "schema"])
-def test_bad_dumps_exit_2_with_a_message(tmp_path, content, fragment, command):
+def test_bad_dumps_exit_2_with_a_message(tmp_path, capsys, content, fragment, command):
     bad = tmp_path / "bad.json"
     if content is not None:
         bad.write_text(content)
     good = _save(tmp_path, "good.json", _call(0, "loss", ("sin",)))
     args = {"diff": ["diff", good, str(bad)], "open": ["open", str(bad)],
             "show": ["show", str(bad)], "schema": ["schema", "--validate", str(bad)]}[command]
-    done = workbench(*args)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err
+
+
+def test_a_truncated_dump_as_a_process(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "jax-transform-workbench/session", "schema_version": 1, "ca')
+    done = workbench("diff", str(bad), str(bad))
     assert done.returncode == 2
-    assert fragment in done.stderr and "Traceback" not in done.stderr
+    assert "truncated" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_open_without_a_terminal_points_at_show(tmp_path):

@@ -61,9 +61,10 @@ def test_export_writes_one_dump_per_example_and_an_index(exported):
 
 def test_every_dump_validates_against_the_schema(exported):
     out, index, _ = exported
+    session_schema = schema.session_schema()
     for entry in index["examples"]:
         data = json.loads((out / entry["dump"]).read_text())
-        assert schema.validate(data) == [], entry["dump"]
+        assert schema.validate(data, session_schema) == [], entry["dump"]
     done = workbench("schema", "--validate", *(str(out / e["dump"]) for e in index["examples"]))
     assert done.returncode == 0, done.stderr
 
@@ -149,3 +150,14 @@ def test_the_checked_in_schema_is_the_generated_one():
     assert schema.SCHEMA_FILE.read_text() == schema.schema_text(), (
         "transforms/record.py changed: regenerate with "
         "`python -m workbench schema -o workbench/schema/session.schema.json`")
+
+
+def test_export_draws_graphs_when_the_exporter_is_there(tmp_path):
+    export = pytest.importorskip("workbench.export")
+    if not hasattr(export, "export_session_graphs"):
+        pytest.skip("workbench.export has no export_session_graphs yet")
+    done = workbench("demo", "--export", str(tmp_path), "--only", "grad_tanh")
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((tmp_path / "index.json").read_text())["examples"][0]
+    assert entry["graphs"] and all((tmp_path / g).is_file() for g in entry["graphs"])
+    assert f"graph: [{entry['graphs'][0]}]" in (tmp_path / "index.md").read_text()

@@ -31,7 +31,7 @@ EXIT_CODES_TEXT = ("Exit codes: 0 ok, 1 the user's script failed, 2 bad usage or
                    "(details in each command's --help).")
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
+class _Formatter(argparse.HelpFormatter):
     pass
 
 
@@ -119,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 if anything changed")
     diff.add_argument("-v", "--verbose", action="store_true", help="also list unchanged calls")
 
+    # `workbench graph` is the Graphviz exporter's (workbench.export); main() hands it its
+    # arguments, so this entry is only for the command list and --help.
+    commands.add_parser("graph", help="draw a call of a dump with Graphviz (see "
+                        "`workbench graph --help`)", add_help=False).add_argument(
+        "rest", nargs=argparse.REMAINDER)
+
     schema = command("schema", "print the JSON Schema of a dump (or validate dumps against it)",
                      "Print the JSON Schema (draft 2020-12) of session dumps, generated from "
                      "the record classes of transforms/record.py; the project keeps a copy in "
@@ -180,6 +186,9 @@ def _take_trailing_options(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["graph"]:
+        return _graph(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -259,6 +268,16 @@ def graph_exporter() -> Callable[[Session, str, str], list[str]] | None:
         return None
     fun = getattr(export, "export_session_graphs", None)
     return fun if callable(fun) else None
+
+
+def _graph(argv: list[str]) -> int:
+    """INTEGRATION POINT (Graphviz): `workbench graph ...` is `workbench.export.main`."""
+    try:
+        from workbench.export import main as graph_main
+    except ImportError as e:
+        _error(f"the Graphviz exporter (workbench.export) is not available ({e})")
+        return EXIT_BAD_INPUT
+    return graph_main(argv)
 
 
 # --- demo ---------------------------------------------------------------------
@@ -563,12 +582,13 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _validate(paths: list[str], schema: Any) -> int:
     code = EXIT_OK
+    session_schema = schema.session_schema()
     for path in paths:
         if _load_or_report(path) is None:  # the loader's message says what is wrong
             code = EXIT_BAD_INPUT
             continue
         with open(path, encoding="utf-8") as f:
-            problems = schema.validate(json.load(f))
+            problems = schema.validate(json.load(f), session_schema)
         if problems:
             code = EXIT_BAD_INPUT
             _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))
