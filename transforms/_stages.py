@@ -26,13 +26,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import jax
 from jax.extend import source_info_util
-from jax.extend.core import jaxpr_as_fun, valid_jaxtype
+from jax.extend.core import DropVar, Literal, jaxpr_as_fun, valid_jaxtype
 
 from . import _api, _recorder  # NB: imported as modules: both import this one
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
 from .record import (EqnRecord, Growth, GrowthPoint, GrowthSeries, Metric, PrimitiveCount,
-                     Stage)
+                     Stage, SubJaxprRecord)
 
 # Autodiff stages per transformation, in pipeline order (grad = transpose of
 # the linearized JVP). hessian is jacfwd(jacrev(f)): its reverse part is f's.
@@ -98,11 +98,16 @@ def _failed(label: _Label, method: str, reason: str, seconds: float = 0.0) -> St
 def _built(label: _Label, closed: Any, method: str, seconds: float) -> Stage:
     """A jaxpr stage; `seconds` is what JAX took to make it, recording time is added."""
     start = time.perf_counter()
-    eqns = eqn_records(closed)
+    namer = _Namer()
+    jaxpr = getattr(closed, "jaxpr", closed)
+    const_vars = namer.names(jaxpr.constvars)
+    in_vars = namer.names(jaxpr.invars)
+    eqns = eqn_records(closed, namer)
     return Stage(label.name, label.title, jaxpr=jaxpr_record(label.name, closed), role=label.role,
                  transform=label.transform, method=method, eqns=eqns,
                  histogram=histogram(e.primitive for e in eqns),
-                 seconds=seconds + time.perf_counter() - start)
+                 seconds=seconds + time.perf_counter() - start,
+                 in_vars=in_vars, out_vars=namer.names(jaxpr.outvars), const_vars=const_vars)
 
 
 def _stage_of(label: _Label, method: str, make: Callable[[], Any]) -> Stage:
@@ -115,24 +120,197 @@ def _stage_of(label: _Label, method: str, make: Callable[[], Any]) -> Stage:
     return _built(label, closed, method, time.perf_counter() - start)
 
 
-def eqn_records(closed: Any) -> tuple[EqnRecord, ...]:
-    """Each top-level equation: primitive, params, avals, source line, name stack."""
+def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ...]:
+    """Each top-level equation: primitive, params, avals, source line, name stack, dataflow."""
     jaxpr = getattr(closed, "jaxpr", closed)
+    if namer is None:
+        namer = _Namer()
+        namer.names(jaxpr.constvars)
+        namer.names(jaxpr.invars)
     stacks: dict[Any, str] = {}
     records = []
+    # JAX prints an output nothing reads as `_` and gives it no name: so do we.
+    used = {v for eqn in jaxpr.eqns for v in eqn.invars if not isinstance(v, Literal)}
+    used.update(v for v in jaxpr.outvars if not isinstance(v, Literal))
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
-        params, _ = summarize_params(name, eqn.params)
+        params, found = summarize_params(name, eqn.params)
         info = eqn.source_info
         stack = stacks.get(info.name_stack)
         if stack is None:
             stack = stacks[info.name_stack] = str(info.name_stack)
+        # Named in the order JAX prints them: inputs, outputs, then the sub-jaxprs
+        # in the order of their params' names (printed sorted), so names match the text.
+        in_vars, out_vars = namer.names(eqn.invars), namer.out_names(eqn.outvars, used)
+        if len(found) > 1:
+            found = sorted(found, key=lambda item: item[0].partition("[")[0])
+        subjaxprs = tuple(namer.subjaxpr(name, label, sub, eqn) for label, sub in found)
         records.append(EqnRecord(
             name, params,
             tuple(aval_text(v.aval) for v in eqn.invars),
             tuple(aval_text(v.aval) for v in eqn.outvars),
-            _source_text(info), stack))
+            _source_text(info), stack, in_vars, out_vars, subjaxprs))
     return tuple(records)
+
+
+# --- dataflow: variable names and sub-jaxprs ---------------------------------------
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_var_names: list[str] = []  # the n-th name, as JAX prints it: a ... z, ba, bb ...
+
+
+def _var_name(n: int) -> str:
+    while len(_var_names) <= n:
+        k, text = len(_var_names), ""
+        while True:
+            text = _LETTERS[k % 26] + text
+            k //= 26
+            if not k:
+                break
+        _var_names.append(sys.intern(text))
+    return _var_names[n]
+
+
+# Nested jaxprs deeper than this are kept as figures (eqn_count) without equations.
+MAX_SUBJAXPR_DEPTH = 6
+
+
+class _Namer:
+    """Names a stage's variables by identity, in order of appearance, as JAX prints them.
+
+    One namer per stage: names are unique across the stage, sub-jaxprs included.
+    A jaxpr object met twice (a jnp function's cached body) is recorded once and shared.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[Any, str] = {}
+        self._subs: dict[int, tuple[Any, SubJaxprRecord]] = {}
+        self._depth = 0
+
+    def name(self, v: Any) -> str:
+        if isinstance(v, Literal):
+            return "=" + _literal_text(v)
+        if isinstance(v, DropVar):
+            return "_"
+        text = self._names.get(v)
+        if text is None:
+            text = self._names[v] = _var_name(len(self._names))
+        return text
+
+    def names(self, vs: Sequence[Any]) -> tuple[str, ...]:
+        return tuple([self.name(v) for v in vs])
+
+    def out_names(self, vs: Sequence[Any], used: set) -> tuple[str, ...]:
+        return tuple([self.name(v) if v in used else "_" for v in vs])
+
+    def subjaxpr(self, primitive: str, label: str, closed: Any, eqn: Any) -> SubJaxprRecord:
+        hit = self._subs.get(id(closed))
+        if hit is not None and hit[0] is closed:
+            return hit[1]
+        jaxpr = getattr(closed, "jaxpr", closed)
+        n_in = len(jaxpr.constvars) + len(jaxpr.invars)
+        in_roles, out_roles, operands = _sub_roles(primitive, label, eqn.params, n_in,
+                                                   len(jaxpr.outvars), len(eqn.invars))
+        in_vars = self.names(jaxpr.constvars) + self.names(jaxpr.invars)
+        eqns: tuple[EqnRecord, ...] = ()
+        if self._depth < MAX_SUBJAXPR_DEPTH:
+            self._depth += 1
+            try:
+                eqns = eqn_records(jaxpr, self)
+            finally:
+                self._depth -= 1
+        record = SubJaxprRecord(
+            label, in_vars, self.names(jaxpr.outvars),
+            tuple(aval_text(v.aval) for v in (*jaxpr.constvars, *jaxpr.invars)),
+            tuple(aval_text(v.aval) for v in jaxpr.outvars),
+            in_roles, out_roles, operands, eqns, len(jaxpr.eqns))
+        self._subs[id(closed)] = (closed, record)  # keeps closed alive only for this stage
+        return record
+
+
+def _literal_text(v: Any) -> str:
+    val = getattr(v, "val", v)
+    try:  # NB: jax >= 0.10 wraps literals (TypedFloat, TypedInt): print the number
+        base = next((t for t in (bool, int, float, complex) if isinstance(val, t)), None)
+        if base is not None:
+            text = str(base(val))
+        elif getattr(val, "shape", None) == ():
+            text = str(val.item())
+        else:
+            text = str(val)
+    except Exception:  # an exotic literal: its type still says something
+        text = f"<{type(val).__name__}>"
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+# How each primitive's sub-jaxpr inputs relate to the equation's inputs, one rule
+# per primitive: (in_roles, out_roles, operands), operands[i] the equation input
+# feeding the sub-jaxpr's input i (-1 for none).
+_Roles = tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]
+
+
+def _sub_roles(primitive: str, label: str, params: Any, n_in: int, n_out: int,
+               n_eqn_in: int) -> _Roles:
+    rule = _ROLE_RULES.get(primitive)
+    if rule is not None:
+        try:
+            roles = rule(label, params, n_in, n_out)
+        except Exception:  # params of another JAX version: roles unknown, edges still drawn
+            roles = None
+        if roles is not None and len(roles[0]) == n_in and len(roles[2]) == n_in:
+            return roles
+    same = n_in == n_eqn_in  # a call-like primitive: inputs pass straight through
+    return (("arg" if same else "",) * n_in, ("out" if same else "",) * n_out,
+            tuple(range(n_in)) if same else (-1,) * n_in)
+
+
+def _cond_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles:
+    return ("operand",) * n_in, ("out",) * n_out, tuple(range(1, n_in + 1))
+
+
+def _scan_groups(params: Any) -> tuple[int, int]:
+    if "num_consts" in params:
+        return int(params["num_consts"]), int(params["num_carry"])
+    consts, carry, _ = params["ft_in"].unpack()  # jax >= 0.12: a flat tree of the three groups
+    return len(consts.vals), len(carry.vals)
+
+
+def _scan_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles:
+    n_consts, n_carry = _scan_groups(params)
+    n_xs = n_in - n_consts - n_carry
+    ins = ("const",) * n_consts + ("carry",) * n_carry + ("xs",) * n_xs
+    return ins, ("carry",) * n_carry + ("ys",) * (n_out - n_carry), tuple(range(n_in))
+
+
+def _while_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | None:
+    cond_n, body_n = int(params["cond_nconsts"]), int(params["body_nconsts"])
+    if label == "cond_jaxpr":
+        n_carry = n_in - cond_n
+        operands = tuple(range(cond_n)) + tuple(range(cond_n + body_n, cond_n + body_n + n_carry))
+        return ("const",) * cond_n + ("carry",) * n_carry, ("pred",) * n_out, operands
+    if label == "body_jaxpr":
+        n_carry = n_in - body_n
+        operands = tuple(range(cond_n, cond_n + body_n + n_carry))
+        return ("const",) * body_n + ("carry",) * n_carry, ("carry",) * n_out, operands
+    return None
+
+
+def _consts_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | None:
+    if label not in ("call_jaxpr", "fun_jaxpr"):
+        return None
+    n_consts = int(params.get("num_consts", 0))
+    return (("const",) * n_consts + ("arg",) * (n_in - n_consts), ("out",) * n_out,
+            tuple(range(n_in)))
+
+
+_ROLE_RULES: dict[str, Callable[[str, Any, int, int], _Roles | None]] = {
+    "cond": _cond_roles,
+    "scan": _scan_roles,
+    "while": _while_roles,
+    "custom_jvp_call": _consts_roles,
+    "custom_vjp_call": _consts_roles,
+    "custom_vjp_call_jaxpr": _consts_roles,
+}
 
 
 # Summaries of tracebacks during one capture: a derived stage's equations keep

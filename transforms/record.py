@@ -102,6 +102,25 @@ class EqnRecord(NamedTuple):
     out_avals: tuple[str, ...] = ()
     source: str = ""          # the user's line, as source_info_util.summarize prints it
     name_stack: str = ""      # the transformations it came through, e.g. "transpose(jvp())"
+    in_vars: tuple[str, ...] = ()   # names as JAX prints them (a ... z, ba), unique in the stage;
+                                    # a literal is "=" + its value: "=2.0"
+    out_vars: tuple[str, ...] = ()  # "_" for an output nothing reads
+    subjaxprs: tuple[SubJaxprRecord, ...] = ()  # cond branches, scan/while bodies, inner jit
+
+
+@dataclass(frozen=True, slots=True)
+class SubJaxprRecord:
+    """A jaxpr held in an equation's params (`branches[1]`, `body_jaxpr`), with its dataflow."""
+    label: str                # the param it came from: "branches[0]", "jaxpr", "body_jaxpr"
+    in_vars: tuple[str, ...] = ()   # consts first where the primitive has any
+    out_vars: tuple[str, ...] = ()
+    in_avals: tuple[str, ...] = ()
+    out_avals: tuple[str, ...] = ()
+    in_roles: tuple[str, ...] = ()  # per input: const | carry | xs | operand | arg | "" unknown
+    out_roles: tuple[str, ...] = ()  # per output: carry | ys | pred | out | ""
+    operands: tuple[int, ...] = ()  # per input: the equation input feeding it, -1 for none
+    eqns: tuple[EqnRecord, ...] = ()
+    eqn_count: int = 0        # may exceed len(eqns) when capture stopped early
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +159,9 @@ class Stage:
     histogram: tuple[PrimitiveCount, ...] = ()  # most frequent first
     metrics: tuple[Metric, ...] = ()            # cost and memory stages
     seconds: float = 0.0      # time JAX and the capture took for this stage
+    in_vars: tuple[str, ...] = ()   # the jaxpr's inputs and outputs, named as in `eqns`
+    out_vars: tuple[str, ...] = ()
+    const_vars: tuple[str, ...] = ()
 
     @property
     def eqn_count(self) -> int | None:
@@ -550,8 +572,9 @@ def _as_list(value: Any) -> list:
 
 _RECORD_TYPES = {
     cls.__name__: cls
-    for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, PrimitiveCount, Metric,
-                Stage, GrowthPoint, GrowthSeries, Growth, Step, Level, ErrorRecord, Call)
+    for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
+                PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,
+                ErrorRecord, Call)
 }
 _RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
                                                      Diagnostic)})
