@@ -1,0 +1,975 @@
+"""Graphviz views of recorded data: collect first, then draw.
+
+`collect_jaxpr`, `collect_stages`, `collect_tower` and `collect_pytree` are pure:
+records in, a `Graph` of plain nodes, edges and clusters out, tested on their
+own. `to_dot` only maps a Graph to DOT text (micrograd's `draw_dot`), escaping
+every label. Nothing here runs Graphviz or imports JAX: see `_write.py`.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from transforms.diff import diff_stages, short_aval
+from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
+
+
+# --- the graph as data -------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: str
+    label: str                # lines separated by "\n"; escaped by to_dot
+    kind: str = "eqn"         # input | output | const | eqn | group | boundary | step | tree | leaf
+                              # | note
+    cluster: str | None = None
+    origin: str = ""          # primal | jvp | transpose (fill colour), from the name stack
+    batched: bool = False     # traced under vmap (green border)
+    mark: str = ""            # added | removed | changed | mismatch | error | focus | backward
+                              # | rule
+    tooltip: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    src: str
+    dst: str
+    label: str = ""
+    style: str = ""           # "" (solid) | dashed | dotted | invis
+    constraint: bool = True   # False: drawn, but does not rank its ends
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    id: str                   # starts with "cluster" (Graphviz draws only those as boxes)
+    label: str
+    parent: str | None = None
+    kind: str = ""            # eqn | subjaxpr | stage | level | tree | pair
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    title: str
+    nodes: tuple[Node, ...] = ()
+    edges: tuple[Edge, ...] = ()
+    clusters: tuple[Cluster, ...] = ()
+    notes: tuple[str, ...] = ()   # what was left out, and how names were chosen
+    rankdir: str = "TB"
+    legend: tuple[str, ...] = ()  # origins/marks present, explained in the graph label
+    same_rank: tuple[tuple[str, ...], ...] = ()  # nodes drawn side by side, in this order
+
+    def node(self, node_id: str) -> Node | None:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        return None
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """How much to draw. The defaults draw everything, labelled."""
+    collapse_subjaxprs: bool | None = None  # None: the view's default (jaxpr expands, stages not)
+    collapse_repeats: bool = False  # runs of a repeated block of equations -> one node
+    max_nodes: int | None = None    # cap on equation (or step) nodes, with a note of the rest
+    focus: int | None = None        # only this top-level equation and its neighbourhood
+    radius: int = 2                 # ... within this many dataflow steps
+    edge_labels: bool = True        # avals (and names) on edges
+    max_params: int = 3             # key params shown per equation
+    max_depth: int = 4              # sub-jaxpr nesting expanded
+    max_fanout: int = 6             # values read by more equations: a reference per reader
+
+
+class CollectError(ValueError):
+    """The records cannot be drawn as asked (e.g. a stage without a jaxpr)."""
+
+
+ORIGIN_COLOURS = {"primal": "#ffffff", "jvp": "#dbeafe", "transpose": "#fde2c8"}
+MARK_COLOURS = {"added": "#bbf7d0", "removed": "#fecaca", "changed": "#fef08a",
+                "mismatch": "#fca5a5", "error": "#fca5a5", "backward": "#fde2c8",
+                "rule": "#ede9fe"}
+BATCHED_COLOUR = "#15803d"
+_LEGEND_TEXT = {
+    "primal": "white: primal", "jvp": "blue: traced under jvp", "transpose": "orange: transpose "
+    "(backward pass)", "batched": "green border: batched (vmap)", "added": "green: added",
+    "removed": "red: removed", "changed": "yellow: changed", "mismatch": "red: differs",
+    "error": "red: error", "backward": "orange: backward phase", "rule": "violet: custom rule",
+}
+
+
+def origin_of(name_stack: str) -> tuple[str, bool]:
+    """(primal | jvp | transpose, batched) from a name stack such as `vmap(transpose(jvp()))`."""
+    if "transpose(" in name_stack:
+        origin = "transpose"
+    elif "jvp(" in name_stack or "linearize(" in name_stack:
+        origin = "jvp"
+    else:
+        origin = "primal"
+    return origin, "vmap(" in name_stack
+
+
+# --- jaxpr view --------------------------------------------------------------------
+
+def collect_jaxpr(stage: Stage, call: Call | None = None,
+                  options: GraphOptions = GraphOptions()) -> Graph:
+    """A stage's dataflow: equations, inputs and outputs named by pytree key paths."""
+    _check_jaxpr_stage(stage)
+    builder = _JaxprBuilder(options, expand=options.collapse_subjaxprs is not True)
+    notes = builder.add_stage(stage, call, prefix="", cluster=None)
+    title = f"{stage.name}: {stage.title}" if stage.title else stage.name
+    count = stage.eqn_count if stage.eqn_count is not None else len(stage.eqns)
+    title += f"  ({count} equations)"
+    return builder.graph(title, notes)
+
+
+def _check_jaxpr_stage(stage: Stage) -> None:
+    if stage.jaxpr is None:
+        why = stage.reason or "it is a compiled or metrics stage, not a jaxpr"
+        raise CollectError(f"stage {stage.name!r} has no jaxpr to draw: {why}")
+    if stage.eqns and not stage.in_vars and stage.jaxpr.in_avals:
+        raise CollectError(f"stage {stage.name!r} was recorded without dataflow (variable "
+                           f"names): record it again with this version of transforms")
+
+
+# In graphs of more top-level equations than this, edges spanning more than
+# LONG_EDGE equations become references too.
+LONG_EDGE_GRAPH = 60
+LONG_EDGE = 12
+
+
+class _JaxprBuilder:
+    def __init__(self, options: GraphOptions, expand: bool):
+        self.o = options
+        self.expand = expand
+        self.nodes: list[Node] = []
+        self.edges: list[Edge] = []
+        self.clusters: list[Cluster] = []
+        self.legend: dict[str, None] = {}
+        self._long = False
+        self._refs = 0
+
+    def graph(self, title: str, notes: Sequence[str], rankdir: str = "TB") -> Graph:
+        return Graph(title, tuple(self.nodes), tuple(self.edges), tuple(self.clusters),
+                     tuple(notes), rankdir, tuple(self.legend))
+
+    def node(self, node: Node) -> None:
+        self.nodes.append(node)
+        if node.mark:
+            self.legend[node.mark] = None
+        elif node.kind == "eqn":
+            self.legend[node.origin] = None
+        if node.batched:
+            self.legend["batched"] = None
+
+    def edge(self, src: str, dst: str, var: str, aval: str, style: str = "") -> None:
+        label = f"{var}: {short_aval(aval)}" if self.o.edge_labels and var else ""
+        self.edges.append(Edge(src, dst, label, style))
+
+    # The producers of values: var name -> (node id, aval), per jaxpr scope.
+    def add_stage(self, stage: Stage, call: Call | None, prefix: str, cluster: str | None,
+                  marks: dict[int, str] | None = None) -> list[str]:
+        notes: list[str] = []
+        jaxpr = stage.jaxpr
+        assert jaxpr is not None, "checked by the caller"
+        in_names, why = input_names(stage, call)
+        if why:
+            notes.append(why)
+        out_names, why = output_names(stage, call)
+        if why:
+            notes.append(why)
+        eqns = stage.eqns
+        n = len(eqns)
+        groups, group_notes = self._groups(eqns, n)
+        notes += group_notes
+        kept = self._neighbourhood(eqns) if self.o.focus is not None else None
+        if kept is not None:
+            notes.append(f"showing equation #{self.o.focus} ({eqns[self.o.focus].primitive}) and "
+                         f"the {len(kept) - 1} equations within {self.o.radius} dataflow steps "
+                         f"of it, of {n}; values from elsewhere are shown as their names")
+        lazy = kept is not None
+        producers: dict[str, tuple[str, str]] = {}
+        pending_inputs: dict[str, Node] = {}
+        const_word = "residual" if stage.role in ("linear", "transposed") else "const"
+        for i, var in enumerate(stage.const_vars):
+            node = Node(f"{prefix}k{i}", f"{const_word} {var}", "const", cluster)
+            pending_inputs[var] = node
+            producers[var] = (node.id, "")
+        for i, var in enumerate(stage.in_vars):
+            aval = jaxpr.in_avals[i] if i < len(jaxpr.in_avals) else ""
+            name = in_names[i] if in_names else var
+            label = f"{name}\n{short_aval(aval)}" if name == var else \
+                f"{name}\n{var}: {short_aval(aval)}"
+            node = Node(f"{prefix}i{i}", label, "input", cluster, tooltip=f"input {i}: {var}")
+            pending_inputs[var] = node
+            producers[var] = (node.id, aval)
+        if not lazy:
+            for node in pending_inputs.values():
+                self.node(node)
+            pending_inputs.clear()
+        scope = _Scope(producers, pending_inputs, {})
+        notes += self._plan_refs(stage, eqns, scope, in_names)
+        group_nodes: dict[int, str] = {}
+        for index, eqn in enumerate(eqns):
+            scope.position = index
+            if kept is not None and index not in kept:
+                for var, aval in zip(eqn.out_vars, eqn.out_avals):
+                    scope.hidden[var] = (index, eqn.primitive, aval)
+                continue
+            group = groups.get(index)
+            if group is not None:
+                self._add_grouped(eqn, index, group, group_nodes, scope, prefix, cluster)
+                continue
+            mark = (marks or {}).get(index, "")
+            if kept is not None and index == self.o.focus:
+                mark = mark or "focus"
+            self._add_eqn(eqn, f"{prefix}e{index}", f"#{index}", scope, cluster, mark, depth=0)
+        for i, var in enumerate(stage.out_vars):
+            aval = jaxpr.out_avals[i] if i < len(jaxpr.out_avals) else ""
+            if lazy and var not in scope.producers:
+                continue  # made outside the neighbourhood drawn
+            src = self._source(var, aval, scope, prefix, cluster)
+            name = out_names[i] if out_names else f"out[{i}]"
+            label = f"{name}\n{short_aval(aval)}"
+            if var.startswith("="):
+                label += f"\n= {var[1:]}"
+            self.node(Node(f"{prefix}o{i}", label, "output", cluster, tooltip=f"output {i}"))
+            if src:
+                self.edge(src, f"{prefix}o{i}", var, aval)
+        return notes
+
+    def _plan_refs(self, stage: Stage, eqns: Sequence[EqnRecord], scope: _Scope,
+                   in_names: Sequence[str] | None) -> list[str]:
+        made = {v: -1 for v in (*stage.const_vars, *stage.in_vars)}
+        readers: Counter[str] = Counter()
+        for i, eqn in enumerate(eqns):
+            for v in eqn.out_vars:
+                made[v] = i
+            readers.update(set(eqn.in_vars))
+        busy = [v for v, n in readers.items() if n > self.o.max_fanout and v in made]
+        scope.made, scope.busy = made, set(busy)
+        self._long = len(eqns) > LONG_EDGE_GRAPH
+        names = dict(zip(stage.in_vars, in_names)) if in_names else {}
+        for v, i in made.items():
+            scope.labels[v] = names.get(v, v) if i < 0 else f"{v} from #{i}"
+        notes = []
+        if busy:
+            notes.append(f"{len(busy)} values read by more than {self.o.max_fanout} equations "
+                         f"are drawn as a dashed reference beside each reader")
+        if self._long:
+            notes.append(f"values read more than {LONG_EDGE} equations after they are made "
+                         f"are drawn as a dashed reference beside the reader")
+        return notes
+
+    def _groups(self, eqns: Sequence[EqnRecord], n: int) -> tuple[dict[int, _Group], list[str]]:
+        """Top-level equations drawn as one node: repeats, then what the node cap leaves out."""
+        groups: dict[int, _Group] = {}
+        notes = []
+        if self.o.collapse_repeats:
+            keys = [e.primitive for e in eqns]
+            runs = find_repeats(keys)
+            for start, period, count in runs:
+                block = keys[start:start + period]
+                group = _Group(f"r{start}", (f"{count - 1} more repeats of #{start}-"
+                                             f"#{start + period - 1}\n"
+                                             f"({period} equations each: "
+                                             f"{_shorten(', '.join(block), 60)})"),
+                               start + period, start + period * count - 1)
+                for i in range(start + period, start + period * count):
+                    groups[i] = group
+            if runs:
+                hidden = sum(p * (c - 1) for _, p, c in runs)
+                notes.append(f"collapse_repeats: {hidden} equations in {len(runs)} repeated "
+                             f"block(s) drawn as one node each (the first copy is drawn)")
+        if self.o.max_nodes is not None and self.o.focus is None:
+            cost = 0
+            for i, eqn in enumerate(eqns):
+                if i in groups:
+                    continue
+                cost += 1 + (_sub_count(eqn) if self.expand else 0)
+                if cost > self.o.max_nodes:
+                    rest = [j for j in range(i, n) if j not in groups]
+                    prims = Counter(eqns[j].primitive for j in rest)
+                    top = ", ".join(f"{p} x{c}" for p, c in prims.most_common(4))
+                    more = len(prims) - 4
+                    top += f", {more} more kinds" if more > 0 else ""
+                    group = _Group("cap", f"{len(rest)} more equations not drawn\n"
+                                          f"(max_nodes={self.o.max_nodes})\n{top}", i, n - 1)
+                    for j in rest:
+                        groups[j] = group
+                    notes.append(f"max_nodes={self.o.max_nodes}: equations #{i}-#{n - 1} "
+                                 f"({len(rest)} of {n}) are drawn as one node; show them with "
+                                 f"focus=EQN or a larger max_nodes")
+                    break
+        return groups, notes
+
+    def _neighbourhood(self, eqns: Sequence[EqnRecord]) -> set[int]:
+        focus = self.o.focus
+        assert focus is not None
+        if not 0 <= focus < len(eqns):
+            raise CollectError(f"focus={focus}: the stage has equations #0-#{len(eqns) - 1}")
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
+        for i, eqn in enumerate(eqns):
+            for var in eqn.out_vars:
+                producer[var] = i
+            for var in eqn.in_vars:
+                consumers.setdefault(var, []).append(i)
+        seen = {focus}
+        frontier = deque([(focus, 0)])
+        while frontier:
+            i, d = frontier.popleft()
+            if d == self.o.radius:
+                continue
+            near = [producer[v] for v in eqns[i].in_vars if v in producer]
+            for v in eqns[i].out_vars:
+                near += consumers.get(v, ())
+            for j in near:
+                if j not in seen:
+                    seen.add(j)
+                    frontier.append((j, d + 1))
+        return seen
+
+    def _source(self, var: str, aval: str, scope: _Scope, prefix: str,
+                cluster: str | None) -> str:
+        """The node a value comes from ("" for a literal), creating lazy inputs/boundaries."""
+        if var.startswith("=") or var == "_":
+            return ""
+        hit = scope.producers.get(var)
+        if hit is not None:
+            node = scope.pending.pop(var, None)
+            if node is not None:
+                self.node(node)
+            return hit[0]
+        hidden = scope.hidden.get(var)
+        if hidden is not None:
+            index, primitive, h_aval = hidden
+            node_id = f"{prefix}v_{_safe_id(var)}"
+            self.node(Node(node_id, f"{var}: {short_aval(h_aval)}\nfrom #{index} {primitive}",
+                           "boundary", cluster))
+            scope.producers[var] = (node_id, h_aval)
+            return node_id
+        return ""
+
+    def _ref(self, var: str, aval: str, scope: _Scope, cluster: str | None) -> str:
+        """A reference node for this read of `var`, or "" to draw an edge from its maker."""
+        made = scope.made.get(var)
+        if made is None or (var not in scope.producers and var not in scope.hidden):
+            return ""
+        if var not in scope.busy and not (self._long and scope.position - made > LONG_EDGE):
+            return ""
+        self._refs += 1
+        node_id = f"ref{self._refs}"
+        self.node(Node(node_id, f"{scope.labels.get(var, var)}\n{short_aval(aval)}", "ref",
+                       cluster, tooltip=f"{var}, made by " +
+                       (f"equation #{made}" if made >= 0 else "the caller (an input)")))
+        scope.pending.pop(var, None)  # in focus mode a reference stands for the input
+        return node_id
+
+    def _add_grouped(self, eqn: EqnRecord, index: int, group: _Group,
+                     group_nodes: dict[int, str], scope: _Scope, prefix: str,
+                     cluster: str | None) -> None:
+        node_id = f"{prefix}g{group.key}"
+        if group.start not in group_nodes:
+            group_nodes[group.start] = node_id
+            self.node(Node(node_id, group.label, "group", cluster,
+                           tooltip=f"equations #{group.start}-#{group.end}"))
+            scope.group_inputs[node_id] = set()
+        seen = scope.group_inputs[node_id]
+        for var, aval in zip(eqn.in_vars, eqn.in_avals):
+            src = self._source(var, aval, scope, prefix, cluster)
+            if src and src != node_id and src not in seen:
+                seen.add(src)
+                self.edge(self._ref(var, aval, scope, cluster) or src, node_id, var, aval)
+        for var, aval in zip(eqn.out_vars, eqn.out_avals):
+            scope.producers[var] = (node_id, aval)
+
+    def _add_eqn(self, eqn: EqnRecord, node_id: str, title: str, scope: _Scope,
+                 cluster: str | None, mark: str, depth: int, outer_stack: str = "") -> None:
+        # A body's name stacks are relative to it: its equation's stack comes first.
+        stack = f"{outer_stack}/{eqn.name_stack}" if outer_stack else eqn.name_stack
+        origin, batched = origin_of(stack)
+        lines = [f"{title} {eqn.primitive}" if title else eqn.primitive]
+        for key, value in _key_params(eqn, self.o.max_params):
+            lines.append(f"{key}={_shorten(value, 40)}")
+        literals = [v[1:] for v in eqn.in_vars if v.startswith("=")]
+        if literals:
+            lines.append("literals: " + ", ".join(literals))
+        expand = bool(self.expand and eqn.subjaxprs and depth < self.o.max_depth)
+        if eqn.subjaxprs and not expand:
+            lines.append(_shorten("; ".join(f"{s.label}: {_eqns(s.eqn_count)}"
+                                            for s in eqn.subjaxprs), 60))
+        tooltip = " / ".join(x for x in (eqn.name_stack, eqn.source) if x)
+        fed: set[int] = set()
+        inner_cluster = cluster
+        if expand:
+            inner_cluster = f"cluster_{node_id}"
+            self.clusters.append(Cluster(inner_cluster, f"{title} {eqn.primitive}".strip(),
+                                         cluster, "eqn"))
+            for k, sub in enumerate(eqn.subjaxprs):
+                fed |= self._add_subjaxpr(eqn, node_id, sub, f"{node_id}_{k}", scope,
+                                          inner_cluster, depth, stack)
+        self.node(Node(node_id, "\n".join(lines), "eqn", inner_cluster, origin, batched, mark,
+                       tooltip))
+        for i, (var, aval) in enumerate(zip(eqn.in_vars, eqn.in_avals)):
+            if i in fed:
+                continue
+            src = self._ref(var, aval, scope, cluster) or self._source(var, aval, scope, "",
+                                                                        cluster)
+            if src:
+                self.edge(src, node_id, var, aval)
+        for var, aval in zip(eqn.out_vars, eqn.out_avals):
+            if var != "_":
+                scope.producers[var] = (node_id, aval)
+
+    def _add_subjaxpr(self, eqn: EqnRecord, eqn_id: str, sub: SubJaxprRecord, prefix: str,
+                      outer: _Scope, parent: str, depth: int, stack: str) -> set[int]:
+        """A sub-jaxpr as a cluster; returns the equation inputs it consumed."""
+        cluster = f"cluster_{prefix}"
+        self.clusters.append(Cluster(cluster, _sub_title(sub), parent, "subjaxpr"))
+        inner = _Scope({}, {}, {})
+        fed: set[int] = set()
+        for i, var in enumerate(sub.in_vars):
+            aval = sub.in_avals[i] if i < len(sub.in_avals) else ""
+            role = sub.in_roles[i] if i < len(sub.in_roles) else ""
+            node_id = f"{prefix}i{i}"
+            self.node(Node(node_id, f"{role} {var}".strip() + f"\n{short_aval(aval)}",
+                           "input", cluster))
+            inner.producers[var] = (node_id, aval)
+            operand = sub.operands[i] if i < len(sub.operands) else -1
+            if 0 <= operand < len(eqn.in_vars):
+                fed.add(operand)
+                var, aval = eqn.in_vars[operand], eqn.in_avals[operand]
+                src = self._ref(var, aval, outer, parent) or self._source(var, aval, outer, "",
+                                                                           None)
+                if src:
+                    self.edge(src, node_id, eqn.in_vars[operand], eqn.in_avals[operand])
+        for k, inner_eqn in enumerate(sub.eqns):
+            self._add_eqn(inner_eqn, f"{prefix}e{k}", "", inner, cluster, "", depth + 1, stack)
+        if len(sub.eqns) < sub.eqn_count:
+            self.node(Node(f"{prefix}more", f"{sub.eqn_count - len(sub.eqns)} nested equations "
+                                             f"not recorded", "note", cluster))
+        for i, var in enumerate(sub.out_vars):
+            aval = sub.out_avals[i] if i < len(sub.out_avals) else ""
+            role = sub.out_roles[i] if i < len(sub.out_roles) else ""
+            src = self._source(var, aval, inner, "", cluster)
+            if src:
+                label = f"{role} {var}".strip() if self.o.edge_labels else ""
+                self.edges.append(Edge(src, eqn_id, label, "dashed"))
+        return fed
+
+
+@dataclass
+class _Scope:
+    producers: dict[str, tuple[str, str]]
+    pending: dict[str, Node]          # inputs drawn once something reads them (focus mode)
+    hidden: dict[str, tuple[int, str, str]]  # values of equations left out (focus mode)
+    group_inputs: dict[str, set[str]] = field(default_factory=dict)
+    # Values drawn as a reference beside each reader instead of one long edge per
+    # reader: dot's layout time explodes with long edges (a weight read by 300
+    # equations of a chain: over 60 s for 300 nodes; 0.1 s with references).
+    made: dict[str, int] = field(default_factory=dict)  # var -> its equation (-1: an input)
+    busy: set[str] = field(default_factory=set)          # read by more than max_fanout
+    labels: dict[str, str] = field(default_factory=dict)  # var -> what a reference shows
+    position: int = -1        # the top-level equation being drawn
+
+
+@dataclass(frozen=True)
+class _Group:
+    key: str
+    label: str
+    start: int
+    end: int
+
+
+def _sub_count(eqn: EqnRecord) -> int:
+    return sum(len(s.eqns) + len(s.in_vars) + sum(_sub_count(e) for e in s.eqns)
+               for s in eqn.subjaxprs)
+
+
+def _sub_title(sub: SubJaxprRecord) -> str:
+    counts = Counter(r for r in sub.in_roles if r)
+    roles = ", ".join(f"{n} {r}" for r, n in counts.items())
+    return f"{sub.label} ({roles})" if roles else sub.label
+
+
+def _eqns(n: int) -> str:
+    return f"{n} eqn" if n == 1 else f"{n} eqns"
+
+
+# Params worth a line on a node, per primitive; others show their first few.
+_KEY_PARAMS: dict[str, tuple[str, ...]] = {
+    "jit": ("name",), "pjit": ("name",), "scan": ("length", "reverse"),
+    "cond": (), "while": (), "dot_general": ("dimension_numbers",),
+    "custom_jvp_call": ("num_consts",), "custom_vjp_call": ("num_consts",),
+    "broadcast_in_dim": ("shape", "broadcast_dimensions"), "reduce_sum": ("axes",),
+    "convert_element_type": ("new_dtype",), "integer_pow": ("y",),
+}
+_SKIP_PARAMS = frozenset({"jaxpr", "branches", "body_jaxpr", "cond_jaxpr", "call_jaxpr",
+                          "sharding", "out_sharding", "ft_in", "ft_out", "jvp_jaxpr_fun",
+                          "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "symbolic_zeros",
+                          "in_shardings", "out_shardings", "in_layouts", "out_layouts",
+                          "donated_invars", "ctx_mesh", "compiler_options_kvs", "keep_unused",
+                          "inline", "resource_env", "accumulation_type", "unroll",
+                          "memory_space"})
+
+
+def _key_params(eqn: EqnRecord, limit: int) -> list[tuple[str, str]]:
+    wanted = _KEY_PARAMS.get(eqn.primitive)
+    params = dict(eqn.params)
+    if wanted is not None:
+        return [(k, params[k]) for k in wanted if k in params][:limit]
+    return [(k, v) for k, v in eqn.params if k not in _SKIP_PARAMS and v != "None"][:limit]
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def find_repeats(keys: Sequence[str], min_total: int = 6, max_period: int = 32,
+                 min_count: int = 2) -> list[tuple[int, int, int]]:
+    """(start, period, count) of runs where a block of `period` keys repeats `count` times.
+
+    Greedy from the left, the run covering the most keys at each start.
+    """
+    out = []
+    n, i = len(keys), 0
+    while i < n:
+        best = None
+        for p in range(1, min(max_period, (n - i) // 2) + 1):
+            block = keys[i:i + p]
+            k = 1
+            while i + (k + 1) * p <= n and keys[i + k * p:i + (k + 1) * p] == block:
+                k += 1
+            covers = k * p
+            if k >= min_count and covers >= min_total and (best is None
+                                                            or covers > best[1] * best[2]):
+                best = (i, p, k)
+        if best is None:
+            i += 1
+        else:
+            out.append(best)
+            i += best[1] * best[2]
+    return out
+
+
+# --- names from pytree records -------------------------------------------------------
+
+def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:
+    """Names for a stage's inputs from the call's input trees (`container.array`, `W`, `b`).
+
+    Returns (names or None, a note saying why the plain variable names are used).
+    """
+    n = len(stage.in_vars)
+    if call is None or not n:
+        return None, ""
+    leaves = _leaf_paths(call, "input")
+    if not leaves:
+        return None, _no_trees_note(call)
+    if stage.role == "jvp" and n == 2 * len(leaves):
+        return tuple(leaves) + tuple(f"{p}_dot" for p in leaves), ""
+    if stage.role == "linear" and n == len(leaves):
+        return tuple(f"{p}_dot" for p in leaves), ""
+    if stage.role == "transposed":
+        if n == 1:
+            return ("cotangent of the output",), ""
+        return None, ""
+    if n == len(leaves):
+        return tuple(leaves), ""
+    return None, (f"inputs keep their variable names: the stage has {n} inputs, the call's "
+                  f"input trees {len(leaves)} leaves")
+
+
+def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:
+    n = len(stage.out_vars)
+    if call is None or not n:
+        return None, ""
+    if stage.role == "transposed" or (stage.transform in ("grad",) and stage.role == "transformed"
+                                      and stage.name.startswith("grad")):
+        leaves = _leaf_paths(call, "gradient")
+        if n == len(leaves):
+            return tuple(f"grad {p}" for p in leaves), ""
+    if stage.role in ("f", "transformed") or stage.name.startswith(("vmap", "jit")):
+        leaves = _leaf_paths(call, "output")
+        if n == len(leaves):
+            return tuple(leaves), ""
+        grads = _leaf_paths(call, "gradient")
+        if n == len(grads):
+            return tuple(f"grad {p}" for p in grads), ""
+    return None, ""
+
+
+def _leaf_paths(call: Call, role: str) -> list[str]:
+    trees = [t for t in getattr(call, "trees", ()) if t.role == role]
+    trees.sort(key=lambda t: (t.argnum if t.argnum is not None else 0))
+    return [t.full_path(node) for t in trees for node in t.nodes if node.kind == "leaf"]
+
+
+def _no_trees_note(call: Call) -> str:
+    if hasattr(call, "trees"):
+        return "inputs keep their variable names: this call has no pytree records"
+    return ("inputs keep their variable names: this dump has no pytree records "
+            "(Call.trees); the treedef was " + (call.in_tree or "not recorded"))
+
+
+# --- stages view -------------------------------------------------------------------
+
+def collect_stages(before: Stage, after: Stage, call: Call | None = None,
+                   options: GraphOptions = GraphOptions()) -> Graph:
+    """Two stages side by side, equations added, removed and changed marked."""
+    _check_jaxpr_stage(before)
+    _check_jaxpr_stage(after)
+    diff = diff_stages(before, after)
+    marks_a: dict[int, str] = {}
+    marks_b: dict[int, str] = {}
+    for row in diff.rows:
+        if row.kind == "removed" and row.before is not None:
+            marks_a[row.before] = "removed"
+        elif row.kind == "added" and row.after is not None:
+            marks_b[row.after] = "added"
+        elif row.kind == "changed":
+            if row.before is not None:
+                marks_a[row.before] = "changed"
+            if row.after is not None:
+                marks_b[row.after] = "changed"
+    builder = _JaxprBuilder(options, expand=options.collapse_subjaxprs is False)
+    notes = []
+    for prefix, stage, marks in (("a_", before, marks_a), ("b_", after, marks_b)):
+        cluster = f"cluster_{prefix}stage"
+        count = stage.eqn_count if stage.eqn_count is not None else len(stage.eqns)
+        builder.clusters.append(Cluster(cluster, f"{stage.name}  ({count} equations)", None,
+                                        "stage"))
+        notes += [f"{stage.name}: {n}" for n in
+                  builder.add_stage(stage, call, prefix, cluster, marks)]
+    title = f"{before.name} -> {after.name}: {diff.summary()}"
+    return builder.graph(title, notes)
+
+
+# --- tower view --------------------------------------------------------------------
+
+DEFAULT_MAX_STEPS = 400
+
+
+def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
+    """The levels of a call, innermost first, and the steps each saw, linked by cause."""
+    cap = options.max_nodes if options.max_nodes is not None else DEFAULT_MAX_STEPS
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+    clusters: list[Cluster] = []
+    legend: dict[str, None] = {}
+    notes: list[str] = []
+    by_level: dict[int, list] = {}
+    for step in call.steps:
+        by_level.setdefault(step.level, []).append(step)
+    shown: set[int] = set()
+    per_level = max(1, cap // max(1, len(call.levels)))
+    for level in sorted(call.levels, key=lambda lv: (-lv.depth, lv.index)):
+        cluster = f"cluster_L{level.index}"
+        options_text = " ".join(f"{k}={v}" for k, v in level.options)
+        label = f"{level.label}   {level.kind} ({level.trace_type})"
+        detail = " ".join(x for x in (level.function, options_text) if x)
+        if detail:
+            label += "\n" + _shorten(detail, 90)
+        steps = by_level.get(level.index, [])
+        label += f"\n{len(steps)} steps"
+        clusters.append(Cluster(cluster, label, None, "level"))
+        previous = None
+        if not steps:
+            nodes.append(Node(f"L{level.index}_empty", "no steps at this level", "note", cluster))
+        for step in steps[:per_level]:
+            mark = "error" if step.kind == "error" or step.error else (
+                "backward" if step.phase == "backward" else "rule" if step.phase == "rule" else "")
+            outs = ", ".join(short_aval(v.aval) for v in step.outputs[:3])
+            lines = [f"#{step.index} {step.title}"]
+            if outs:
+                lines.append(f"-> {outs}")
+            if step.phase != "forward":
+                lines.append(step.phase)
+            if step.error:
+                lines.append(_shorten(step.error.splitlines()[0] if step.error else "", 50))
+            tooltip = str(step.source) if step.source is not None else ""
+            node_id = f"s{step.index}"
+            nodes.append(Node(node_id, "\n".join(lines), "step", cluster, mark=mark,
+                              tooltip=tooltip))
+            if mark:
+                legend[mark] = None
+            shown.add(step.index)
+            if previous is not None:  # keeps each level's steps in order, in one column
+                edges.append(Edge(previous, node_id, style="invis"))
+            previous = node_id
+        if len(steps) > per_level:
+            rest = len(steps) - per_level
+            nodes.append(Node(f"L{level.index}_more", f"{rest} more steps not drawn", "note",
+                              cluster))
+            if previous is not None:
+                edges.append(Edge(previous, f"L{level.index}_more", style="invis"))
+            notes.append(f"{level.label}: {rest} of {len(steps)} steps not drawn "
+                         f"(max_nodes={cap} across {len(call.levels)} levels)")
+    for step in call.steps:
+        if step.cause is not None and step.index in shown and step.cause in shown:
+            edges.append(Edge(f"s{step.cause}", f"s{step.index}", "", "dashed"))
+    title = f"call {call.index}: {call.transform}({call.function}): {len(call.levels)} levels, " \
+            f"{len(call.steps)} steps; dashed: the step that caused it"
+    return Graph(title, tuple(nodes), tuple(edges), tuple(clusters), tuple(notes), "TB",
+                 tuple(legend))
+
+
+# --- pytree view -------------------------------------------------------------------
+
+def collect_pytree(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
+    """Input and gradient (or tangent) trees side by side, aux data shown, mismatches marked."""
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+    clusters: list[Cluster] = []
+    notes: list[str] = []
+    legend: dict[str, None] = {}
+    same_rank: list[tuple[str, ...]] = []
+    pairs: Sequence[TreePair] = getattr(call, "pairs", ())
+    trees: Sequence[TreeRecord] = getattr(call, "trees", ())
+    mismatch_pairs = [e.mismatch for e in call.errors if getattr(e, "mismatch", None)]
+    pairs = list(pairs) + [p for p in mismatch_pairs if p not in pairs]
+    cap = options.max_nodes if options.max_nodes is not None else 500
+    if pairs:
+        for k, pair in enumerate(pairs):
+            cluster = f"cluster_pair{k}"
+            summary = pair.summary or ("same structure" if pair.same_structure else
+                                       f"first difference at {pair.first_difference!r}")
+            clusters.append(Cluster(cluster, f"{pair.title}\n{_wrap(summary, 90, 4)}", None,
+                                    "pair"))
+            status = {}
+            for row in pair.rows:
+                if row.status != "same":
+                    what = row.note or {"left_only": f"only in {pair.left.name}",
+                                        "right_only": f"only in {pair.right.name}"
+                                        }.get(row.status, row.status)
+                    if row.left is not None:
+                        status[("L", row.left)] = what
+                    if row.right is not None:
+                        status[("R", row.right)] = what
+            # NB: the right tree's cluster is emitted first: with the flat same-rank links,
+            # dot then places the left tree on the left (measured; the other order flips it).
+            for side, tree in (("R", pair.right), ("L", pair.left)):
+                _tree_nodes(tree, f"p{k}{side}", f"{cluster}_{side}", cluster, nodes, edges,
+                            clusters, {i: s for (sd, i), s in status.items() if sd == side},
+                            cap, notes, legend)
+            for row in pair.rows:
+                if row.left is not None and row.right is not None:
+                    # Side by side, left tree first: a flat edge between nodes of one rank.
+                    style = "dotted" if row.status == "same" else "dashed"
+                    a, b = f"p{k}L{row.left}", f"p{k}R{row.right}"
+                    edges.append(Edge(a, b, "", style))
+                    same_rank.append((a, b))
+        title = f"call {call.index}: {call.transform}({call.function}): trees paired by key path"
+    elif trees:
+        for k, tree in enumerate(trees):
+            cluster = f"cluster_tree{k}"
+            clusters.append(Cluster(cluster, f"{tree.role}: {tree.name}", None, "tree"))
+            _tree_nodes(tree, f"t{k}", f"{cluster}_t", cluster, nodes, edges, clusters, {}, cap,
+                        notes, legend)
+        title = f"call {call.index}: {call.transform}({call.function}): trees (none paired)"
+    else:
+        for k, (role, text) in enumerate((("input", call.in_tree), ("output", call.out_tree))):
+            nodes.append(Node(f"td{k}", f"{role} treedef\n{_wrap(text or '(not recorded)', 60)}",
+                              "tree"))
+        notes.append("this dump has no pytree records (Call.trees, Call.pairs): showing the "
+                     "treedef text recorded with the call")
+        title = f"call {call.index}: {call.transform}({call.function}): treedefs"
+    return Graph(title, tuple(nodes), tuple(edges), tuple(clusters), tuple(notes), "TB",
+                 tuple(legend), tuple(same_rank))
+
+
+def _tree_nodes(tree: TreeRecord, prefix: str, cluster: str, parent: str, nodes: list[Node],
+                edges: list[Edge], clusters: list[Cluster], marks: dict[int, str], cap: int,
+                notes: list[str], legend: dict[str, None]) -> None:
+    clusters.append(Cluster(cluster, f"{tree.role}: {tree.name}", parent, "tree"))
+    drawn = tree.nodes[:cap]
+    for node in drawn:
+        key = tree.name if node.parent is None else node.key
+        lines = [key]
+        if node.kind == "leaf":
+            lines.append(short_aval(node.aval) if node.aval else node.type_name)
+            if node.value is not None:
+                lines.append(_shorten(node.value, 40))
+            if node.tracer:
+                lines.append(_shorten(node.tracer, 50))
+        else:
+            lines.append(node.type_name.rsplit(".", 1)[-1] if node.kind == "node" else node.kind)
+            if node.static:
+                lines += [_shorten(f"{k}={v}", 50) for k, v in node.static]
+            elif node.aux:
+                lines.append(_shorten(f"aux: {node.aux}", 50))
+        if node.note:
+            lines.append(_shorten(node.note, 50))
+        mark = ""
+        if node.index in marks:
+            mark = "mismatch"
+            lines.append(_shorten(f"differs: {marks[node.index]}", 50))
+            legend["mismatch"] = None
+        kind = "leaf" if node.kind == "leaf" else "tree"
+        nodes.append(Node(f"{prefix}{node.index}", "\n".join(lines), kind, cluster, mark=mark,
+                          tooltip=tree.full_path(node)))
+        if node.parent is not None:
+            edges.append(Edge(f"{prefix}{node.parent}", f"{prefix}{node.index}"))
+    if len(tree.nodes) > cap:
+        notes.append(f"{tree.name}: {len(tree.nodes) - cap} of {len(tree.nodes)} nodes not drawn")
+    if tree.note:
+        notes.append(f"{tree.name}: {tree.note}")
+
+
+def _wrap(text: str, width: int, max_lines: int = 20) -> str:
+    lines = [text[i:i + width] for i in range(0, len(text), width)] or [text]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines - 1] + [_shorten(lines[max_lines - 1] + "…", width)]
+    return "\n".join(lines)
+
+
+# --- DOT text ----------------------------------------------------------------------
+
+_SPECIAL = {"\\": "\\\\", '"': '\\"', "&": "&amp;", "<": "&lt;", ">": "&gt;", "{": "&#123;",
+            "}": "&#125;", "|": "&#124;", "\n": "\\n", "\t": " "}
+_NEEDS_ESCAPE = re.compile(r'[\\"&<>{}|\n\r\t\x00-\x1f\x7f-\U0010ffff]')
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group(0)
+    hit = _SPECIAL.get(c)
+    if hit is not None:
+        return hit
+    if c == "\r":
+        return "\\n"
+    if ord(c) < 32 or ord(c) == 127:
+        return "&#65533;"  # a control character: shown as the replacement character
+    if 0xD800 <= ord(c) <= 0xDFFF:
+        return "&#65533;"  # a lone surrogate cannot be written as UTF-8
+    return f"&#{ord(c)};"
+
+
+def dot_string(text: str) -> str:
+    """A DOT double-quoted string whose label shows `text` exactly, in pure ASCII.
+
+    Backslashes and quotes are escaped for DOT; `& < > { } |` and non-ASCII become
+    HTML character references (Graphviz decodes them in every label, record shapes
+    included); newlines become line breaks (`\\r\\n` and `\\r` too).
+    """
+    text = text.replace("\r\n", "\n")
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
+def _attrs(pairs: Iterable[tuple[str, str]]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in pairs)
+
+
+def to_dot(graph: Graph) -> str:
+    """The Graph as DOT text: one `node`/`edge` line each, clusters nested."""
+    out = ["digraph workbench {"]
+    label_lines = [graph.title] + list(graph.notes)
+    legend = [_LEGEND_TEXT[k] for k in graph.legend if k in _LEGEND_TEXT]
+    if legend:
+        label_lines.append("; ".join(legend))
+    graph_attrs = [("rankdir", graph.rankdir), ("label", dot_string("\n".join(label_lines))),
+                   ("labelloc", "t"), ("labeljust", "l"), ("fontname", "Helvetica"),
+                   ("fontsize", "12"), ("nodesep", "0.25"), ("ranksep", "0.35"),
+                   ("newrank", "true")]
+    out.append(f"  graph [{_attrs(graph_attrs)}];")
+    out.append('  node [shape=box, style="rounded,filled", fillcolor="#ffffff", '
+               'fontname="Helvetica", fontsize=10, height=0.3, margin="0.08,0.04"];')
+    out.append('  edge [fontname="Helvetica", fontsize=8, color="#555555", fontcolor="#333333", '
+               'arrowsize=0.6];')
+    by_cluster: dict[str | None, list[Node]] = {}
+    for node in graph.nodes:
+        by_cluster.setdefault(node.cluster, []).append(node)
+    children: dict[str | None, list[Cluster]] = {}
+    known = {c.id for c in graph.clusters}
+    for cluster in graph.clusters:
+        parent = cluster.parent if cluster.parent in known else None
+        children.setdefault(parent, []).append(cluster)
+
+    def emit(cluster_id: str | None, indent: str) -> None:
+        for node in by_cluster.get(cluster_id, ()):
+            out.append(indent + _node_line(node))
+        for child in children.get(cluster_id, ()):
+            out.append(f"{indent}subgraph {dot_string(child.id)} {{")
+            style = _CLUSTER_STYLES.get(child.kind, _CLUSTER_STYLES[""])
+            out.append(f"{indent}  graph [{_attrs([('label', dot_string(child.label))] + style)}];")
+            emit(child.id, indent + "  ")
+            out.append(indent + "}")
+
+    emit(None, "  ")
+    for node_id, nodes in by_cluster.items():  # nodes naming an unknown cluster: top level
+        if node_id is not None and node_id not in known:
+            for node in nodes:
+                out.append("  " + _node_line(node))
+    for group in graph.same_rank:
+        out.append("  { rank=same; " + " ".join(dot_string(n) + ";" for n in group) + " }")
+    for edge in graph.edges:
+        attrs = []
+        if edge.label:
+            attrs.append(("label", dot_string(edge.label)))
+        if edge.style:
+            attrs.append(("style", edge.style))
+        if not edge.constraint:
+            attrs.append(("constraint", "false"))
+        tail = f" [{_attrs(attrs)}]" if attrs else ""
+        out.append(f"  {dot_string(edge.src)} -> {dot_string(edge.dst)}{tail};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+_CLUSTER_STYLES: dict[str, list[tuple[str, str]]] = {
+    "": [("style", '"rounded"'), ("color", '"#94a3b8"'), ("fontsize", "10"),
+         ("labeljust", "l")],
+    "eqn": [("style", '"rounded,dashed"'), ("color", '"#64748b"'), ("fontsize", "10"),
+            ("labeljust", "l")],
+    "subjaxpr": [("style", '"rounded,filled"'), ("fillcolor", '"#f8fafc"'),
+                 ("color", '"#94a3b8"'), ("fontsize", "10"), ("labeljust", "l")],
+    "stage": [("style", '"rounded"'), ("color", '"#334155"'), ("fontsize", "12"),
+              ("labeljust", "l")],
+    "level": [("style", '"rounded,filled"'), ("fillcolor", '"#f8fafc"'), ("color", '"#475569"'),
+              ("fontsize", "11"), ("labeljust", "l")],
+    "tree": [("style", '"rounded"'), ("color", '"#94a3b8"'), ("fontsize", "10"),
+             ("labeljust", "l")],
+    "pair": [("style", '"rounded"'), ("color", '"#334155"'), ("fontsize", "11"),
+             ("labeljust", "l")],
+}
+
+_KIND_STYLES: dict[str, list[tuple[str, str]]] = {
+    "input": [("shape", "box"), ("style", '"filled"'), ("fillcolor", '"#e2e8f0"')],
+    "const": [("shape", "box"), ("style", '"filled"'), ("fillcolor", '"#f1f5f9"')],
+    "output": [("shape", "box"), ("style", '"filled,bold"'), ("fillcolor", '"#e2e8f0"')],
+    "group": [("shape", "box3d"), ("style", '"filled"'), ("fillcolor", '"#f1f5f9"')],
+    "boundary": [("shape", "box"), ("style", '"dashed"'), ("fontsize", "9")],
+    "ref": [("shape", "box"), ("style", '"dashed"'), ("fontsize", "9"), ("color", '"#64748b"')],
+    "note": [("shape", "note"), ("style", '"filled"'), ("fillcolor", '"#fffbeb"')],
+    "leaf": [("shape", "box"), ("style", '"filled"')],
+    "tree": [("shape", "box"), ("style", '"rounded,filled"'), ("fillcolor", '"#f1f5f9"')],
+}
+
+
+def _node_line(node: Node) -> str:
+    attrs = [("label", dot_string(node.label))]
+    attrs += _KIND_STYLES.get(node.kind, [])
+    fill = MARK_COLOURS.get(node.mark) or (ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn"
+                                           else None)
+    if fill:
+        attrs.append(("fillcolor", f'"{fill}"'))
+    if node.batched:
+        attrs += [("color", f'"{BATCHED_COLOUR}"'), ("penwidth", "2")]
+    if node.mark == "focus":
+        attrs += [("peripheries", "2"), ("penwidth", "2")]
+    if node.tooltip:
+        attrs.append(("tooltip", dot_string(node.tooltip)))
+    return f"{dot_string(node.id)} [{_attrs(attrs)}];"
+
+
+def count(graph: Graph) -> tuple[int, int]:
+    """(nodes, edges), the figures that decide how long Graphviz takes."""
+    return len(graph.nodes), sum(1 for e in graph.edges if e.style != "invis")
+
+
+__all__ = ["Node", "Edge", "Cluster", "Graph", "GraphOptions", "CollectError", "collect_jaxpr",
+           "collect_stages", "collect_tower", "collect_pytree", "to_dot", "dot_string",
+           "find_repeats", "input_names", "output_names", "origin_of", "count"]
