@@ -1,0 +1,132 @@
+"""Regenerate screenshots/: the TUI on the seed examples, as SVG (Textual) and PNG (rsvg-convert).
+
+    .venv/bin/python scripts/screenshots.py [--out screenshots]
+
+The seed examples are recorded here, from the seed document "Transformations:
+grad and vmap": per-example gradients (vmap of grad of the logistic loss), a
+Python `if` failing under vmap, and vmap(convolve) keeping the program's size.
+PNGs need `rsvg-convert` (librsvg); without it only the SVGs are written.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+
+import transforms as T
+from transforms.record import Session
+from workbench.tui import build_app
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZE = (110, 32)
+
+
+# --- the seed examples ----------------------------------------------------------------
+
+def sigmoid(x):
+    return 0.5 * (jnp.tanh(x / 2) + 1)
+
+
+def predict(W, b, inputs):
+    return sigmoid(jnp.dot(inputs, W) + b)
+
+
+def example_loss(W, b, x, y):
+    pred = predict(W, b, x)
+    label_prob = pred * y + (1 - pred) * (1 - y)
+    return -jnp.log(label_prob)
+
+
+def absolute(x):
+    if x > 0:  # needs one answer, but x stands for a whole batch of values
+        return x
+    else:
+        return -x
+
+
+def convolve(x, w):
+    output = []
+    for i in range(1, len(x) - 1):
+        output.append(jnp.dot(x[i - 1:i + 2], w))
+    return jnp.array(output)
+
+
+def record_seeds() -> list[tuple[str, Session]]:
+    inputs = jnp.array([[0.52, 1.12, 0.77], [0.88, -1.08, 0.15],
+                        [0.52, 0.06, -1.30], [0.74, -2.49, 1.39]])
+    targets = jnp.array([True, True, False, True])
+    W, b = jnp.array([0.1, 0.4, -0.3]), 0.5
+    with T.record(stages=True, inline_jnp=True) as grads:
+        T.vmap(T.grad(example_loss, (0, 1)), in_axes=(None, None, 0, 0))(W, b, inputs, targets)
+    with T.record(stages=True, inline_jnp=True) as failing:
+        try:
+            T.vmap(absolute)(jnp.arange(-2.0, 3.0))
+        except Exception:  # noqa: BLE001 - the failure is what this example records
+            pass
+    x, w = jnp.arange(5.0), jnp.array([2., 3., 4.])
+    with T.record(stages=True, inline_jnp=True) as conv:
+        T.vmap(convolve)(jnp.stack([x, x]), jnp.stack([w, w]))
+    return [("vmap(grad(example_loss))", grads), ("vmap(absolute) fails", failing),
+            ("vmap(convolve)", conv)]
+
+
+# (file name, gallery entry, keys pressed) for each screenshot
+SHOTS = (
+    ("tui-step-tower", 0, ["slash", *"grad", "enter", "slash", *"tanh", "enter"]),
+    ("tui-stages-side-by-side", 2, ["2", "z"]),
+    ("tui-stages-aligned-diff", 0, ["2", "d"]),
+    ("tui-failure", 1, ["4"]),
+    ("tui-sessions", None, []),
+)
+
+
+async def shoot(gallery, name: str, entry: int | None, keys: list[str], out: Path) -> Path:
+    app = build_app(gallery if entry is None else [gallery[entry]])
+    app.animation_level = "none"
+    async with app.run_test(size=SIZE) as pilot:
+        for key in keys:
+            await pilot.press(key)
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        svg = app.export_screenshot(title=f"workbench: {name}")
+    path = out / f"{name}.svg"
+    path.write_text(svg, encoding="utf-8")
+    return path
+
+
+def to_png(svg: Path) -> Path | None:
+    """PNG via rsvg-convert; non-breaking spaces become spaces, as librsvg drops them."""
+    if shutil.which("rsvg-convert") is None:
+        return None
+    text = svg.read_text(encoding="utf-8").replace("&#160;", " ")
+    text = re.sub(r"<svg ", '<svg xml:space="preserve" ', text, count=1)
+    png = svg.with_suffix(".png")
+    subprocess.run(["rsvg-convert", "--zoom", "0.8", "-o", str(png)], input=text.encode(),
+                   check=True)
+    return png
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.chdir(ROOT)  # source paths show relative to the repository
+    gallery = record_seeds()
+    for name, entry, keys in SHOTS:
+        svg = asyncio.run(shoot(gallery, name, entry, keys, args.out))
+        png = to_png(svg)
+        print(f"wrote {svg.relative_to(ROOT) if svg.is_relative_to(ROOT) else svg}"
+              + (f" and {png.name}" if png else " (no rsvg-convert: no PNG)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

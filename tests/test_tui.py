@@ -1,0 +1,343 @@
+"""The TUI's behaviour, driven with Pilot: navigate, filter, search, switch views, export, help."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+import transforms
+from workbench.tui import build_app as _build_app
+from workbench.tui.model import STEP
+from workbench.tui.screens.help import HelpScreen, _keys, key_sections
+from workbench.tui.screens.picker import PickerScreen
+from workbench.tui.screens.session import SessionScreen
+from workbench.tui.widgets.common.status_bar import StatusBar
+from workbench.tui.widgets.navigator.step_list import StepList
+from workbench.tui.widgets.stages.stages_pane import StagesPane
+from workbench.tui.widgets.step.step_pane import StepPane
+
+from test_tui_support import corpus_session, random_session, seed_absolute, seed_logistic, sync
+
+SIZE = (80, 24)
+
+
+def build_app(*args, **kwargs):
+    """The app with animations off: Pilot waits for each one to finish."""
+    app = _build_app(*args, **kwargs)
+    app.animation_level = "none"
+    return app
+
+
+def _text(widget) -> str:
+    """What a Static shows, as plain text."""
+    console = Console(width=200, color_system=None, file=io.StringIO(), record=True)
+    console.print(widget.content)
+    return console.export_text()
+
+
+def _step_body(app) -> str:
+    return _text(app.screen.query_one(StepPane).query_one("#step-body"))
+
+
+def _status(app) -> str:
+    return _text(app.screen.query_one(StatusBar))
+
+
+def _current_step(app):
+    steps = app.screen.query_one(StepList)
+    call, pos = steps.current()
+    return None if pos is None else app.screen.session.calls[call].steps[pos]
+
+
+@sync
+async def test_navigate_steps_and_views():
+    app = build_app(seed_logistic(), title="t")
+    async with app.run_test(size=SIZE) as pilot:
+        steps = app.screen.query_one(StepList)
+        assert steps.has_focus
+        first = _current_step(app)
+        assert first is not None and first.primitive in _step_body(app)
+        await pilot.press("down", "down")
+        step = _current_step(app)
+        assert step.index != first.index and step.primitive in _step_body(app)
+        await pilot.press("end")
+        assert steps.cursor == steps.row_count - 1
+        await pilot.press("home")
+        assert steps.cursor == 0 and "vmap(example_loss)" in _step_body(app)
+        await pilot.press("enter")  # fold the call
+        assert steps.row_count == 1
+        await pilot.press("enter", "pagedown")
+        assert steps.row_count > 1 and steps.cursor > 0
+        for key, view in (("2", "stages"), ("3", "pytree"), ("4", "failure"), ("1", "step")):
+            await pilot.press(key)
+            assert app.screen.query_one("#views").active == view
+
+
+@sync
+async def test_step_view_shows_the_tracer_tower_and_source():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.press("/", *"tanh", "enter")
+        step = _current_step(app)
+        # The first tanh is at the innermost level: grad's tracer holding vmap's batched value.
+        while "grad" not in app.screen.steps.outline.index(0).label(step.level):
+            await pilot.press("n")
+            step = _current_step(app)
+        body = _step_body(app)
+        assert "GradTracer" in body and "primal: VmapTracer" in body
+        assert "batched value: float32[4]" in body
+        assert "return 0.5 * (jnp.tanh(x / 2) + 1)" in body
+
+
+@sync
+async def test_filter_by_primitive_and_errors():
+    app = build_app(seed_absolute())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f", *"p:gt", "enter")
+        steps = app.screen.query_one(StepList)
+        assert steps.has_focus
+        o = steps.outline
+        prims = {app.screen.session.calls[c].steps[i].primitive
+                 for c, i in ((o.row(r)[1], o.row(r)[2]) for r in range(len(o)) if o.row(r)[0] == STEP)}
+        assert prims == {"gt"}
+        assert "filter 'p:gt'" in _status(app)
+
+
+@sync
+async def test_search_next_and_previous():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("/", *"mul", "enter")
+        steps = app.screen.query_one(StepList)
+        assert len(steps.matches) > 2
+        first = steps.cursor
+        assert "mul" in _current_step(app).primitive
+        await pilot.press("n")
+        assert steps.cursor == steps.matches[steps.matches.index(first) + 1]
+        await pilot.press("N")
+        assert steps.cursor == first
+        assert "match" in _status(app)
+
+
+@sync
+async def test_search_in_stage_text():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        pane = app.screen.query_one(StagesPane)
+        assert pane.left.has_focus and pane.left.stage.name == "f"
+        await pilot.press("/", *"log", "enter")
+        assert pane.left.matches and "log" in pane.left.lines[pane.left.cursor]
+        await pilot.press("n")
+        assert "log" in pane.left.lines[pane.left.cursor].lower()
+
+
+@sync
+async def test_step_selects_its_equation_and_back():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("/", *"p:tanh", "escape")  # closing the bar keeps the cursor
+        await pilot.press("/", *"tanh", "enter")
+        await pilot.press("2")
+        pane = app.screen.query_one(StagesPane)
+        assert "tanh" in pane.left.lines[pane.left.cursor]
+        assert "tanh" in pane.right.lines[pane.right.cursor]
+        # enter on an equation goes back to a step that made it
+        await pilot.press("down", "down", "down")
+        line = pane.left.lines[pane.left.cursor]
+        await pilot.press("enter")
+        assert app.screen.query_one("#views").active == "step"
+        step = _current_step(app)
+        assert step.primitive in line
+
+
+@sync
+async def test_stages_pick_diff_and_stats():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        pane = app.screen.query_one(StagesPane)
+        await pilot.pause(0.2)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert pane.right.marks  # grad added equations: marked on the right
+        assert "added" in _text(pane.query_one("#stage-head"))
+        await pilot.press("a")
+        assert pane.left.stage.name == "jvp(f)"
+        await pilot.press("B")
+        assert pane.right.stage.name == "grad(f)"
+        await app.workers.wait_for_complete()
+        await pilot.press("d")
+        assert pane.has_class("-diff")
+        await pilot.press("d", "t")
+        assert "equations" in _text(pane.query_one("#stage-extra-body"))
+
+
+@sync
+async def test_failure_view_and_jump_to_failing_step():
+    app = build_app(seed_absolute())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("4")
+        body = _text(app.screen.query_one("#failure-body"))
+        assert "TracerBoolConversionError" in body and "hint" in body
+        assert "if x > 0" in body
+        await pilot.press("tab")  # into the failure pane
+        app.screen.query_one("#failure-pane").focus()
+        await pilot.press("enter")
+        step = _current_step(app)
+        assert app.screen.query_one("#views").active == "step"
+        assert step.index in app.screen.steps.outline.index(0).failing
+        await pilot.press("home", "x")
+        assert _current_step(app).index in app.screen.steps.outline.index(0).failing
+
+
+@sync
+async def test_pytree_view_pairs_leaves():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("3")
+        body = _text(app.screen.query_one("#pytree-body"))
+        assert "PyTreeDef" in body and "float32[3]" in body
+
+
+@sync
+async def test_export_json_graph_and_svg(tmp_path):
+    app = build_app(seed_logistic(), export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        files = list(tmp_path.glob("*.json"))
+        assert len(files) == 1 and "wrote call 0" in _status(app)
+        loaded = transforms.load(files[0])
+        assert loaded.calls[0].steps == seed_logistic().calls[0].steps
+        await pilot.press("i")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "graph" in _status(app)  # written, or said to be unavailable
+        await pilot.press("s")
+        assert list(tmp_path.glob("*.svg"))
+
+
+@sync
+async def test_export_to_a_missing_folder_says_so(tmp_path):
+    app = build_app(seed_logistic(), export_dir=tmp_path / "no" / "such")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "export failed" in _status(app)
+
+
+@sync
+async def test_help_lists_every_key_and_closes():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        shown = " ".join(k for _, keys in key_sections() for k, _ in keys)
+        for binding in SessionScreen.BINDINGS + StepList.BINDINGS + StagesPane.BINDINGS:
+            assert _keys(binding.key).split(",")[0] in shown
+        await pilot.press("escape")
+        assert isinstance(app.screen, SessionScreen)
+
+
+@sync
+async def test_command_palette_runs_product_commands():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Stages view")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.query_one("#views").active == "stages"
+
+
+@sync
+async def test_quit_keys():
+    for key in ("q", "ctrl+q"):
+        app = build_app(seed_logistic())
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press(key)
+        assert app.return_code == 0
+
+
+@sync
+async def test_gallery_picker_opens_and_returns():
+    app = build_app([("logistic", seed_logistic()), ("absolute", seed_absolute())])
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("down", "enter")
+        assert isinstance(app.screen, SessionScreen)
+        assert app.screen.session is seed_absolute()
+        await pilot.press("escape")
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("enter", "o")
+        assert isinstance(app.screen, PickerScreen)
+
+
+@sync
+async def test_resizes_and_small_terminals():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=SIZE) as pilot:
+        for size in ((40, 12), (200, 60), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.press("2", "d", "down", "1", "down")
+            assert app.screen.query_one(StepList).size.height > 0
+
+
+@sync
+async def test_never_crashes_on_corpus_sessions():
+    s = corpus_session()
+    app = build_app(s)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        steps = screen.query_one(StepList)
+        console = Console(width=100, file=io.StringIO(), color_system=None, record=True)
+        for row in range(steps.row_count):
+            steps.row_text(row)
+        for c, call in enumerate(s.calls):
+            if call.steps:
+                steps.select_step(c, len(call.steps) // 2)
+            for view in ("stages", "pytree", "failure", "step"):
+                screen.action_view(view)
+            await pilot.pause()
+            for pos in range(0, len(call.steps), 5):
+                screen.call_index, screen.step_pos = c, pos
+                screen._dirty.add("step")
+                screen._refresh_active()
+                console.print(screen.query_one(StepPane).query_one("#step-body").content)
+        await pilot.press("2", "d", "t", "end", "1", "end", "x", "3", "4")
+        assert "render-error" not in console.export_text()
+
+
+@pytest.mark.parametrize("seed", range(8))
+@sync
+async def test_never_crashes_on_random_sessions(seed):
+    s = random_session(seed)
+    app = build_app(s)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await pilot.press("end", "x", "2", "d", "t", "c", "a", "b", "enter", "4", "enter")
+        screen.query_one("#filter").value = "p:s is:error"
+        await pilot.press("3", "/", "a", "enter", "n", "N", "home", "left", "right")
+        steps = screen.query_one(StepList)
+        for row in range(steps.row_count):
+            steps.row_text(row)
+        for c, call in enumerate(s.calls):
+            for pos in range(len(call.steps)):
+                screen.call_index, screen.step_pos = c, pos
+                screen._dirty.update(("step", "stages", "stages-cursor", "pytree", "failure"))
+                for view in ("step", "stages", "pytree", "failure"):
+                    screen.action_view(view)
+        await pilot.pause()
+
+
+def test_import_workbench_stays_light():
+    code = "import sys, workbench; assert callable(workbench.show); " \
+           "assert 'textual' not in sys.modules, 'workbench imported textual'"
+    subprocess.run([sys.executable, "-c", code], check=True)

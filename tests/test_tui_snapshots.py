@@ -1,0 +1,121 @@
+"""How the TUI looks: pytest-textual-snapshot snapshots of each main view on seed examples.
+
+Recordings and jaxprs differ between JAX releases, so the snapshots live in one
+folder per JAX version (`__snapshots__/jax<version>/test_tui_snapshots/`). Update
+after looking at the report, in each venv: `pytest tests/test_tui_snapshots.py
+--snapshot-update`; it deletes the other version's folder as unused, so restore
+that with `git checkout tests/__snapshots__/jax<other version>`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import jax
+import pytest
+
+from transforms.record import Session
+from pytest_textual_snapshot import SVGImageExtension
+
+from workbench.tui import build_app
+
+from test_tui_support import seed_absolute, seed_convolve, seed_logistic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _repo_root(monkeypatch):
+    # Source paths show relative to the working directory: the repository's root here.
+    monkeypatch.chdir(ROOT)
+
+
+class _PerJaxSVG(SVGImageExtension):
+    """Snapshots in a folder per JAX version: jaxprs differ between releases."""
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        # NB: syrupy relates a snapshot to its test by the folder holding it, so the
+        # version folder goes above the test module's: jax<version>/test_tui_snapshots/.
+        default = Path(super().dirname(test_location=test_location))
+        return str(default.parent / f"jax{jax.__version__}" / default.name)
+
+
+class _Snapshots:
+    """The snapshot assertion, handing snap_compare the per-version extension."""
+
+    def __init__(self, snapshot):
+        self._snapshot = snapshot
+
+    def use_extension(self, extension_class=None):
+        return self._snapshot.use_extension(_PerJaxSVG)
+
+
+@pytest.fixture
+def snapshot(snapshot, request):
+    # NB: syrupy sees the other JAX version's folder as unused snapshots and would fail
+    # the run; unused snapshots only warn here (no other test in the suite uses syrupy).
+    request.config.option.warn_unused_snapshots = True
+    return _Snapshots(snapshot)
+
+
+def _stable(session: Session) -> Session:
+    """The session with run-dependent text (object ids) made stable."""
+    def fix(text: str) -> str:
+        return re.sub(r"object id \d+", "object id N", text)
+
+    calls = []
+    for c in session.calls:
+        errors = tuple(dataclasses.replace(e, message=fix(e.message)) for e in c.errors)
+        steps = tuple(s._replace(error=fix(s.error)) if s.error else s for s in c.steps)
+        calls.append(dataclasses.replace(c, steps=steps, errors=errors))
+    return Session(calls=calls, jax_version="", python_version="")
+
+
+def _app(session, title="seed"):
+    app = build_app(_stable(session), title=title)
+    app.animation_level = "none"
+    return app
+
+
+def test_step_view(snap_compare):
+    # The first tanh at vmap#1/grad#2: a GradTracer whose primal is vmap's batched value.
+    assert snap_compare(_app(seed_logistic(), "vmap(grad(loss))"), terminal_size=(100, 32),
+                        press=["slash", *"grad", "enter", "slash", *"tanh", "enter"])
+
+
+def test_step_view_80x24(snap_compare):
+    assert snap_compare(_app(seed_logistic(), "vmap(grad(loss))"), terminal_size=(80, 24),
+                        press=["down", "down"])
+
+
+def test_stages_view(snap_compare):
+    assert snap_compare(_app(seed_convolve(), "vmap(convolve)"), terminal_size=(100, 32),
+                        press=["2", "wait:300"])
+
+
+def test_aligned_diff(snap_compare):
+    assert snap_compare(_app(seed_logistic(), "vmap(grad(loss))"), terminal_size=(100, 32),
+                        press=["2", "wait:300", "d"])
+
+
+def test_failure_view(snap_compare):
+    assert snap_compare(_app(seed_absolute(), "vmap(absolute)"), terminal_size=(100, 32),
+                        press=["4"])
+
+
+def test_pytree_view(snap_compare):
+    assert snap_compare(_app(seed_logistic(), "vmap(grad(loss))"), terminal_size=(100, 24),
+                        press=["3"])
+
+
+def test_session_picker(snap_compare):
+    app = build_app([("vmap(grad(loss))", _stable(seed_logistic())),
+                     ("vmap(absolute) fails", _stable(seed_absolute())),
+                     ("vmap(convolve)", _stable(seed_convolve()))])
+    assert snap_compare(app, terminal_size=(80, 12))
+
+
+def test_help_screen(snap_compare):
+    assert snap_compare(_app(seed_logistic()), terminal_size=(80, 40), press=["question_mark"])

@@ -1,0 +1,218 @@
+"""Rich renderables for one recorded step: its params, its tracers as towers, its source line.
+
+A tower shows what each transformation holds for one value, outermost first:
+`grad#2` holds a primal and a tangent; the primal is `vmap#1`'s batched value,
+which holds a float32[4] array. Read from `ValueRecord.children`, nothing live.
+Every renderable degrades to `<render-error ...>` rather than raise.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Mapping, Sequence
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from transforms.record import TRACER_DISPLAY_NAMES, SourceLocation, Step, ValueRecord
+
+# What a tracer of each kind holds, in the words a user knows.
+_HOLDS = {
+    "batched": "batched value",
+    "linearize": "primal and tangent",
+    "jvp": "primal and tangent",
+    "jaxpr": "a staged variable (no value)",
+}
+_CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}
+_KIND_STYLES = {"batched": "magenta", "linearize": "cyan", "jvp": "cyan", "jaxpr": "yellow"}
+
+
+def safe(render: Callable[[], RenderableType], what: str) -> RenderableType:
+    """Build a renderable, or a note saying why it could not be built."""
+    try:
+        return render()
+    except Exception as e:  # a renderer never takes the UI down with it
+        return Text(f"<render-error {what}: {type(e).__name__}: {e}>", style="red")
+
+
+def shown_path(path: object) -> str:
+    """A file as the user knows it: relative to the working directory when under it."""
+    text = str(path)
+    here = os.getcwd() + os.sep
+    return text[len(here):] if text.startswith(here) else text
+
+
+def _clip(text: object, limit: int = 400) -> str:
+    s = str(text)
+    return s if len(s) <= limit else s[:limit] + "…"
+
+
+class TowerView:
+    """One value as a tree of what each level holds: tracer -> primal/tangent/batched -> array."""
+
+    def __init__(self, value: ValueRecord, labels: Mapping[int, str] | None = None,
+                 name: str = "", max_depth: int = 12):
+        self.value = value
+        self.labels = labels or {}
+        self.name = name
+        self.max_depth = max_depth
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._render, "tower")
+
+    def _render(self) -> RenderableType:
+        tree = Tree(self._label(self.value, self.name), guide_style="dim")
+        self._grow(tree, self.value, 0)
+        return tree
+
+    def _grow(self, node: Tree, value: ValueRecord, depth: int) -> None:
+        if depth >= self.max_depth:
+            node.add(Text("…", style="dim"))
+            return
+        for key, child in value.children or ():
+            if not isinstance(child, ValueRecord):
+                node.add(Text(f"{key}: <{type(child).__name__}>", style="dim"))
+                continue
+            sub = node.add(self._label(child, _CHILD_NAMES.get(key, str(key))))
+            self._grow(sub, child, depth + 1)
+
+    def _label(self, value: ValueRecord, role: str) -> Text:
+        text = Text()
+        if role:
+            text.append(f"{role}: ", style="bold")
+        if value.is_tracer:
+            name = TRACER_DISPLAY_NAMES.get(value.kind, value.type_name)
+            text.append(_clip(name), style=_KIND_STYLES.get(value.kind, "green"))
+            text.append(f" {_clip(value.aval)}")
+            if isinstance(value.level, int):
+                text.append(f"  @ {_clip(self.labels.get(value.level, f'level {value.level}'))}",
+                            style="dim")
+            if value.batch_dim is not None:
+                text.append(f"  batch_dim={value.batch_dim}")
+            holds = _HOLDS.get(value.kind)
+            if holds and value.children:
+                text.append(f"  holds {holds}", style="dim italic")
+        else:
+            text.append(_clip(value.aval), style="cyan")
+            if value.value is not None:
+                text.append(f" = {_clip(value.value, 200)}")
+            text.append(f"  ({_clip(value.type_name)})", style="dim")
+        return text
+
+
+class SourceView:
+    """The user's line with a few lines around it, the line itself marked."""
+
+    def __init__(self, location: SourceLocation | None, context: tuple[int, Sequence[str]] | None):
+        self.location = location
+        self.context = context
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._render, "source")
+
+    def _render(self) -> RenderableType:
+        loc = self.location
+        if loc is None:
+            return Text("no source line recorded", style="dim")
+        head = Text.assemble(("at ", "dim"), (_clip(shown_path(loc.file)), "underline"), f":{loc.line}",
+                             (f" in {_clip(loc.function)}", "dim"))
+        if self.context is None:
+            return Group(head, Text("(the file cannot be read here)", style="dim"))
+        first, lines = self.context
+        table = Table.grid(padding=(0, 1))
+        table.add_column(justify="right", style="dim", no_wrap=True,
+                         min_width=len(str(first + len(lines))) + 1)
+        table.add_column(no_wrap=True, overflow="ellipsis")
+        for n, line in enumerate(lines, start=first):
+            here = n == loc.line
+            table.add_row(Text(f"{'>' if here else ' '}{n}", style="bold" if here else "dim"),
+                          Text(_clip(line, 300), style="bold" if here else ""))
+        return Group(head, table)
+
+
+class StepView:
+    """One step: what it is, where it ran, its params, its input and output towers."""
+
+    def __init__(self, step: Step, labels: Mapping[int, str] | None = None,
+                 source: RenderableType | None = None, caused: Sequence[Step] = (),
+                 cause: Step | None = None):
+        self.step = step
+        self.labels = labels or {}
+        self.source = source
+        self.caused = caused
+        self.cause = cause
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._render, f"step {getattr(self.step, 'index', '?')}")
+
+    def _render(self) -> RenderableType:
+        s = self.step
+        level = self.labels.get(s.level, f"level {s.level}")
+        head = Text.assemble((f"#{s.index} ", "dim"), (_clip(_title(s)), "bold"),
+                             f"  at {level}", (f"  [{s.phase}]", "dim"))
+        if s.kind not in ("primitive",):
+            head.append(f"  ({s.kind})", style="dim")
+        parts: list[RenderableType] = [head]
+        if s.error:
+            parts.append(Text(f"✗ {_clip(shorten_paths(s.error), 2000)}", style="bold red"))
+        if s.name_stack:
+            parts.append(Text(f"name stack: {_clip(s.name_stack)}", style="dim"))
+        parts.append(self._links())
+        if s.params:
+            parts.append(_params(s))
+        for label, values in (("inputs", s.inputs), ("outputs", s.outputs)):
+            parts.append(Text(f"{label} ({len(values)})", style="bold underline"))
+            if not values:
+                parts.append(Text("  none", style="dim"))
+            for i, v in enumerate(values[:64]):
+                parts.append(TowerView(v, self.labels, name=f"{label[:-1]} {i}")
+                             if isinstance(v, ValueRecord) else Text(f"  <{type(v).__name__}>"))
+            if len(values) > 64:
+                parts.append(Text(f"  … {len(values) - 64} more", style="dim"))
+        if s.subjaxprs:
+            parts.append(Text("sub-jaxprs", style="bold underline"))
+            for j in s.subjaxprs[:16]:
+                prims = ", ".join(j.primitives[:12]) + (" …" if len(j.primitives) > 12 else "")
+                parts.append(Text(f"  {j.name}: {j.eqn_count} eqns  {prims}"))
+                if j.text:
+                    parts.append(Text(_clip(j.text, 3000), style="dim"))
+        parts.append(Text("source", style="bold underline"))
+        parts.append(self.source if self.source is not None else SourceView(s.source, None))
+        return Group(*parts)
+
+    def _links(self) -> RenderableType:
+        text = Text(style="dim")
+        if self.cause is not None:
+            text.append(f"caused by #{self.cause.index} {_title(self.cause)} at "
+                        f"{self.labels.get(self.cause.level, self.cause.level)}")
+        if self.caused:
+            if text:
+                text.append("; ")
+            shown = ", ".join(f"#{c.index} at {self.labels.get(c.level, c.level)}"
+                              for c in self.caused[:4])
+            more = f" … +{len(self.caused) - 4}" if len(self.caused) > 4 else ""
+            text.append(f"seen next as {shown}{more}")
+        return text
+
+
+def shorten_paths(text: str) -> str:
+    """Paths under the working directory written relative to it (JAX's messages name files)."""
+    return str(text).replace(os.getcwd() + os.sep, "")
+
+
+def _title(step: Step) -> str:
+    try:
+        return step.title
+    except Exception:
+        return str(step.primitive)
+
+
+def _params(step: Step) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for pair in step.params[:64]:
+        key, value = (pair + ("", ""))[:2] if isinstance(pair, tuple) else (pair, "")
+        table.add_row(_clip(key, 60), _clip(value, 600))
+    return table

@@ -1,0 +1,38 @@
+"""The workbench's terminal UI (Textual): browse recorded sessions.
+
+    workbench.tui.run(session)                    # one session
+    workbench.tui.run([(title, session), ...])    # a gallery: a session picker first
+"""
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Sequence
+
+from transforms.record import Session
+
+from .model import as_gallery
+
+FREEZE_STEPS = 10_000
+
+
+def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
+              title: str | None = None, export_dir: str | Path | None = None):
+    """The app, not yet running (tests drive it with `run_test()`)."""
+    from .app import WorkbenchApp
+    gallery = as_gallery(sessions, title)
+    if sum(s.step_count for _, s in gallery) >= FREEZE_STEPS:
+        # NB: a big session is millions of long-lived objects; each full collection
+        # would walk them all (tens of ms, mid-keystroke). Freeze them out of the GC.
+        gc.collect()
+        gc.freeze()
+    return WorkbenchApp(gallery, title=title, export_dir=export_dir)
+
+
+def run(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
+        title: str | None = None, export_dir: str | Path | None = None) -> None:
+    """Open the TUI on one session or a gallery of (title, Session) pairs; returns on quit."""
+    build_app(sessions, title, export_dir).run()
+
+
+__all__ = ["build_app", "run"]

@@ -1,0 +1,57 @@
+"""The workbench TUI app: bindings and screens; the panes live in widgets/."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from .messages import SessionChosen
+from .model import Gallery
+from .screens.help import HelpScreen
+from .screens.picker import PickerScreen
+from .screens.session import SessionScreen
+
+
+class WorkbenchApp(App):
+    """Browse recorded sessions: one directly, several through a picker."""
+
+    CSS_PATH = "workbench.tcss"
+    TITLE = "workbench"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark,f1", "help", "Help"),
+    ]
+
+    def __init__(self, gallery: Gallery, title: str | None = None,
+                 export_dir: str | Path | None = None) -> None:
+        super().__init__()
+        self.gallery = gallery
+        self.export_dir = export_dir
+        if title:
+            self.title = title
+
+    def get_default_screen(self) -> Screen:
+        if len(self.gallery) == 1:
+            title, session = self.gallery[0]
+            return SessionScreen(session, title, export_dir=self.export_dir)
+        return PickerScreen(self.gallery)
+
+    def on_session_chosen(self, message: SessionChosen) -> None:
+        title, session = self.gallery[message.index]
+        self.push_screen(SessionScreen(session, title, gallery=True, export_dir=self.export_dir))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        commands = getattr(screen, "commands", None)
+        if commands is not None:
+            for title, help, callback in commands():
+                yield SystemCommand(title, help, callback)
+        yield SystemCommand("Help", "every key of the workbench (?)", self.action_help)

@@ -1,0 +1,53 @@
+"""Renderers never take the TUI down: build and draw each one inside a guard.
+
+Building a renderable can fail (`safe` catches that), and so can drawing it,
+later, when Textual lays the widget out (a Table cell parsed as markup, an odd
+value deep in a record). `Guarded` draws its renderable eagerly inside a try
+and shows `<render-error ...>` in its place if that fails.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.text import Text
+
+
+def _placeholder(what: str, error: Exception) -> Text:
+    return Text(f"<render-error {what}: {type(error).__name__}: {error}>", style="red")
+
+
+class Guarded:
+    """A renderable drawn inside a try: on failure, a one-line placeholder instead."""
+
+    def __init__(self, renderable: RenderableType, what: str):
+        self.renderable = renderable
+        self.what = what
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        try:
+            lines = console.render_lines(self.renderable, options, pad=False, new_lines=False)
+        except Exception as e:  # a renderer never takes the UI down with it
+            yield _placeholder(self.what, e)
+            return
+        for i, line in enumerate(lines):
+            if i:
+                yield Segment.line()
+            yield from line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        try:
+            return Measurement.get(console, options, self.renderable)
+        except Exception:  # drawing will show the placeholder
+            return Measurement(1, options.max_width)
+
+
+def guarded(build: Callable[[], RenderableType], what: str) -> Guarded:
+    """Build a renderable and guard its drawing; a failure to build is shown the same way."""
+    try:
+        renderable = build()
+    except Exception as e:  # a renderer never takes the UI down with it
+        renderable = _placeholder(what, e)
+    return Guarded(renderable, what)

@@ -1,0 +1,337 @@
+"""The main screen: the navigator beside the step, stages, pytree and failure views."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Input, TabbedContent, TabPane
+
+from transforms.record import Call, Session
+
+from .. import export
+from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected
+from ..model import StageMap, eqn_key, step_key
+from ..widgets.common.line_list import LineList
+from ..widgets.common.search_bar import SearchBar
+from ..widgets.common.status_bar import StatusBar
+from ..widgets.failure.failure_pane import FailurePane
+from ..widgets.navigator.navigator import Navigator
+from ..widgets.navigator.step_list import StepList
+from ..widgets.pytree.pytree_pane import PytreePane
+from ..widgets.stages.stages_pane import StagesPane
+from ..widgets.step.step_pane import StepPane
+
+VIEWS = ("step", "stages", "pytree", "failure")
+
+
+class SessionScreen(Screen):
+    """One session: pick a step on the left, see it from every side on the right."""
+
+    BINDINGS = [
+        Binding("1", "view('step')", "Step"),
+        Binding("2", "view('stages')", "Stages"),
+        Binding("3", "view('pytree')", "Pytree"),
+        Binding("4", "view('failure')", "Failure"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match(True)", "Next match", show=False),
+        Binding("N", "next_match(False)", "Previous match", show=False),
+        Binding("f", "filter", "Filter", show=False),
+        Binding("e", "export_json", "Export JSON", show=False),
+        Binding("i", "export_graph", "Export graph image", show=False),
+        Binding("s", "export_svg", "Save view as SVG", show=False),
+        Binding("z", "zoom", "Hide/show navigator", show=False),
+        Binding("o", "sessions", "Sessions", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    def __init__(self, session: Session, title: str = "session", *, gallery: bool = False,
+                 export_dir: str | Path | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.session_title = title
+        self.gallery = gallery
+        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
+        self.call_index = 0
+        self.step_pos: int | None = None
+        self._scope: LineList | None = None
+        self._before_search: Widget | None = None
+        self._dirty: set[str] = set(VIEWS)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="body"):
+            yield Navigator(self.session, id="navigator")
+            with TabbedContent(id="views", initial="step"):
+                with TabPane("1 Step", id="step"):
+                    yield StepPane(id="step-pane")
+                with TabPane("2 Stages", id="stages"):
+                    yield StagesPane(id="stages-pane")
+                with TabPane("3 Pytree", id="pytree"):
+                    yield PytreePane(id="pytree-pane")
+                with TabPane(self._failure_label(), id="failure"):
+                    yield FailurePane(id="failure-pane")
+        yield SearchBar(id="search")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def _failure_label(self) -> str:
+        failed = sum(1 for c in self.session.calls if c.errors)
+        return f"4 Failure ✗{failed}" if failed else "4 Failure"
+
+    def on_mount(self) -> None:
+        self.title = f"workbench: {self.session_title}"
+        self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
+                          f"  ? help  ctrl+p commands")
+        self.steps.focus()
+
+    # --- parts ------------------------------------------------------------------
+
+    @property
+    def steps(self) -> StepList:
+        return self.query_one(StepList)
+
+    @property
+    def call(self) -> Call | None:
+        calls = self.session.calls
+        return calls[self.call_index] if 0 <= self.call_index < len(calls) else None
+
+    def say(self, text: str, error: bool = False) -> None:
+        self.query_one(StatusBar).say(text, error)
+
+    def on_status(self, message: Status) -> None:
+        self.say(message.text)
+
+    # --- selection flows ----------------------------------------------------------
+
+    def on_call_selected(self, message: CallSelected) -> None:
+        self.call_index = message.call
+        self._dirty.update(("stages", "pytree", "failure"))
+        self._refresh_active()
+
+    def on_step_selected(self, message: StepSelected) -> None:
+        self.call_index, self.step_pos = message.call, message.step
+        self._dirty.add("step")
+        self._dirty.add("stages-cursor")
+        self._refresh_active()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._refresh_active()
+
+    def _active(self) -> str:
+        return self.query_one(TabbedContent).active or "step"
+
+    def _refresh_active(self) -> None:
+        call = self.call
+        if call is None:
+            return
+        view = self._active()
+        index = self.steps.outline.index(self.call_index)
+        if view == "step" and "step" in self._dirty:
+            self.query_one(StepPane).show(call, index, self.step_pos)
+            self._dirty.discard("step")
+        elif view == "stages":
+            pane = self.query_one(StagesPane)
+            if "stages" in self._dirty:
+                pane.show_call(self.call_index, call)
+                self._dirty.discard("stages")
+            if "stages-cursor" in self._dirty:
+                self._show_step_in_stages(pane)
+                self._dirty.discard("stages-cursor")
+        elif view == "pytree" and "pytree" in self._dirty:
+            self.query_one(PytreePane).show(call)
+            self._dirty.discard("pytree")
+        elif view == "failure" and "failure" in self._dirty:
+            self.query_one(FailurePane).show(self.call_index, call, index)
+            self._dirty.discard("failure")
+
+    def _show_step_in_stages(self, pane: StagesPane) -> None:
+        """Put each stage's cursor on the equation this step became, where that is known."""
+        call = self.call
+        if call is None or self.step_pos is None or not call.stages:
+            return
+        step = call.steps[self.step_pos]
+        key = step_key(step)
+        if key is None:
+            return
+        same = self.steps.outline.index(self.call_index).occurrences(step.level).get(key, [])
+        occurrence = same.index(self.step_pos) if self.step_pos in same else 0
+        for text in (pane.left, pane.right):
+            if text.map is not None:
+                text.show_eqn(text.map.eqn_for(key, occurrence))
+
+    def on_equation_chosen(self, message: EquationChosen) -> None:
+        """Enter on an equation: go to the step at the innermost level that made it."""
+        call = self.session.calls[message.call]
+        stage = call.stages[message.stage]
+        eqn = stage.eqns[message.eqn]
+        key = eqn_key(eqn.primitive, eqn.source)
+        index = self.steps.outline.index(message.call)
+        if key is None:
+            self.say("this equation has no source line to match a step by")
+            return
+        pane = self.query_one(StagesPane)
+        smap = next((t.map for t in (pane.left, pane.right)
+                     if t.stage_index == message.stage and t.map is not None), None)
+        same_eqns = (smap or StageMap(stage)).by_key.get(key, [])
+        occurrence = same_eqns.index(message.eqn) if message.eqn in same_eqns else 0
+        levels = sorted(call.levels, key=lambda lv: -lv.depth if isinstance(lv.depth, int) else 0)
+        for lv in levels:
+            found = index.occurrences(lv.index).get(key)
+            if found:
+                pos = found[min(occurrence, len(found) - 1)]
+                self.steps.select_step(message.call, pos)
+                self.action_view("step")
+                self.say(f"equation {message.eqn} of {stage.name}: step #{call.steps[pos].index} "
+                         f"at {lv.label}")
+                return
+        self.say(f"no recorded step matches equation {message.eqn} ({eqn.primitive})")
+
+    def on_failure_chosen(self, message: FailureChosen) -> None:
+        call = self.session.calls[message.call]
+        error = call.errors[message.error]
+        pos = self.steps.outline.index(message.call).step_position(error.step)
+        if pos is None:
+            self.say("this error has no recorded step")
+            return
+        self.steps.select_step(message.call, pos)
+        self.action_view("step")
+        self.steps.focus()
+
+    # --- actions ------------------------------------------------------------------
+
+    def action_view(self, view: str) -> None:
+        tabs = self.query_one(TabbedContent)
+        # NB: move focus first: a focused widget in the pane being hidden would pull
+        # TabbedContent back to its own pane.
+        inside = self.focused is not None and tabs in self.focused.ancestors_with_self
+        if view == "stages":
+            self.query_one(StagesPane).focus_text()
+        elif inside:
+            self.query_one(f"#{view}-pane").focus()
+        tabs.active = view
+        self._refresh_active()
+
+    def action_zoom(self) -> None:
+        """Give the views the whole width (stages side by side need it), or bring the navigator back."""
+        nav = self.query_one(Navigator)
+        nav.display = not nav.display
+        if not nav.display and nav.has_focus_within:
+            self.query_one(f"#{self._active()}-pane").focus()
+
+    def action_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_search(self) -> None:
+        focused = self.focused
+        self._before_search = focused
+        self._scope = focused if isinstance(focused, LineList) else self.steps
+        where = "steps" if isinstance(self._scope, StepList) else (
+            "the aligned diff" if self._scope.id == "stage-diff" else "the stage text")
+        self.query_one(SearchBar).open(where)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not isinstance(event.input, SearchBar):
+            return
+        event.stop()
+        bar = event.input
+        bar.remove_class("-open")
+        scope = self._scope or self.steps
+        count = scope.search(event.value)
+        scope.focus()
+        if count:
+            n = scope.next_match(True)
+            self.say(f"{count:,} matches for {event.value!r}: {n + 1}/{count}  (n next, N previous)")
+        else:
+            self.say(f"no match for {event.value!r}")
+
+    def focus_previous_pane(self) -> None:
+        target = self._before_search if self._before_search is not None else self.steps
+        if target.is_attached:
+            target.focus()
+
+    def action_next_match(self, forward: bool) -> None:
+        scope = self._scope or self.steps
+        if not scope.matches:
+            self.say("no search yet: press / to search")
+            return
+        n = scope.next_match(forward)
+        if n is not None:
+            self.say(f"match {n + 1}/{len(scope.matches)} for {scope.query_text!r}")
+
+    def action_back(self) -> None:
+        bar = self.query_one(SearchBar)
+        if bar.has_class("-open"):
+            bar.action_close()
+        elif self.gallery:
+            self.app.pop_screen()
+
+    def action_sessions(self) -> None:
+        if self.gallery:
+            self.app.pop_screen()
+        else:
+            self.say("one session is open: there is no gallery to go back to")
+
+    def action_export_json(self) -> None:
+        self._export("JSON", lambda call: export.export_call_json(self.session, call,
+                                                                  self.export_dir))
+
+    def action_export_graph(self) -> None:
+        self._export("graph", lambda call: export.export_call_graph(call, self.export_dir))
+
+    def action_export_svg(self) -> None:
+        name = f"workbench-{export.slug(self.session_title)}-{self._active()}.svg"
+        try:
+            path = self.app.save_screenshot(filename=name, path=str(self.export_dir))
+        except OSError as e:
+            self.say(f"could not save the view: {e}", error=True)
+            return
+        self.say(f"saved this view to {path}")
+
+    @work(thread=True, exclusive=True, group="export")
+    def _export(self, what: str, write: Callable[[Call], Path]) -> None:
+        call = self.call
+        if call is None:
+            return
+        try:
+            path = write(call)
+        except export.Unavailable as e:
+            self.app.call_from_thread(self.say, str(e), True)
+            return
+        except (OSError, ValueError, TypeError) as e:
+            self.app.call_from_thread(self.say, f"{what} export failed: {e}", True)
+            return
+        self.app.call_from_thread(self.say, f"wrote call {call.index} as {what} to {path}")
+
+    # --- the command palette ------------------------------------------------------
+
+    def commands(self) -> Iterable[tuple[str, str, Callable[[], object]]]:
+        yield "Step view", "the selected step: params, tracer towers, source", \
+            lambda: self.action_view("step")
+        yield "Stages view", "two stages side by side with the diff marked", \
+            lambda: self.action_view("stages")
+        yield "Pytree view", "input and output trees, leaves paired", \
+            lambda: self.action_view("pytree")
+        yield "Failure view", "what failed, where, and a hint", \
+            lambda: self.action_view("failure")
+        yield "Hide or show the navigator", "the views take the whole width (z)", self.action_zoom
+        yield "Search", "search steps or the focused stage text (/)", self.action_search
+        yield "Filter steps", "p:PRIM l:LEVEL is:error words (f)", self.action_filter
+        yield "Next failing step", "jump to the next step that failed (x)", \
+            lambda: self.steps.action_next_failure(1)
+        yield "Toggle aligned diff", "the two stages aligned equation by equation (d)", \
+            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("diff"))
+        yield "Toggle stage stats", "equations, avals, primitive histogram (t)", \
+            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("stats"))
+        yield "Export call as JSON", "write the current call as a session file (e)", \
+            self.action_export_json
+        yield "Export graph image", "draw the current call's graph (i)", self.action_export_graph
+        yield "Save view as SVG", "a screenshot of this view (s)", self.action_export_svg
+        if self.gallery:
+            yield "Sessions", "back to the session picker (o)", self.action_sessions
+

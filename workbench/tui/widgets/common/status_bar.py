@@ -1,0 +1,14 @@
+"""One line of feedback: matches found, files written, what is unavailable."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    """
+
+    def say(self, text: str, error: bool = False) -> None:
+        self.update(Text(text.replace("\n", " "), style="bold red" if error else ""))

@@ -1,0 +1,101 @@
+"""The failure view: what failed, at which level and step, the user's line, and a hint.
+
+Uses `workbench.render.failure` when it is there; otherwise a plain account of
+each ErrorRecord with a short hint for the errors JAX users meet most.
+"""
+from __future__ import annotations
+
+import importlib
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from transforms.record import Call, ErrorRecord
+
+from ....render.step import SourceView, shorten_paths
+from ...guard import Guarded, guarded
+from ...messages import FailureChosen
+from ...model import CallIndex, source_context, step_title
+
+# A last resort when workbench.render.failure is absent: the fix for the common ones.
+_HINTS = {
+    "TracerBoolConversionError": "a traced value decided a Python `if`/`while`: use jnp.where, "
+                                 "lax.cond or lax.while_loop, or mark the argument static",
+    "ConcretizationTypeError": "a concrete value was needed from a tracer: use lax control "
+                               "flow, or static_argnums for values that fix shapes",
+    "TracerIntegerConversionError": "a tracer was used as a Python int (an index or a size): "
+                                    "use lax.dynamic_slice or a static argument",
+    "UnexpectedTracerError": "a tracer escaped its transformation (kept in a global or a "
+                             "closure): return values instead of storing them",
+}
+
+
+class FailurePane(VerticalScroll, can_focus=True):
+    BINDINGS = [Binding("enter", "jump", "Go to failing step")]
+    DEFAULT_CSS = """
+    FailurePane { padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.call_index = -1
+        self.call: Call | None = None
+
+    def compose(self):
+        yield Static(id="failure-body")
+
+    def show(self, call_index: int, call: Call, index: CallIndex) -> None:
+        self.call_index, self.call = call_index, call
+        self.query_one("#failure-body", Static).update(
+            guarded(lambda: failure_view(call, index), "failure"))
+
+    def action_jump(self) -> None:
+        if self.call is not None and self.call.errors:
+            self.post_message(FailureChosen(self.call_index, 0))
+
+
+def failure_view(call: Call, index: CallIndex) -> RenderableType:
+    if not call.errors:
+        return Text(f"{call.transform}({call.function}) ran without error", style="green")
+    parts: list[RenderableType] = []
+    for n, error in enumerate(call.errors):
+        parts.append(_external(error, call) or _plain(error, call, index, n))
+    parts.append(Text("enter: go to the failing step", style="dim"))
+    return Group(*parts)
+
+
+def _external(error: ErrorRecord, call: Call) -> RenderableType | None:
+    try:
+        module = importlib.import_module("workbench.render.failure")
+    except ImportError:
+        return None
+    cls = getattr(module, "FailureView", None) or getattr(module, "ErrorView", None)
+    return Guarded(cls(error, call), "failure") if cls is not None else None
+
+
+def hint_for(error: ErrorRecord) -> str | None:
+    name = error.type_name.rsplit(".", 1)[-1]
+    return _HINTS.get(name)
+
+
+def _plain(error: ErrorRecord, call: Call, index: CallIndex, n: int) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text.assemble((f"✗ {error.type_name}", "bold red")),
+        Text(shorten_paths(error.message[:4000])),
+    ]
+    where = Text("at ", style="dim")
+    where.append(index.label(error.level) if error.level is not None else "no level", style="bold")
+    pos = index.step_position(error.step)
+    if pos is not None:
+        step = call.steps[pos]
+        where.append(f", step #{step.index} {step_title(step)}")
+    parts.append(where)
+    parts.append(SourceView(error.source, source_context(error.source)))
+    hint = hint_for(error)
+    if hint:
+        parts.append(Text.assemble(("hint: ", "bold green"), hint))
+    parts.append(Text(""))
+    return Group(*parts)

@@ -1,0 +1,166 @@
+"""The navigator's list: calls -> levels -> steps, folded and filtered, drawn row by row."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+
+from transforms.record import Session
+
+from ...messages import CallSelected, StepSelected
+from ...model import CALL, LEVEL, STEP, Outline, StepFilter, step_title
+from ..common.line_list import LineList
+
+_PHASE_MARKS = {"backward": "←", "rule": "ʳ"}
+
+
+class StepList(LineList):
+    """Every call, level and step of a session; `enter` folds, `x` jumps to a failure."""
+
+    BINDINGS = [
+        Binding("right,l", "fold(False)", "Unfold", show=False),
+        Binding("left,h", "fold_or_parent", "Fold", show=False),
+        Binding("space", "fold(None)", "Fold/unfold", show=False),
+        Binding("x", "next_failure(1)", "Next failure"),
+        Binding("X", "next_failure(-1)", "Previous failure", show=False),
+    ]
+    DEFAULT_CSS = """
+    StepList { scrollbar-size-vertical: 1; }
+    StepList > .step-list--call { text-style: bold; }
+    StepList > .step-list--level { color: $accent; }
+    StepList > .step-list--fail { color: $error; text-style: bold; }
+    """
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
+        "step-list--call", "step-list--level", "step-list--fail"}
+
+    def __init__(self, session: Session, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.outline = Outline(session)
+        self._call = -1
+
+    def on_mount(self) -> None:
+        self.set_rows(len(self.outline), cursor=self._first_step_row())
+
+    def _first_step_row(self) -> int:
+        for i in range(min(len(self.outline), 64)):
+            if self.outline.row(i)[0] == STEP:
+                return i
+        return 0
+
+    # --- rows --------------------------------------------------------------------
+
+    def row_text(self, row: int) -> Text:
+        kind, c, index = self.outline.row(row)
+        call = self.outline.session.calls[c]
+        idx = self.outline.index(c)
+        if kind == CALL:
+            folded = (c, -1) in self.outline.collapsed
+            mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
+            text = Text.assemble("▸ " if folded else "▾ ", mark,
+                                 (f"{call.transform}({self.one_line(call.function)})",
+                                  self._style("call")),
+                                 (f"  {len(call.steps)} steps", self.dim_style()))
+            return text
+        if kind == LEVEL:
+            if index < len(call.levels):
+                lv = call.levels[index]
+                depth, label, count = lv.depth, lv.label, len(idx.steps_by_level.get(lv.index, ()))
+            else:
+                depth, label, count = 0, "(steps at unknown levels)", len(idx.steps_by_level.get(-1, ()))
+            folded = (c, index) in self.outline.collapsed
+            pad = "  " * (1 + min(max(depth if isinstance(depth, int) else 0, 0), 12))
+            return Text.assemble(pad, "▸ " if folded else "▾ ",
+                                 (self.one_line(label), self._style("level")),
+                                 (f"  {count}", self.dim_style()))
+        step = call.steps[index]
+        lv = idx.level_by_index.get(step.level)
+        depth = lv.depth if lv is not None and isinstance(lv.depth, int) else 0
+        pad = "  " * (2 + min(max(depth, 0), 12))
+        failing = step.index in idx.failing
+        text = Text(pad)
+        text.append("✗ " if failing else "  ", style=self._style("fail"))
+        text.append(f"{step.index:>4} ", style=self.dim_style())
+        text.append(self.one_line(step_title(step)),
+                    style=self._style("fail") if failing else "")
+        phase = _PHASE_MARKS.get(step.phase)
+        if phase:
+            text.append(f" {phase}", style=self.dim_style())
+        outs = ", ".join(v.aval for v in step.outputs[:2]) if step.outputs else ""
+        if outs:
+            text.append(f"  → {self.one_line(outs)}", style=self.dim_style())
+        return text
+
+    def _style(self, name: str):
+        return self.get_component_rich_style(f"step-list--{name}", partial=True)
+
+    def search_rows(self, query: str) -> list[int]:
+        return self.outline.search(query)
+
+    # --- selection -------------------------------------------------------------
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        super().watch_cursor(old, new)
+        if not len(self.outline):
+            return
+        kind, c, index = self.outline.row(new)
+        if c != self._call:
+            self._call = c
+            self.post_message(CallSelected(c))
+        self.post_message(StepSelected(c, index if kind == STEP else None))
+
+    def current(self) -> tuple[int, int | None]:
+        """(call, step position or None) under the cursor."""
+        if not len(self.outline):
+            return 0, None
+        kind, c, index = self.outline.row(self.cursor)
+        return c, index if kind == STEP else None
+
+    def select_step(self, call: int, step_pos: int) -> bool:
+        row = self.outline.row_of_step(call, step_pos)
+        if row is None:
+            return False
+        self.set_rows(len(self.outline), cursor=row)
+        self._scroll_to_row(row, center=True)
+        return True
+
+    # --- folding and filtering ---------------------------------------------------
+
+    def action_fold(self, expand: bool | None) -> None:
+        if self.row_count:
+            cursor = self.outline.toggle(self.cursor, expand)  # before len(): it changes the rows
+            self.set_rows(len(self.outline), cursor=cursor)
+
+    def action_fold_or_parent(self) -> None:
+        if not self.row_count:
+            return
+        kind, c, index = self.outline.row(self.cursor)
+        folded = ((c, -1) if kind == CALL else (c, index)) in self.outline.collapsed
+        if kind == STEP or folded:
+            self.set_cursor(self.outline.parent_row(self.cursor))
+        else:
+            self.action_fold(False)
+
+    def action_choose(self) -> None:
+        if self.row_count and self.outline.row(self.cursor)[0] in (CALL, LEVEL):
+            self.action_fold(None)
+        else:
+            super().action_choose()
+
+    def set_filter(self, text: str) -> int:
+        """Show only steps matching `p:PRIM l:LEVEL is:error words`; returns the step rows left."""
+        code = self.outline.rows[self.cursor] if self.row_count else None
+        self.outline.filter = StepFilter.parse(text)
+        self.outline.rebuild()
+        cursor = self.outline.find(code, self.cursor) if code is not None else 0
+        self.set_rows(len(self.outline), cursor=cursor)
+        return sum(1 for code in self.outline.rows if code & 3 == STEP)
+
+    def action_next_failure(self, direction: int) -> None:
+        failing = self.outline.failing_codes()
+        rows, n = self.outline.rows, len(self.outline)
+        if failing:
+            for d in range(1, n + 1):
+                j = (self.cursor + direction * d) % n
+                if rows[j] in failing:
+                    self.set_cursor(j, center=True)
+                    return
+        self.app.bell()

@@ -1,0 +1,112 @@
+"""One stage as lines: a jaxpr, StableHLO/HLO text or figures, drawn only where visible."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from transforms.record import Stage
+
+from ....render.stages import CompiledView, JaxprView
+from ...messages import EquationChosen
+from ...model import StageMap, sanitize, stage_lines
+from ..common.line_list import LineList
+
+_MARKS = {"changed": ("~", "yellow"), "added": ("+", "green"), "removed": ("-", "red")}
+_CACHE = 512  # highlighted lines kept: a few screens' worth
+
+
+class StageText(LineList):
+    """A stage's text with equation numbers and diff marks in the gutter; enter finds the step."""
+
+    DEFAULT_CSS = """
+    StageText { width: 1fr; border-left: vkey $panel-lighten-2; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.stage: Stage | None = None
+        self.stage_index = -1
+        self.call_index = -1
+        self.lines: list[str] = []
+        self.map: StageMap | None = None
+        self._eqn_of_line: dict[int, int] = {}
+        self.marks: dict[int, str] = {}  # equation -> changed | added | removed
+        self._gutter = 0
+        self._cache: dict[int, Text] = {}
+
+    def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
+        self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
+        self.lines = [sanitize(ln.expandtabs(4)) for ln in stage_lines(stage)] if stage else []
+        self.map = StageMap(stage) if stage is not None and stage.eqns else None
+        lines_of = self.map.eqn_lines if self.map is not None else None
+        self._eqn_of_line = {line: i for i, line in enumerate(lines_of)} if lines_of else {}
+        self.marks = {}
+        self._gutter = len(str(len(lines_of))) + 2 if lines_of else 0
+        self._cache.clear()
+        width = max((len(ln) for ln in self.lines), default=0) + self._gutter
+        self.set_rows(len(self.lines), width=width, cursor=0)
+        self.scroll_to(x=0, y=0, animate=False, immediate=True)
+
+    def set_marks(self, marks: dict[int, str]) -> None:
+        self.marks = marks
+        self._cache.clear()
+        self.refresh()
+
+    def line_of_eqn(self, eqn: int) -> int | None:
+        lines = self.map.eqn_lines if self.map is not None else None
+        return lines[eqn] if lines is not None and 0 <= eqn < len(lines) else None
+
+    def show_eqn(self, eqn: int | None) -> None:
+        line = self.line_of_eqn(eqn) if eqn is not None else None
+        if line is not None:
+            self.set_cursor(line, center=True)
+
+    # --- drawing ---------------------------------------------------------------
+
+    def row_text(self, row: int) -> Text:
+        cached = self._cache.get(row)
+        if cached is None:
+            cached = self._highlighted(row)
+            if len(self._cache) >= _CACHE:
+                self._cache.clear()
+            self._cache[row] = cached
+        return cached.copy()
+
+    def _highlighted(self, row: int) -> Text:
+        line = self.lines[row]
+        gutter = Text()
+        if self._gutter:
+            eqn = self._eqn_of_line.get(row)
+            if eqn is None:
+                gutter.append(" " * self._gutter)
+            else:
+                mark, style = _MARKS.get(self.marks.get(eqn, ""), (" ", ""))
+                gutter.append(f"{eqn:>{self._gutter - 2}}", style=self.dim_style())
+                gutter.append(f"{mark} ", style=style)
+        body = self._body(line)
+        return gutter + body
+
+    def _body(self, line: str) -> Text:
+        stage = self.stage
+        if stage is None or not stage.available or not line:
+            return Text(line, style="red" if stage is not None and not stage.available else "")
+        view = JaxprView(line) if stage.jaxpr is not None and stage.jaxpr.text else (
+            CompiledView(line) if stage.text is not None else None)
+        if view is None:
+            return Text(line)
+        console: Console = self.app.console
+        options = console.options.update(width=len(line) + 1, no_wrap=True, overflow="ignore",
+                                         highlight=False)
+        segments = console.render_lines(view, options, pad=False)
+        if not segments:
+            return Text(line)
+        return Text.assemble(*((seg.text, seg.style) for seg in segments[0] if seg.text))
+
+    def search_rows(self, query: str) -> list[int]:
+        q = query.lower()
+        return [i for i, line in enumerate(self.lines) if q in line.lower()]
+
+    def action_choose(self) -> None:
+        eqn = self._eqn_of_line.get(self.cursor)
+        if eqn is not None and self.stage is not None:
+            self.post_message(EquationChosen(self.call_index, self.stage_index, eqn))

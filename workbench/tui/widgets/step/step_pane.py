@@ -1,0 +1,61 @@
+"""The step view: one step's primitive and params, its tracers as towers, its source line."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from transforms.record import Call
+
+from ....render.step import SourceView, StepView
+from ...guard import guarded
+from ...model import CallIndex, source_context
+
+
+class StepPane(VerticalScroll, can_focus=True):
+    """Shows whatever step the navigator is on; bounded work per step, whatever the session size."""
+
+    DEFAULT_CSS = """
+    StepPane { padding: 0 1; }
+    StepPane > Static { width: auto; min-width: 100%; }
+    """
+
+    def compose(self):
+        yield Static(Text("select a step in the navigator", style="dim"), id="step-body")
+
+    def show(self, call: Call, index: CallIndex, step_pos: int | None) -> None:
+        body = self.query_one("#step-body", Static)
+        if step_pos is None:
+            body.update(guarded(lambda: _call_summary(call, index), "call"))
+        else:
+            body.update(guarded(lambda: _step_view(call, index, step_pos), "step"))
+        self.scroll_home(animate=False)
+
+
+def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
+    step = call.steps[pos]
+    labels = {lv.index: lv.label for lv in call.levels}
+    cause_pos = index.step_position(step.cause)
+    cause = call.steps[cause_pos] if cause_pos is not None else None
+    caused = [call.steps[p] for p in index.caused_by(step.index)[:8]]
+    source = SourceView(step.source, source_context(step.source))
+    return StepView(step, labels, source, caused=caused, cause=cause)
+
+
+def _call_summary(call: Call, index: CallIndex) -> Text:
+    text = Text()
+    text.append(f"{call.transform}({call.function})\n", style="bold")
+    if call.source is not None:
+        text.append(f"called at {call.source}\n", style="dim")
+    for key, value in call.options:
+        text.append(f"  {key} = {value}\n")
+    text.append(f"\n{len(call.levels)} levels, {len(call.steps):,} steps, "
+                f"{len(call.stages)} stages\n")
+    for pos in index.order:
+        lv = call.levels[pos]
+        count = len(index.steps_by_level.get(lv.index, ()))
+        text.append(f"{'  ' * max(0, min(lv.depth, 12))}{lv.label}", style="bold")
+        text.append(f"  {lv.trace_type}  {count:,} steps\n", style="dim")
+    if call.errors:
+        text.append(f"\n✗ {len(call.errors)} error(s): see the failure view (4)\n", style="red")
+    return text
