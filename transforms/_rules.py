@@ -25,9 +25,20 @@ _formatted: dict[Any, str] = {}
 _CACHEABLE = (tuple, str, np.dtype, enum.Enum)
 
 
+_enum_texts: dict[Any, str] = {}
+
+
 def format_param(value: Any) -> str:
-    if type(value) in _PLAIN:
+    kind = type(value)
+    if kind in _PLAIN:
         return str(value)
+    if kind is str:
+        return repr(value)
+    if isinstance(value, enum.Enum):  # e.g. jit's Inline on jax 0.12: a module-level singleton
+        text = _enum_texts.get(value)
+        if text is None:
+            text = _enum_texts[value] = _format_param(value)
+        return text
     if not isinstance(value, _CACHEABLE):
         return _format_param(value)
     # Params repeat (dtypes, dimension numbers): print each distinct value once.
