@@ -311,9 +311,11 @@ class Call:
 # Trees are kept flat (nodes in preorder, children by index) so that deep
 # structures stay shallow in memory and in JSON.
 
-@dataclass(frozen=True, slots=True)
-class TreeNode:
-    """One node of a pytree: a container with its static aux data, or a leaf."""
+class TreeNode(NamedTuple):
+    """One node of a pytree: a container with its static aux data, or a leaf.
+
+    NB: a NamedTuple, as Step is: trees are built on every recorded call.
+    """
     index: int
     parent: int | None
     depth: int
