@@ -113,6 +113,7 @@ class CallBuilder:
         self.full_detail = recorder.detail == "full"
         self.active_steps: list[int] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
+        self._jit_summaries: dict[tuple, tuple] = {}
         self._errors_seen: set[int] = set()
         from ._diagnose import CallTrees
         from ._trees import tree_text
@@ -169,6 +170,31 @@ class CallBuilder:
         rec = hit[1]
         return rec if rec.name == name else dataclasses.replace(rec, name=name)
 
+    def jit_summary(self, params: dict) -> tuple:
+        """Params and sub-jaxprs of a jit step, once per jaxpr object in this call.
+
+        Every jnp function is a jit step, and JAX reuses their jaxprs (eight
+        layers call one tanh jaxpr), so this is the hottest rule.
+        """
+        jaxpr = params.get("jaxpr")
+        key = (id(jaxpr), params.get("name"), params.get("donated_invars"))
+        try:
+            hit = self._jit_summaries.get(key)
+        except TypeError:  # params of a shape we do not know: no caching
+            hit, key = None, None
+        if hit is not None and hit[0] is jaxpr:
+            return hit[1]
+        pairs, jaxprs = summarize_params("jit", params)
+        if jaxprs and (self.full_detail or not is_inline_jit_params(params)):
+            subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
+        else:
+            # At the default detail a jnp wrapper's body is named in its params
+            # (`jaxpr={jaxpr: sin, cos}`), not kept.
+            subjaxprs = ()
+        if key is not None:
+            self._jit_summaries[key] = (jaxpr, (pairs, subjaxprs))  # jaxpr kept: no id reuse
+        return pairs, subjaxprs
+
     def record_error(self, error: BaseException, level: LevelState | None) -> None:
         if id(error) in self._errors_seen:
             return
@@ -216,6 +242,7 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics))
         self._jaxprs.clear()
+        self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call
@@ -296,13 +323,11 @@ class LevelState:
     def _step(self, pending: tuple, outputs: tuple, error: str | None) -> Step:
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = primitive.name
-        pairs, jaxprs = summarize_params(name, params)
-        if jaxprs and (self.call.full_detail or not is_inline_jit_params(params)):
-            subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs])
+        if name == "jit" or name == "pjit":
+            pairs, subjaxprs = self.call.jit_summary(params)
         else:
-            # At the default detail a jnp wrapper's body is named in its params
-            # (`jaxpr={jaxpr: sin, cos}`), not kept: it is the hot path.
-            subjaxprs = ()
+            pairs, jaxprs = summarize_params(name, params)
+            subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
         return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
                     source, names, subjaxprs, error, cause)
 
