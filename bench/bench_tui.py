@@ -164,6 +164,7 @@ async def bench_session(name: str, session: Session, keys: list[str], search: li
     med, p90 = summary(nav)
     rows.append((f"{name}: navigation key, median", med, "s"))
     rows.append((f"{name}: navigation key, p90", p90, "nav"))
+    rows.append((f"{name}: navigation key, slowest ({keys[nav.index(max(nav))]})", max(nav), "s"))
     t0 = time.perf_counter()
     for k in search:
         await pilot.press(k)

@@ -374,12 +374,21 @@ class StageMap:
     """One stage's equations by (primitive, file, line), and each equation's text line."""
 
     def __init__(self, stage: Stage):
-        self.by_key: dict[tuple, list[int]] = {}
-        for i, eqn in enumerate(stage.eqns):
-            key = eqn_key(eqn.primitive, eqn.source)
-            if key is not None:
-                self.by_key.setdefault(key, []).append(i)
+        self.stage = stage
+        self._by_key: dict[tuple, list[int]] | None = None
         self.eqn_lines = eqn_lines(stage)
+
+    @property
+    def by_key(self) -> dict[tuple, list[int]]:
+        """Built on first use: only step <-> equation needs it."""
+        if self._by_key is None:
+            found: dict[tuple, list[int]] = {}
+            for i, eqn in enumerate(self.stage.eqns):
+                key = eqn_key(eqn.primitive, eqn.source)
+                if key is not None:
+                    found.setdefault(key, []).append(i)
+            self._by_key = found
+        return self._by_key
 
     def eqn_for(self, key: tuple, occurrence: int) -> int | None:
         found = self.by_key.get(key)

@@ -36,7 +36,7 @@ class StageText(LineList):
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
-        self.lines = [sanitize(ln.expandtabs(4)) for ln in stage_lines(stage)] if stage else []
+        self.lines = stage_lines(stage) if stage else []  # made safe to draw line by line
         self.map = StageMap(stage) if stage is not None and stage.eqns else None
         lines_of = self.map.eqn_lines if self.map is not None else None
         self._eqn_of_line = {line: i for i, line in enumerate(lines_of)} if lines_of else {}
@@ -73,7 +73,7 @@ class StageText(LineList):
         return cached.copy()
 
     def _highlighted(self, row: int) -> Text:
-        line = self.lines[row]
+        line = sanitize(self.lines[row].expandtabs(4))
         gutter = Text()
         if self._gutter:
             eqn = self._eqn_of_line.get(row)
