@@ -200,7 +200,8 @@ async def test_pytree_view_pairs_leaves():
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("3")
         body = _text(app.screen.query_one("#pytree-body"))
-        assert "PyTreeDef" in body and "float32[3]" in body
+        # Each input tree by its parameter name, with its leaves' avals and small values.
+        assert "W (input)" in body and "W: float32[3] = [0.1, 0.4, -0.3]" in body
 
 
 @sync

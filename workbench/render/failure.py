@@ -15,6 +15,7 @@ from rich.text import Text
 from transforms.record import Call, Diagnostic, ErrorRecord
 
 from .pytree import PairView, safe
+from .step import shorten_paths
 
 
 def _short_error(type_name: str) -> str:
@@ -42,7 +43,7 @@ class FailurePanel:
         table.add_column(overflow="fold")
         table.add_row("error", Text(_first_line(e.message)))
         if e.source is not None:
-            table.add_row("line", Text(str(e.source)))
+            table.add_row("line", Text(shorten_paths(str(e.source))))
         if e.function:
             table.add_row("function", Text(e.function))
         level = e.level_label
@@ -103,6 +104,6 @@ class DiagnosticsView:
         table.add_column("where", overflow="fold")
         table.add_column("finding", overflow="fold")
         for d in self.diagnostics:
-            where = str(d.source) if d.source is not None else d.path
+            where = shorten_paths(str(d.source)) if d.source is not None else d.path
             table.add_row(Text(d.kind, style="yellow"), Text(where), Text(d.message))
         return table

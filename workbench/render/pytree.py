@@ -185,3 +185,31 @@ class PairView:
         summary = Text(pair.summary, style="yellow" if pair.first_difference is not None
                        else "green")
         return Group(Text(pair.title, style="bold"), summary, table)
+
+
+class CallTreesView:
+    """A call's pytrees: each pair (an input and its gradient) side by side, the
+    trees in no pair on their own, then the pre-trace check's findings."""
+
+    def __init__(self, call: Any):
+        self.call = call
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "pytrees")
+
+    def _build(self) -> RenderableType:
+        from .failure import DiagnosticsView  # a sibling renderer; imported when drawn
+
+        call = self.call
+        pairs = tuple(getattr(call, "pairs", ()))
+        paired = {(p.left.role, p.left.name) for p in pairs}
+        paired |= {(p.right.role, p.right.name) for p in pairs}
+        parts: list[RenderableType] = [PairView(p) for p in pairs]
+        parts += [TreeView(t) for t in getattr(call, "trees", ()) if (t.role, t.name) not in paired]
+        diagnostics = tuple(getattr(call, "diagnostics", ()))
+        if diagnostics:
+            parts.append(DiagnosticsView(diagnostics))
+        if not parts:
+            return Text("no pytree records in this call (recorded by an older workbench?)",
+                        style="dim")
+        return Group(*parts)

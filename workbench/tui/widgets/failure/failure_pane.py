@@ -62,7 +62,11 @@ def failure_view(call: Call, index: CallIndex) -> RenderableType:
         return Text(f"{call.transform}({call.function}) ran without error", style="green")
     parts: list[RenderableType] = []
     for n, error in enumerate(call.errors):
-        parts.append(_external(error, call) or _plain(error, call, index, n))
+        panel = _external(error, call)
+        if panel is None:
+            parts.append(_plain(error, call, index, n))
+        else:  # the panel, then the user's line with its context
+            parts += [panel, SourceView(error.source, source_context(error.source)), Text("")]
     parts.append(Text("enter: go to the failing step", style="dim"))
     return Group(*parts)
 
@@ -72,7 +76,7 @@ def _external(error: ErrorRecord, call: Call) -> RenderableType | None:
         module = importlib.import_module("workbench.render.failure")
     except ImportError:
         return None
-    cls = getattr(module, "FailureView", None) or getattr(module, "ErrorView", None)
+    cls = getattr(module, "FailurePanel", None)
     return Guarded(cls(error, call), "failure") if cls is not None else None
 
 
