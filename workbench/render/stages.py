@@ -168,13 +168,14 @@ class StageStats:
         facts.add_column()
         if stage.jaxpr is not None:
             facts.add_row("equations", str(stage.jaxpr.eqn_count))
-            facts.add_row("inputs", _avals(stage.jaxpr.in_avals))
-            facts.add_row("outputs", _avals(stage.jaxpr.out_avals))
+            facts.add_row("inputs", Text(_avals(stage.jaxpr.in_avals)))
+            facts.add_row("outputs", Text(_avals(stage.jaxpr.out_avals)))
         stacks = _counted(e.name_stack or "(none)" for e in stage.eqns)
         for label, counts in (("name stacks", stacks),
                               ("source lines", _counted(e.source for e in stage.eqns))):
             if counts:
-                facts.add_row(label, "\n".join(f"{n:>5}  {key}" for key, n in counts[:self.top]))
+                # Text, not markup: name stacks and source lines are user text.
+                facts.add_row(label, Text("\n".join(f"{n:>5}  {key}" for key, n in counts[:self.top])))
         parts: list[RenderableType] = [facts]
         if stage.histogram:
             parts.append(self._histogram())
@@ -189,7 +190,7 @@ class StageStats:
         table.add_column()
         for bar in bars:
             width = max(1, round(self.bar_width * bar.count / most))
-            table.add_row(bar.primitive, str(bar.count), "█" * width)
+            table.add_row(Text(bar.primitive), str(bar.count), "█" * width)
         rest = len(self.stage.histogram) - len(bars)
         if rest > 0:
             table.add_row(f"… {rest} more", "", "")
@@ -222,7 +223,7 @@ class MetricsView:
         table.add_column(style="bold")
         table.add_column(justify="right")
         for m in self.stage.metrics:
-            table.add_row(m.name, _number(m.value))
+            table.add_row(Text(m.name), _number(m.value))
         return table
 
 
@@ -285,7 +286,8 @@ class ChainView:
             count = stage.jaxpr.eqn_count if stage.jaxpr is not None else None
             status = (Text("ok", style="green") if stage.available
                       else Text(_first_line(stage.reason), style="red"))
-            table.add_row(stage.name, stage.role, "" if count is None else str(count), status)
+            table.add_row(Text(stage.name), Text(stage.role), "" if count is None else str(count),
+                          status)
         return table
 
 
