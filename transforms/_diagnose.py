@@ -24,7 +24,7 @@ from typing import Any, Callable
 from jax import errors as jax_errors
 from jax import tree_util
 
-from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer
+from ._interpreters import JAX_DIR, PACKAGE_DIR
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, flatten_one, input_trees,

@@ -16,24 +16,10 @@ from rich.tree import Tree
 
 from transforms.record import TreeNode, TreePair, TreeRecord
 
+from ._safe import safe
+
 _MARKS = {"same": " ", "differs": "~", "left_only": "-", "right_only": "+"}
 _MARK_STYLES = {"same": "", "differs": "yellow", "left_only": "red", "right_only": "green"}
-
-
-def safe(render: Callable[[], RenderableType], what: str) -> RenderableType:
-    """Build a renderable, or a placeholder saying why it could not be built."""
-    try:
-        return render()
-    except Exception as e:  # a renderer never takes the UI down with it
-        return Text(f"<render-error {what}: {type(e).__name__}: {_first_line(e)}>", style="red")
-
-
-def _first_line(e: BaseException) -> str:
-    try:
-        text = str(e)
-    except Exception:
-        return "?"
-    return text.splitlines()[0] if text else ""
 
 
 def short_type(type_name: str) -> str:

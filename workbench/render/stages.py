@@ -7,7 +7,7 @@ never crashes its caller: a failure renders as `<render-error ...>`.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -16,6 +16,8 @@ from rich.text import Text
 
 from transforms.diff import EqnChange, StageDiff, short_aval
 from transforms.record import EqnRecord, Growth, Stage
+
+from ._safe import safe as _safe
 
 # --- highlighting --------------------------------------------------------------
 
@@ -40,14 +42,6 @@ def _highlighted(text: str, styles: Iterable[tuple[str, str]]) -> Text:
     for pattern, style in styles:
         out.highlight_regex(pattern, style)
     return out
-
-
-def _safe(render: Callable[[], RenderableType], what: str) -> RenderableType:
-    """Build a renderable, or a note saying why it could not be built."""
-    try:
-        return render()
-    except Exception as e:  # a renderer never takes the UI down with it
-        return Text(f"<render-error {what}: {type(e).__name__}: {e}>", style="red")
 
 
 # --- folding sub-jaxprs --------------------------------------------------------

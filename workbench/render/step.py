@@ -8,7 +8,7 @@ Every renderable degrades to `<render-error ...>` rather than raise.
 from __future__ import annotations
 
 import os
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
@@ -16,6 +16,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from transforms.record import TRACER_DISPLAY_NAMES, SourceLocation, Step, ValueRecord
+
+from ._safe import safe
 
 # What a tracer of each kind holds, in the words a user knows.
 _HOLDS = {
@@ -26,14 +28,6 @@ _HOLDS = {
 }
 _CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}
 _KIND_STYLES = {"batched": "magenta", "linearize": "cyan", "jvp": "cyan", "jaxpr": "yellow"}
-
-
-def safe(render: Callable[[], RenderableType], what: str) -> RenderableType:
-    """Build a renderable, or a note saying why it could not be built."""
-    try:
-        return render()
-    except Exception as e:  # a renderer never takes the UI down with it
-        return Text(f"<render-error {what}: {type(e).__name__}: {e}>", style="red")
 
 
 def shown_path(path: object) -> str:
