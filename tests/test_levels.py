@@ -109,3 +109,17 @@ def test_jax_transformation_between_ours_is_recorded_as_a_level():
     labels = [(level.label, level.options) for level in session.calls[0].levels]
     assert labels == [("jit#1", ()), ("jit#1/vmap#2", (("origin", "'jax'"),)),
                       ("jit#1/vmap#2/grad#3", (("argnums", "0"), ("has_aux", "False")))]
+
+
+def test_jaxpr_texts_are_plain_where_jax_would_colour_them(monkeypatch):
+    # JAX colours jaxprs when stdout is a terminal (decided at import); a
+    # recording made in a terminal must not keep the escape codes.
+    from jax._src import pretty_printer
+    monkeypatch.setattr(pretty_printer, "CAN_USE_COLOR", True)
+    assert "\x1b[" in str(jax.make_jaxpr(jnp.sin)(1.0))
+    with T.record(stages=True, detail="full") as session:
+        T.grad(lambda x: jnp.sin(x) * 2.0)(1.0)
+    call = session.calls[0]
+    texts = [s.jaxpr.text for s in call.stages if s.jaxpr is not None]
+    texts += [j.text for step in call.steps for j in step.subjaxprs]
+    assert texts and not [t for t in texts if "\x1b[" in t]

@@ -204,7 +204,9 @@ def jaxpr_record(name: str, jaxpr: Any) -> JaxprRecord:
 
 def _safe_text_full(x: Any) -> str:
     try:
-        return str(x)
+        # NB: JAX colours a jaxpr's text when stdout is a terminal; records keep plain text.
+        printer = getattr(x, "pretty_print", None)
+        return printer(use_color=False) if printer is not None else str(x)
     except Exception as e:
         return f"<repr-error {type(e).__name__}: {e}>"
 
