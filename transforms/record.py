@@ -174,10 +174,15 @@ class Stage:
         return None
 
     def count(self, primitive: str) -> int:
-        for bar in self.histogram:
-            if bar.primitive == primitive:
-                return bar.count
-        return 0
+        return histogram_count(self.histogram, primitive)
+
+
+def histogram_count(histogram: tuple[PrimitiveCount, ...], primitive: str) -> int:
+    """How many equations of `primitive` a histogram counts (0 when absent)."""
+    for bar in histogram:
+        if bar.primitive == primitive:
+            return bar.count
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,10 +194,7 @@ class GrowthPoint:
     error: str = ""           # why the function could not be staged at this size
 
     def count(self, primitive: str) -> int:
-        for bar in self.histogram:
-            if bar.primitive == primitive:
-                return bar.count
-        return 0
+        return histogram_count(self.histogram, primitive)
 
 
 @dataclass(frozen=True, slots=True)
