@@ -14,6 +14,7 @@ from jax.extend.core import Primitive
 
 import transforms
 import transforms._stages as stages_module
+import corpus
 from corpus import (CASES, CASES_BY_NAME, WK, WS, XS, X, convolve, outcome, piecewise, sin_twice,
                     sum_sq, while_fn)
 from transforms._stages import growth
@@ -111,6 +112,80 @@ def test_grad_chain_is_jvp_linearize_transpose():
     linearized = find_stage(stages, "linearize(f)")
     # primal output, then the residuals the linear map closes over
     assert linearized.jaxpr.out_avals == ("float32[]", "float32[5]", "float32[5]", "float32[5]")
+
+
+def assert_same_equations(stage, closed):
+    """Same equations, in order, on the same avals (constants may be ordered otherwise)."""
+    jaxpr = closed.jaxpr
+    assert stage.eqn_count == len(jaxpr.eqns)
+    assert [e.primitive for e in stage.eqns] == [e.primitive.name for e in jaxpr.eqns]
+    assert [e.out_avals for e in stage.eqns] == [
+        tuple(v.aval.str_short() for v in e.outvars) for e in jaxpr.eqns]
+    assert stage.jaxpr.in_avals == tuple(v.aval.str_short() for v in jaxpr.invars)
+    assert stage.jaxpr.out_avals == tuple(v.aval.str_short() for v in jaxpr.outvars)
+
+
+def grad_grad_h(T):
+    return T.grad(corpus.h)
+
+
+# (case, the function grad differentiates, argnums, has_aux, args): each autodiff
+# stage against JAX's make_jaxpr of that transformation of the real function.
+AD_ORACLES = [
+    ("sin_sum", lambda T: sin_sum, 0, False, (X,)),
+    ("loss_argnums01", lambda T: corpus.loss, (0, 1), False, (corpus.W, jnp.float32(corpus.B))),
+    ("loss_has_aux", lambda T: corpus.loss_and_preds, 0, True, (corpus.W, corpus.B)),
+    ("cond", lambda T: corpus.cond_fn, 0, False, (jnp.float32(1.0),)),
+    ("scan", lambda T: corpus.scan_fn, 0, False, (jnp.array([0.1, 0.2, -0.3, 1.0]),)),
+    ("custom_vjp", lambda T: corpus.sin_times, (0, 1), False, (jnp.float32(0.5), jnp.float32(2))),
+    ("custom_jvp", lambda T: corpus.log1pexp, 0, False, (jnp.float32(100.0),)),
+    ("softmax", lambda T: corpus.nn_softmax_loss, 0, False, (corpus.NN_X,)),
+    ("checkpoint", lambda T: corpus.checkpointed, 0, False, (corpus.VEC,)),
+    ("grad_grad", grad_grad_h, 0, False, (jnp.float32(0.3),)),
+]
+
+
+@pytest.mark.parametrize("fun, argnums, has_aux, args", [c[1:] for c in AD_ORACLES],
+                         ids=[c[0] for c in AD_ORACLES])
+def test_autodiff_stages_are_jaxs_own(fun, argnums, has_aux, args):
+    stages = stages_of(transforms.grad(fun(transforms), argnums, has_aux=has_aux), *args)
+    f = fun(jax)
+    positions = (argnums,) if isinstance(argnums, int) else argnums
+
+    def at(*xs):  # f as a function of the differentiated arguments
+        full = list(args)
+        for i, x in zip(positions, xs):
+            full[i] = x
+        return f(*full)
+    primals = tuple(args[i] for i in positions)
+    lin = jax.linearize(at, *primals, has_aux=has_aux)
+    linearized = jax.make_jaxpr(lambda *p: jax.linearize(at, *p, has_aux=has_aux))(*primals)
+    e = "grad(f)" if fun is grad_grad_h else "f"  # stages are named as expressions of f
+    oracle = {
+        f"jvp({e})": jax.make_jaxpr(lambda p, t: jax.jvp(at, p, t, has_aux=has_aux))(primals,
+                                                                                      primals),
+        f"linearize({e})": linearized,
+        f"linear({e})": jax.make_jaxpr(lin[1])(*primals),
+        f"transpose(linear({e}))": jax.make_jaxpr(jax.vjp(at, *primals, has_aux=has_aux)[1])(
+            lin[0]),
+        f"grad({e})": jax.make_jaxpr(jax.grad(f, argnums, has_aux=has_aux))(*args),
+    }
+    for name, closed in oracle.items():
+        assert find_stage(stages, name).jaxpr.text == str(closed), name
+        assert_same_equations(find_stage(stages, name), closed)
+
+
+def test_jvp_stage_comes_from_the_captured_jaxpr_when_it_matches():
+    stages = stages_of(transforms.grad(sin_sum), X)
+    assert find_stage(stages, "jvp(f)").method == (
+        "jax.make_jaxpr(jax.jvp(<jaxpr of f>, primals, tangents))")
+    # A Python float is traced by grad but kept as given here: the real function is used
+    stages = stages_of(transforms.grad(corpus.h), 0.3)
+    assert find_stage(stages, "jvp(f)").method == "jax.make_jaxpr(jax.jvp(f, primals, tangents))"
+    # grad(grad(f)): JVP of the inner grad's jaxpr would order equations otherwise
+    stages = stages_of(transforms.grad(transforms.grad(corpus.h)), jnp.float32(0.3))
+    assert find_stage(stages, "jvp(grad(f))").method == (
+        "jax.make_jaxpr(jax.jvp(f, primals, tangents))")
 
 
 def test_transposed_jaxpr_holds_the_backward_of_each_forward_op():

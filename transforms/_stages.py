@@ -566,13 +566,24 @@ def _capture_transform(spec: Any, args: tuple, kwargs: dict, in_probe: bool) -> 
     inner = probe.captured or _not_reached_inner(spec, args, kwargs, in_probe, expr_in, error)
     stages = list(inner.stages)
     h, _ = _stand_in(inner, spec.fun, spec.kind)
-    stages += _ad_stages(spec, h, args, kwargs, expr_in, named_in)
+    stages += _ad_stages(spec, h, _jaxpr_stand_in(spec, inner, probe, args, kwargs), args, kwargs,
+                         expr_in, named_in)
     method = method.replace("{inner}", f"jaxpr of {expr_in}" if probe.derived else expr_in)
     if closed is None:
         stages.append(_failed(label, method, error, seconds))
         return _Captured(stages, spec.transformed)
     stages.append(_built(label, closed, method, seconds))
     return _Captured(stages, _evaluator(closed, shape, split, spec.transformed), derived=True)
+
+
+def _jaxpr_stand_in(spec: Any, inner: _Captured, probe: _Probe, args: tuple,
+                    kwargs: dict) -> Callable | None:
+    """The captured jaxpr of the wrapped function, where it was captured at these arguments."""
+    f_args = _f_args(spec, args, kwargs)
+    plain = _api.spec_of(spec.fun) is None
+    if not (plain and inner.derived) or probe.key is None or f_args is None:
+        return None
+    return inner.final if _call_key(*f_args) == probe.key else None
 
 
 def _trace_transform(spec: Any, probe: _Probe, split: _Split, args: tuple, kwargs: dict,
@@ -626,8 +637,8 @@ def _not_reached_inner(spec: Any, args: tuple, kwargs: dict, in_probe: bool, exp
 
 # --- autodiff stages -----------------------------------------------------------
 
-def _ad_stages(spec: Any, h: Callable, args: tuple, kwargs: dict, expr_in: str,
-               named_in: str) -> list[Stage]:
+def _ad_stages(spec: Any, h: Callable, captured: Callable | None, args: tuple, kwargs: dict,
+               expr_in: str, named_in: str) -> list[Stage]:
     roles = AD_STAGES.get(spec.kind, ())
     if not roles:
         return []
@@ -645,9 +656,13 @@ def _ad_stages(spec: Any, h: Callable, args: tuple, kwargs: dict, expr_in: str,
     }
     try:
         point = _Point.of(spec, h, args, kwargs)
+        # JVP of the user's function, applied equation by equation, is JVP of its
+        # captured jaxpr: user Python is not run again. NB: only for the user's
+        # function; a transform's jaxpr may differentiate otherwise (see _stand_in).
+        jvp_point = point if captured is None else _Point.of(spec, captured, args, kwargs, True)
     except Exception as e:  # e.g. argnums out of range: every autodiff stage says so
         return [_failed(labels[r], "", _reason(e)) for r in roles]
-    stages = [point.jvp_stage(labels["jvp"])] if "jvp" in roles else []
+    stages = [jvp_point.jvp_stage(labels["jvp"])] if "jvp" in roles else []
     if "linear" in roles:
         stages += point.linearize_stages(labels, roles)
     if "transposed" in roles:
@@ -661,9 +676,10 @@ class _Point:
     fun: Callable
     primals: tuple
     has_aux: bool
+    derived: bool = False  # fun evaluates the captured jaxpr of the function
 
     @classmethod
-    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict) -> _Point:
+    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict, derived: bool = False) -> _Point:
         if spec.kind in _CALLED:
             f_args, f_kwargs, has_aux = args, {}, bool(kwargs.get("has_aux", False))
             positions: tuple[int, ...] = tuple(range(len(args)))
@@ -680,13 +696,14 @@ class _Point:
                 full[i] = x
             return h(*full, **f_kwargs)
         _name_like(of_primals, h)
-        return cls(of_primals, primals, has_aux)
+        return cls(of_primals, primals, has_aux, derived)
 
     def jvp_stage(self, label: _Label) -> Stage:
         def jvp(primals, tangents):
             return jax.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
         _name_like(jvp, self.fun)
-        return _stage_of(label, "jax.make_jaxpr(jax.jvp(f, primals, tangents))",
+        shown = "<jaxpr of f>" if self.derived else "f"
+        return _stage_of(label, f"jax.make_jaxpr(jax.jvp({shown}, primals, tangents))",
                          lambda: jax.make_jaxpr(jvp)(self.primals, self.primals))
 
     def linearize_stages(self, labels: dict[str, _Label], roles: tuple[str, ...]) -> list[Stage]:
@@ -717,8 +734,10 @@ class _Point:
     def transposed_stage(self, label: _Label) -> Stage:
         """The backward pass as `jax.vjp(f, *primals)[1]` stages it.
 
-        NB: its own linearization, not linearize's transposed: jax 0.12's vjp
-        orders the residuals differently.
+        NB: its own linearization, not a transpose of linearize's linear map:
+        jax 0.12's vjp orders the residuals differently, and
+        `jax.linear_transpose` of that map stages work on residuals alone
+        (a cond's) that vjp's backward pass does not have.
         """
         method = "jax.make_jaxpr(jax.vjp(f, *primals)[1])"
         inside: dict[str, Stage] = {}
