@@ -228,8 +228,25 @@ class _Namer:
         return record
 
 
+# Texts of scalar literals by (type, value): a loop's constants repeat.
+# NB: not zeros and NaNs, which compare equal to (or unequal to) another text.
+_literal_texts: dict[tuple[type, Any], str] = {}
+
+
 def _literal_text(v: Any) -> str:
     val = getattr(v, "val", v)
+    if isinstance(val, (bool, int)) or (isinstance(val, (float, complex)) and val == val and val):
+        key = (type(val), val)
+        text = _literal_texts.get(key)
+        if text is None:
+            if len(_literal_texts) > 10_000:
+                _literal_texts.clear()
+            text = _literal_texts[key] = _literal_text_uncached(val)
+        return text
+    return _literal_text_uncached(val)
+
+
+def _literal_text_uncached(val: Any) -> str:
     try:  # NB: jax >= 0.10 wraps literals (TypedFloat, TypedInt): print the number
         base = next((t for t in (bool, int, float, complex) if isinstance(val, t)), None)
         if base is not None:
@@ -313,20 +330,20 @@ _ROLE_RULES: dict[str, Callable[[str, Any, int, int], _Roles | None]] = {
 }
 
 
-# Summaries of tracebacks during one capture: a derived stage's equations keep
-# the traceback of the equation they came from, so each is summarized once.
-# Keyed by id, with the traceback kept alive beside its text; None between captures.
-_source_texts: dict[int, tuple[Any, str]] | None = None
+# Summaries of tracebacks during one capture, keyed by the traceback: JAX's
+# tracebacks hash and compare by their frames, so the equations a loop made on
+# one line, and a derived stage's equations, are summarized once. None between
+# captures (the keys keep their frames' code alive).
+_source_texts: dict[Any, str] | None = None
 
 
 def _source_text(source_info: Any) -> str:
     tb, cache = source_info.traceback, _source_texts
-    hit = cache.get(id(tb)) if cache is not None else None
-    if hit is not None and hit[0] is tb:
-        return hit[1]
-    text = sys.intern(source_info_util.summarize(source_info))
-    if cache is not None and tb is not None:
-        cache[id(tb)] = (tb, text)
+    if cache is None or tb is None:
+        return sys.intern(source_info_util.summarize(source_info))
+    text = cache.get(tb)
+    if text is None:
+        text = cache[tb] = sys.intern(source_info_util.summarize(source_info))
     return text
 
 
