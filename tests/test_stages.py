@@ -94,6 +94,42 @@ def test_growth_records_a_size_that_cannot_be_staged():
     assert g.series[0].per_element is None
 
 
+def batch_args(n):
+    return jax.ShapeDtypeStruct((n, 5), jnp.float32), jax.ShapeDtypeStruct((n, 3), jnp.float32)
+
+
+def test_growth_is_kept_on_the_call_recorded_last(tmp_path):
+    with transforms.record(stages=True) as session:
+        transforms.vmap(convolve)(XS, WS)
+        g = transforms.growth({"loop": manually_batched_convolve,
+                               "vmap": transforms.vmap(convolve)}, batch_args, sizes=(1, 2))
+    (call,) = session.calls  # staging at each size recorded nothing
+    assert call.growth == (g,)
+    assert [[p.count("dot_general") for p in s.points] for s in g.series] == [[3, 6], [3, 3]]
+    path = tmp_path / "growth.json"
+    session.save(path)
+    assert load(path).calls[0].growth == (g,)
+
+
+def test_growth_outside_a_recording_or_before_any_call_is_only_returned():
+    g = transforms.growth({"vmap": transforms.vmap(convolve)}, batch_args, sizes=(2,))
+    assert g.series[0].points[0].eqn_count == 10
+    with transforms.record() as session:
+        transforms.growth({"vmap": transforms.vmap(convolve)}, batch_args, sizes=(2,))
+    assert session.calls == []
+
+
+@pytest.mark.parametrize("funs, sizes, message", [
+    ({}, (1, 2), "needs at least one function"),
+    ({"f": convolve}, (), "sizes must be positive ints"),
+    ({"f": convolve}, (0, 1), "sizes must be positive ints"),
+    ({"f": convolve}, (1.5,), "sizes must be positive ints"),
+])
+def test_growth_refuses_bad_input(funs, sizes, message):
+    with pytest.raises(ValueError, match=message):
+        transforms.growth(funs, batch_args, sizes=sizes)
+
+
 # --- autodiff: JVP, linearized pair, transposed -------------------------------
 
 def test_grad_chain_is_jvp_linearize_transpose():

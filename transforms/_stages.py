@@ -896,13 +896,23 @@ def growth(funs: Mapping[str, Callable], make_args: Callable[[int], tuple],
     """Equation counts of each function's staged program at each batch size.
 
     `make_args(n)` gives the arguments for batch size n (arrays or
-    jax.ShapeDtypeStruct). Call it outside `record()`: it stages with
-    `jax.make_jaxpr`, and recorded wrappers would record those traces.
+    jax.ShapeDtypeStruct). Staging records nothing. Inside a `record()` block
+    the result is also kept on the call recorded last (`Call.growth`): call
+    it right after the call it measures.
     """
-    series = []
-    for label, fun in funs.items():
-        series.append(GrowthSeries(label, tuple(_growth_point(fun, make_args, n) for n in sizes)))
-    return Growth(title or "equations per batch size", tuple(series))
+    if not funs:
+        raise ValueError("growth() needs at least one function, e.g. {'loop': f, 'vmap': g}")
+    sizes = tuple(sizes)
+    if not sizes or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in sizes):
+        raise ValueError(f"growth() sizes must be positive ints, got {sizes!r}")
+    with _recorder.recording_off():
+        series = tuple(GrowthSeries(label, tuple(_growth_point(fun, make_args, n) for n in sizes))
+                       for label, fun in funs.items())
+    result = Growth(title or "equations per batch size", series)
+    session = _recorder.active_session()
+    if session is not None:
+        session.add_growth(result)
+    return result
 
 
 def _growth_point(fun: Callable, make_args: Callable[[int], tuple], size: int) -> GrowthPoint:

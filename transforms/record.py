@@ -300,6 +300,7 @@ class Call:
     trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, gradients/tangents
     pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
+    growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
 
     @property
     def ok(self) -> bool:
