@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax.extend.core import Primitive
+from jax.interpreters import batching
 
 import transforms
 import transforms._stages as stages_module
@@ -332,6 +333,30 @@ no_lowering_p.def_abstract_eval(lambda x: x)
 no_lowering_p.def_impl(lambda x: x)
 
 
+def _no_lowering_batched(args, dims):
+    return no_lowering_p.bind(*args), dims[0]
+
+
+batching.primitive_batchers[no_lowering_p] = _no_lowering_batched
+
+
+def test_a_lowering_failure_under_jit_of_vmap_keeps_every_earlier_stage():
+    def f(x):
+        return no_lowering_p.bind(jnp.sin(x))
+
+    with transforms.record(stages=True) as session:
+        with pytest.raises(NotImplementedError, match="MLIR translation rule"):
+            transforms.jit(transforms.vmap(f))(XS)
+    stages = session.calls[0].stages
+    assert names(stages)[:3] == ("f", "vmap(f)", "stablehlo(jit(vmap(f)))")
+    assert [s.available for s in stages] == [True, True, False, False, False, False]
+    assert find_stage(stages, "vmap(f)").histogram == (PrimitiveCount("no_lowering", 1),
+                                                       PrimitiveCount("sin", 1))
+    assert stages[2].reason.startswith("NotImplementedError: MLIR translation rule for primitive "
+                                       "'no_lowering' not found")
+    assert stages[3].reason == f"not reached: lowering failed ({stages[2].reason})"
+
+
 def test_a_lowering_failure_keeps_the_jaxpr_stage():
     def f(x):
         return no_lowering_p.bind(jnp.sin(x))
@@ -459,3 +484,20 @@ def test_a_fault_in_capture_is_recorded_not_raised(monkeypatch):
     (stage,) = session.calls[0].stages
     assert (stage.name, stage.available) == ("capture", False)
     assert stage.reason == "stage capture failed: RuntimeError: a bug in stage capture"
+
+
+def test_a_compilation_failure_under_jit_of_vmap_keeps_every_earlier_stage():
+    def f(x):
+        call = jax.ffi.ffi_call("not_a_registered_target", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                vmap_method="broadcast_all")
+        return call(x)
+
+    with transforms.record(stages=True) as session:
+        with pytest.raises(jax.errors.JaxRuntimeError, match="No FFI handler registered"):
+            transforms.jit(transforms.vmap(f))(XS)
+    stages = session.calls[0].stages
+    assert names(stages) == ("f", "vmap(f)", "stablehlo(jit(vmap(f)))", "hlo(jit(vmap(f)))",
+                             "cost(jit(vmap(f)))", "memory(jit(vmap(f)))")
+    assert [s.available for s in stages] == [True, True, True, False, False, False]
+    assert find_stage(stages, "vmap(f)").jaxpr.in_avals == ("float32[2,5]",)
+    assert stages[3].reason.startswith("JaxRuntimeError: NOT_FOUND: No FFI handler registered")
