@@ -7,6 +7,8 @@ transformation, `jax.linearize(f, x)[1]`, `jax.vjp(f, x)[1]`, `.lower().as_text(
 """
 from __future__ import annotations
 
+import gc
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -501,3 +503,15 @@ def test_a_compilation_failure_under_jit_of_vmap_keeps_every_earlier_stage():
     assert [s.available for s in stages] == [True, True, True, False, False, False]
     assert find_stage(stages, "vmap(f)").jaxpr.in_avals == ("float32[2,5]",)
     assert stages[3].reason.startswith("JaxRuntimeError: NOT_FOUND: No FFI handler registered")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_capture_leaves_the_garbage_collector_as_it_found_it(enabled):
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        stages = stages_of(transforms.vmap(convolve), XS, WS)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert all(s.available for s in stages)
