@@ -19,6 +19,10 @@ the same run this times
   diff:        `diff_stages` of f against vmap(f) (10,001 x 10,001
                equations) and of f against grad(f).
 
+Capture pauses Python's cyclic GC while it traces and collects the young
+generation once at its end, inside the timed call; make_jaxpr runs as users
+run it, GC on.
+
 Targets: each capture <= 3x make_jaxpr; the f -> vmap(f) diff < 2 s. Where
 JAX alone already takes more than 3x (make_jaxpr(grad(f)); jit's XLA
 compile), the verdict says so and prints the measured piece.

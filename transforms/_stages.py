@@ -8,7 +8,11 @@ under vmap, static values under jit), then evaluates the inner stage's jaxpr
 where that gives exactly what the function would (`_stand_in`), so user
 Python is not re-run for every stage. `vmap(grad(f))` gives f -> jvp(f) ->
 linearize(f) -> linear(f) -> transpose(linear(f)) -> grad(f) -> vmap(grad(f)),
-each a jaxpr that JAX produced, with the recorded options.
+each a jaxpr that JAX produced, with the recorded options. jvp(f) is the JVP
+of f's captured jaxpr; linearize(f) and linear(f) come from one
+jax.linearize, the backward pass from jax.vjp, grad(f) from jax.grad: each of
+these runs the user's function, as differentiating a captured jaxpr can order
+equations otherwise (tests compare every stage with JAX's make_jaxpr).
 
 A stage JAX cannot produce for these inputs is recorded as unavailable with
 JAX's error; a failing stage never stops the others.
