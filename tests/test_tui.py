@@ -342,3 +342,34 @@ def test_import_workbench_stays_light():
     code = "import sys, workbench; assert callable(workbench.show); " \
            "assert 'textual' not in sys.modules, 'workbench imported textual'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_key_bar_line_lists_each_action_once_with_its_columns():
+    from textual.binding import Binding
+    from workbench.tui.widgets.common.key_bar import key_line
+    app, screen = object(), object()
+    bindings = [(screen, Binding("2", "view('stages')", "Stages")),
+                (screen, Binding("slash", "search", "Search")),
+                (screen, Binding("n", "next_match(True)", "Next match", show=False)),
+                (app, Binding("question_mark", "help", "Help")),
+                (app, Binding("f1", "help", "Help")),
+                (app, Binding("ctrl+q", "quit", "Quit"))]
+    line, spans = key_line(bindings, "bold", palette=True)
+    assert line.plain == " 2 Stages  / Search  ? Help  ^q Quit   ^p palette"
+    assert [(s.start, s.end, s.binding.action) for s in spans] == [
+        (0, 10, "view('stages')"), (10, 20, "search"), (20, 28, "help"), (28, 37, "quit")]
+    assert spans[0].node is screen and spans[2].node is app
+
+
+@sync
+async def test_key_bar_shows_the_focused_panes_keys_and_runs_a_clicked_key():
+    from workbench.tui.widgets.common.key_bar import KeyBar
+    app = build_app(seed_logistic(), title="t")
+    async with app.run_test(size=(120, 30)) as pilot:
+        bar = app.screen.query_one(KeyBar)
+        assert " 2 Stages " in _text(bar)
+        column = next(s.start for s in bar._spans if s.binding.description == "Stages")
+        await pilot.click(KeyBar, offset=(column + 1, 0))
+        await pilot.pause()
+        assert app.screen.query_one("TabbedContent").active == "stages"
+        assert " a Next left stage " in _text(bar)  # the stages pane's own keys, now focused

@@ -10,13 +10,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Input, TabbedContent, TabPane
+from textual.widgets import Header, Input, TabbedContent, TabPane
 
 from transforms.record import Call, Session
 
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected
 from ..model import StageMap, eqn_key, step_key
+from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
@@ -78,7 +79,7 @@ class SessionScreen(Screen):
                     yield FailurePane(id="failure-pane")
         yield SearchBar(id="search")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def _failure_label(self) -> str:
         failed = sum(1 for c in self.session.calls if c.errors)
@@ -178,7 +179,7 @@ class SessionScreen(Screen):
         pane = self.query_one(StagesPane)
         smap = next((t.map for t in (pane.left, pane.right)
                      if t.stage_index == message.stage and t.map is not None), None)
-        same_eqns = (smap or StageMap(stage)).by_key.get(key, [])
+        same_eqns = (smap or StageMap.of(stage)).by_key.get(key, [])
         occurrence = same_eqns.index(message.eqn) if message.eqn in same_eqns else 0
         levels = sorted(call.levels, key=lambda lv: -lv.depth if isinstance(lv.depth, int) else 0)
         for lv in levels:

@@ -8,7 +8,7 @@ from transforms.record import Stage
 
 from ....render.stages import CompiledView, JaxprView
 from ...messages import EquationChosen
-from ...model import StageMap, sanitize, stage_lines
+from ...model import StageMap, sanitize
 from ..common.line_list import LineList
 
 _MARKS = {"changed": ("~", "yellow"), "added": ("+", "green"), "removed": ("-", "red")}
@@ -36,14 +36,15 @@ class StageText(LineList):
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
-        self.lines = stage_lines(stage) if stage else []  # made safe to draw line by line
-        self.map = StageMap(stage) if stage is not None and stage.eqns else None
+        shown = StageMap.of(stage) if stage is not None else None
+        self.lines = shown.lines if shown is not None else []  # made safe line by line when drawn
+        self.map = shown if shown is not None and stage.eqns else None
         lines_of = self.map.eqn_lines if self.map is not None else None
-        self._eqn_of_line = {line: i for i, line in enumerate(lines_of)} if lines_of else {}
+        self._eqn_of_line = self.map.eqn_of_line if self.map is not None else {}
         self.marks = {}
         self._gutter = len(str(len(lines_of))) + 2 if lines_of else 0
         self._cache.clear()
-        width = max((len(ln) for ln in self.lines), default=0) + self._gutter
+        width = (shown.width if shown is not None else 0) + self._gutter
         self.set_rows(len(self.lines), width=width, cursor=0)
         self.scroll_to(x=0, y=0, animate=False, immediate=True)
 
