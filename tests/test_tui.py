@@ -73,7 +73,7 @@ async def test_navigate_steps_and_views():
         assert steps.row_count > 1 and steps.cursor > 0
         for key, view in (("2", "stages"), ("3", "pytree"), ("4", "failure"), ("1", "step")):
             await pilot.press(key)
-            assert app.screen.query_one("#views").active == view
+            assert app.screen.active_view == view
 
 
 @sync
@@ -149,7 +149,7 @@ async def test_step_selects_its_equation_and_back():
         await pilot.press("down", "down", "down")
         line = pane.left.lines[pane.left.cursor]
         await pilot.press("enter")
-        assert app.screen.query_one("#views").active == "step"
+        assert app.screen.active_view == "step"
         step = _current_step(app)
         assert step.primitive in line
 
@@ -188,7 +188,7 @@ async def test_failure_view_and_jump_to_failing_step():
         app.screen.query_one("#failure-pane").focus()
         await pilot.press("enter")
         step = _current_step(app)
-        assert app.screen.query_one("#views").active == "step"
+        assert app.screen.active_view == "step"
         assert step.index in app.screen.steps.outline.index(0).failing
         await pilot.press("home", "x")
         assert _current_step(app).index in app.screen.steps.outline.index(0).failing
@@ -255,7 +255,7 @@ async def test_command_palette_runs_product_commands():
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.screen.query_one("#views").active == "stages"
+        assert app.screen.active_view == "stages"
 
 
 @sync
@@ -371,5 +371,5 @@ async def test_key_bar_shows_the_focused_panes_keys_and_runs_a_clicked_key():
         column = next(s.start for s in bar._spans if s.binding.description == "Stages")
         await pilot.click(KeyBar, offset=(column + 1, 0))
         await pilot.pause()
-        assert app.screen.query_one("TabbedContent").active == "stages"
+        assert app.screen.active_view == "stages"
         assert " a Next left stage " in _text(bar)  # the stages pane's own keys, now focused

@@ -7,20 +7,22 @@ from typing import Callable, Iterable
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, Input, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Header, Input
 
 from transforms.record import Call, Session
 
 from .. import export
-from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected
+from ..messages import (CallSelected, EquationChosen, FailureChosen, Status, StepSelected,
+                        ViewChosen)
 from ..model import StageMap, eqn_key, step_key
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
+from ..widgets.common.tab_line import TabLine
 from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
 from ..widgets.navigator.step_list import StepList
@@ -68,22 +70,21 @@ class SessionScreen(Screen):
         yield Header()
         with Horizontal(id="body"):
             yield Navigator(self.session, id="navigator")
-            with TabbedContent(id="views", initial="step"):
-                with TabPane("1 Step", id="step"):
+            with Vertical(id="views"):
+                yield TabLine(self._tab_labels(), "step", id="tabs")
+                with ContentSwitcher(initial="step-pane", id="view-switcher"):
                     yield StepPane(id="step-pane")
-                with TabPane("2 Stages", id="stages"):
                     yield StagesPane(id="stages-pane")
-                with TabPane("3 Pytree", id="pytree"):
                     yield PytreePane(id="pytree-pane")
-                with TabPane(self._failure_label(), id="failure"):
                     yield FailurePane(id="failure-pane")
         yield SearchBar(id="search")
         yield StatusBar(id="status")
         yield KeyBar(id="keys")
 
-    def _failure_label(self) -> str:
+    def _tab_labels(self) -> list[tuple[str, str]]:
         failed = sum(1 for c in self.session.calls if c.errors)
-        return f"4 Failure ✗{failed}" if failed else "4 Failure"
+        return [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
+                ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
 
     def on_mount(self) -> None:
         self.title = f"workbench: {self.session_title}"
@@ -121,11 +122,17 @@ class SessionScreen(Screen):
         self._dirty.add("stages-cursor")
         self._refresh_active()
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self._refresh_active()
+    def on_view_chosen(self, message: ViewChosen) -> None:
+        self.action_view(message.view)
+
+    @property
+    def active_view(self) -> str:
+        """The view shown: step | stages | pytree | failure."""
+        current = self.query_one(ContentSwitcher).current or "step-pane"
+        return current.removesuffix("-pane")
 
     def _active(self) -> str:
-        return self.query_one(TabbedContent).active or "step"
+        return self.active_view
 
     def _refresh_active(self) -> None:
         call = self.call
@@ -207,15 +214,14 @@ class SessionScreen(Screen):
     # --- actions ------------------------------------------------------------------
 
     def action_view(self, view: str) -> None:
-        tabs = self.query_one(TabbedContent)
-        # NB: move focus first: a focused widget in the pane being hidden would pull
-        # TabbedContent back to its own pane.
-        inside = self.focused is not None and tabs in self.focused.ancestors_with_self
+        switcher = self.query_one(ContentSwitcher)
+        inside = self.focused is not None and switcher in self.focused.ancestors_with_self
+        switcher.current = f"{view}-pane"
+        self.query_one(TabLine).set_active(view)
         if view == "stages":
             self.query_one(StagesPane).focus_text()
         elif inside:
             self.query_one(f"#{view}-pane").focus()
-        tabs.active = view
         self._refresh_active()
 
     def action_zoom(self) -> None:

@@ -1,12 +1,11 @@
 """One stage as lines: a jaxpr, StableHLO/HLO text or figures, drawn only where visible."""
 from __future__ import annotations
 
-from rich.console import Console
 from rich.text import Text
 
 from transforms.record import Stage
 
-from ....render.stages import CompiledView, JaxprView
+from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
 from ...model import StageMap, sanitize
 from ..common.line_list import LineList
@@ -91,17 +90,11 @@ class StageText(LineList):
         stage = self.stage
         if stage is None or not stage.available or not line:
             return Text(line, style="red" if stage is not None and not stage.available else "")
-        view = JaxprView(line) if stage.jaxpr is not None and stage.jaxpr.text else (
-            CompiledView(line) if stage.text is not None else None)
-        if view is None:
-            return Text(line)
-        console: Console = self.app.console
-        options = console.options.update(width=len(line) + 1, no_wrap=True, overflow="ignore",
-                                         highlight=False)
-        segments = console.render_lines(view, options, pad=False)
-        if not segments:
-            return Text(line)
-        return Text.assemble(*((seg.text, seg.style) for seg in segments[0] if seg.text))
+        if stage.jaxpr is not None and stage.jaxpr.text:
+            return highlight_jaxpr(line)
+        if stage.text is not None:
+            return highlight_compiled(line)
+        return Text(line)
 
     def search_rows(self, query: str) -> list[int]:
         q = query.lower()
