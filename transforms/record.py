@@ -7,7 +7,9 @@ loading a file never executes anything: it only builds these records.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import json
 import os
 import platform
@@ -441,8 +443,27 @@ class Session:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write atomically: the file appears complete or not at all."""
-        text = json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
+        with gc_paused():
+            text = json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
         write_atomically(path, text)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block.
+
+    NB: encoding or decoding a big session makes millions of small objects, which
+    sets off the collector again and again, and each full pass walks the whole
+    session: about three quarters of the time of a 100,000-step load. Nothing
+    made here is cyclic garbage.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class SessionLoadError(ValueError):
@@ -485,6 +506,11 @@ def load(path: str | os.PathLike) -> Session:
 def loads(text: str, source: str = "<string>") -> Session:
     if not text.strip():
         raise SessionLoadError(f"{source}: the file is empty")
+    with gc_paused():
+        return _session_from_text(text, source)
+
+
+def _session_from_text(text: str, source: str) -> Session:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
