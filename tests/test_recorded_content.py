@@ -542,7 +542,8 @@ _BAD_FILES = [
     ("index_in_a_table_out_of_range", ["malformed", "index 555 is outside tables['ValueRecord']"]),
     ("version_bool", ["schema_version"]),
     ("required_string_null", ["malformed", "Call.transform: expected str, got None"]),
-    ("metadata_not_strings", ["malformed", "metadata: expected a string, got 3"]),
+    ("metadata_not_strings", ["malformed", "metadata: expected str, got 3"]),
+    ("nested_too_deeply", ["malformed", "nested too deeply"]),
 ]
 
 
@@ -636,6 +637,10 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
         good["calls"][0][_position(good, "Call", "transform")] = None  # a str, never None
     elif problem == "metadata_not_strings":
         good["metadata"] = {"argv": 3}
+    elif problem == "nested_too_deeply":  # json.dumps cannot write it: spliced in as text
+        text = json.dumps({**good, "title": "DEEP"})
+        path.write_text(text.replace('"DEEP"', "[" * 100_000 + "]" * 100_000))
+        good = None
     if good is not None and problem not in ("truncated", "truncated_in_a_string",
                                             "truncated_before_last_brace"):
         path.write_text(json.dumps(good))

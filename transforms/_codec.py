@@ -323,11 +323,11 @@ class Reader:
         if types is not None:
             return _checked_scalars(types, str(expr), where)
         if is_reference(expr, within):
-            return self._reference(str(expr), expr, where)
+            return self._reference(str(expr), where)
         optional = expr.optional_part
         if optional is not None:
             if is_reference(optional, within):
-                return self._reference(str(optional), expr, where, optional=True)
+                return self._reference(str(optional), where, optional=True)
             return _skipping_none(self.converter(optional, within, where))
         if expr.name in self.registry:
             key = (expr.name, within)
@@ -342,11 +342,10 @@ class Reader:
             parts = [self.converter(a, within, where) for a in expr.args]
             return _checked_cells(_fixed(parts), len(parts), where)
         if expr.name == "dict" and all(scalar_types(a) for a in expr.args):
-            return _checked_dicts(scalar_types(expr.args[1]), where)
+            return _checked_dicts(scalar_types(expr.args[1]), str(expr.args[1]), where)
         raise TypeError(f"transforms._codec: cannot read the annotation {expr}")
 
-    def _reference(self, table: str, expr: TypeExpr, where: str,
-                   optional: bool = False) -> Converter:
+    def _reference(self, table: str, where: str, optional: bool = False) -> Converter:
         allowed = {int, type(None)} if optional else {int}
         what = f"an index into tables[{table!r}]" + (" or null" if optional else "")
 
@@ -432,11 +431,11 @@ def _checked_cells(inner: Converter, width: int | None, where: str) -> Converter
     return decode
 
 
-def _checked_dicts(value_types: set[type], where: str) -> Converter:
+def _checked_dicts(value_types: set[type], what: str, where: str) -> Converter:
     def decode(cells: Column) -> list:
         _check_types(cells, {dict}, where, "an object")
         for cell in cells:
-            _check_types(list(cell.values()), value_types, where, "a string")
+            _check_types(list(cell.values()), value_types, where, what)
         return [dict(c) for c in cells]
     return decode
 

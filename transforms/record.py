@@ -506,8 +506,11 @@ def load(path: str | os.PathLike) -> Session:
 def loads(text: str, source: str = "<string>") -> Session:
     if not text.strip():
         raise SessionLoadError(f"{source}: the file is empty")
-    with gc_paused():
-        return _session_from_text(text, source)
+    try:
+        with gc_paused():
+            return _session_from_text(text, source)
+    except RecursionError:
+        raise SessionLoadError(f"{source}: malformed session data (nested too deeply)") from None
 
 
 def _session_from_text(text: str, source: str) -> Session:
