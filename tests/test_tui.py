@@ -1,6 +1,7 @@
 """The TUI's behaviour, driven with Pilot: navigate, filter, search, switch views, export, help."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
@@ -373,3 +374,13 @@ async def test_key_bar_shows_the_focused_panes_keys_and_runs_a_clicked_key():
         await pilot.pause()
         assert app.screen.active_view == "stages"
         assert " a Next left stage " in _text(bar)  # the stages pane's own keys, now focused
+
+
+@sync
+async def test_the_header_shows_the_recordings_own_title():
+    named = dataclasses.replace(seed_logistic(), title="train.py --epochs 3")
+    for given, heading in (("trace.json", "trace.json — train.py --epochs 3"),
+                           (None, "train.py --epochs 3")):
+        app = build_app(named, title=given)
+        async with app.run_test(size=SIZE):
+            assert app.screen.title == f"workbench: {heading}"

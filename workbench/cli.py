@@ -465,7 +465,7 @@ def _run(args: argparse.Namespace) -> int:
         _note(args, f"recorded {what}; wrote {args.output}")
         return result.exit_code
     _note(args, f"recorded {what}")
-    code = _open_tui(session, args.script, "use -o trace.json")
+    code = _open_tui(session, session.title or args.script, "use -o trace.json")
     return result.exit_code if code == EXIT_OK else code
 
 
@@ -502,6 +502,8 @@ def _show(args: argparse.Namespace) -> int:
         calls = [calls[args.call]]
     print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
           f"(jax {session.jax_version}, python {session.python_version})")
+    if session.title:
+        print(f"title: {session.title}")
     for call in calls:
         print("\n".join(summarize_call(call, with_steps=args.steps)))
     return EXIT_OK

@@ -86,8 +86,15 @@ class SessionScreen(Screen):
         return [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
                 ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
 
+    def _heading(self) -> str:
+        """The caller's title (a file name), and the recording's own title when it says more."""
+        own = self.session.title
+        if not own or own == self.session_title:
+            return self.session_title
+        return own if self.session_title == "session" else f"{self.session_title} — {own}"
+
     def on_mount(self) -> None:
-        self.title = f"workbench: {self.session_title}"
+        self.title = f"workbench: {self._heading()}"
         self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
