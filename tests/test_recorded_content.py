@@ -707,3 +707,13 @@ def test_recorders_are_released_when_the_block_ends():
         transforms.vmap(transforms.grad(cond_fn))(VEC)
         transforms.vmap(scan_fn)(jnp.ones((2, 3)))
     assert alive() == before
+
+
+def test_saved_file_gets_the_mode_a_new_file_would_have(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "s.json"
+        _rich_session().save(path)
+        assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0o600
+    finally:
+        os.umask(old)

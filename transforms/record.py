@@ -470,11 +470,20 @@ class SessionLoadError(ValueError):
     """A session file that cannot be read: missing, truncated, corrupt or too new."""
 
 
+def new_file_mode() -> int:
+    """The mode open() would give a new file (0o666 less the umask): mkstemp's temp files
+    are 0o600, and a dump or image should not end up private to its writer."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_atomically(path: str | os.PathLike, text: str) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
