@@ -313,9 +313,9 @@ def parse_groups(text: str) -> tuple[DeviceGroup, ...]:
     if iota:
         return _iota_groups(_ints(iota.group(1)), _ints(iota.group(2)),
                             _ints(iota.group(3)) if iota.group(3) else None)
-    mesh = re.fullmatch(r"mesh\[(.*)\]\s*\{(.*)\}", text)
+    mesh = re.fullmatch(r"mesh\[([^\]]*)\](?:,\s*device_ids=\((.*?)\))?\s*\{([^}]*)\}", text)
     if mesh:
-        return _mesh_groups(mesh.group(1), mesh.group(2))
+        return _mesh_groups(mesh.group(1), mesh.group(3), mesh.group(2))
     return ()
 
 
@@ -331,20 +331,39 @@ def _iota_groups(groups_shape: tuple, reshape: tuple, perm: tuple | None) -> tup
     return tuple(DeviceGroup(tuple(int(i) for i in row)) for row in rows)
 
 
-def _mesh_groups(axes_text: str, grouped_text: str) -> tuple:
-    """A group per combination of the other axes, over the named axes (ids row-major)."""
+def _mesh_groups(axes_text: str, grouped_text: str, device_ids: str | None) -> tuple:
+    """A group per combination of the other axes, over the named axes.
+
+    The mesh's ids are row-major unless `device_ids=(...)` gives them, as an
+    iota `[4,2]T(1,0)` or a list."""
     axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", axes_text)
     grouped = re.findall(r"'([^']+)'", grouped_text)
     names = [a for a, _ in axes]
     if not axes or any(g not in names for g in grouped) or "(" in grouped_text:
         return ()  # sub-axes or a spelling we do not know: the text is kept
     sizes = [int(s) for _, s in axes]
-    ids = np.arange(math.prod(sizes)).reshape(sizes)
+    flat = _device_ids(device_ids, math.prod(sizes))
+    if flat is None:
+        return ()
+    ids = flat.reshape(sizes)
     inner = [names.index(g) for g in grouped]
     outer = [i for i in range(len(names)) if i not in inner]
     group_size = math.prod(sizes[i] for i in inner)
     rows = ids.transpose(outer + inner).reshape(-1, group_size)
     return tuple(DeviceGroup(tuple(int(i) for i in row)) for row in rows)
+
+
+def _device_ids(text: str | None, count: int) -> np.ndarray | None:
+    if not text:
+        return np.arange(count)
+    iota = re.fullmatch(r"\[([\d,]*)\](?:T\(([\d,]*)\))?", text.strip())
+    if iota:
+        ids = np.arange(count).reshape(_ints(iota.group(1)))
+        if iota.group(2):
+            ids = ids.transpose(_ints(iota.group(2)))
+        return ids.reshape(-1)
+    listed = _ints(text.replace(" ", ""))
+    return np.array(listed) if len(listed) == count else None
 
 
 def to_device_ids(collectives: tuple[CollectiveRecord, ...],
