@@ -64,10 +64,10 @@ def test_a_layout_jax_refused_shows_its_note():
 def test_collectives_of_a_stage():
     assert text(CollectivesView(STAGE)) == (
         "hlo(jit(grad(f)))  1 collective, 16 B per device\n"
-        "kind         result   bytes   devices  (from the JAX operation)     \n"
-        "────────────────────────────────────────────────────────────────────\n"
-        "all-reduce   f32[4]    16 B   {0,2} {1,3}                           \n"
-        "                              jit(loss)/transpose(jvp())/dot_general\n")
+        "#0 all-reduce  16 B per device  %all-reduce\n"
+        "   result  f32[4]                                \n"
+        "   devices {0,2} {1,3}                           \n"
+        "   from    jit(loss)/transpose(jvp())/dot_general\n")
 
 
 def test_collective_permute_pairs_and_unparsed_groups():
@@ -78,12 +78,25 @@ def test_collective_permute_pairs_and_unparsed_groups():
     stage = Stage("hlo(jit(f))", role="hlo", collectives=(permute, unknown))
     assert text(CollectivesView(stage), width=80) == (
         "hlo(jit(f))  2 collectives, 40 B per device\n"
-        "kind                 result   bytes   devices  (from the JAX operation)\n"
-        "───────────────────────────────────────────────────────────────────────\n"
-        "collective-permute   f32[2]     8 B   {0→1} {1→0} (partition ids)      \n"
-        "                                      %cp                              \n"
-        "all-gather           f32[8]    32 B   new[spelling] (partition ids)    \n"
-        "                                      %ag                              \n")
+        "#0 collective-permute  8 B per device  %cp\n"
+        "   result  f32[2]                     \n"
+        "   devices {0→1} {1→0} (partition ids)\n"
+        "#1 all-gather  32 B per device  %ag\n"
+        "   result  f32[8]                       \n"
+        "   devices new[spelling] (partition ids)\n")
+
+
+def test_a_one_dimensional_mesh_is_a_column():
+    blocks = tuple(ShardBlock(d, (2 * d,), (2 * d + 2,)) for d in range(3))
+    record = ShardingRecord("input", "xs", "float32[6]", "NamedSharding", "P('data',)",
+                            ("data",), (3,), (0, 1, 2), (2,), blocks)
+    assert text(MeshGrid(record)) == (
+        "xs  float32[6]  P('data',)  on data=3  block [2]\n"
+        "┌────────┬──────────────┐\n"
+        "│ data=0 │ dev 0  [0:2] │\n"
+        "│ data=1 │ dev 1  [2:4] │\n"
+        "│ data=2 │ dev 2  [4:6] │\n"
+        "└────────┴──────────────┘\n")
 
 
 def test_devices_view_groups_by_role_then_collectives():

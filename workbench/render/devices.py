@@ -51,10 +51,10 @@ def mesh_summary(record: ShardingRecord) -> str:
 
 
 def grid_shape(record: ShardingRecord) -> tuple[int, int]:
-    """Rows: the first mesh axis; columns: the others, flattened."""
+    """Rows: the first mesh axis; columns: the others, flattened (one for a 1-D mesh)."""
     sizes = record.mesh_shape or (len(record.mesh_devices),)
     if len(sizes) == 1:
-        return 1, sizes[0]
+        return sizes[0], 1
     return sizes[0], math.prod(sizes[1:])
 
 
@@ -93,27 +93,29 @@ class MeshGrid:
             return Group(self.header(), Text(f"  whole array on every device ({ids})", style="dim"))
         rows, cols = grid_shape(r)
         styles = self._styles()
-        table = Table(box=box.SQUARE, show_lines=True, pad_edge=True)
+        table = Table(box=box.SQUARE, show_lines=cols > 1, pad_edge=True,
+                      show_header=len(r.mesh_axes) > 1)
         table.add_column("", no_wrap=True, style="bold")
         for label in self._column_labels(cols):
-            table.add_column(label, no_wrap=True, justify="center")
+            table.add_column(label, no_wrap=True, justify="center" if cols > 1 else "left")
         devices = list(r.mesh_devices)
         for i in range(rows):
             cells = [Text(self._row_label(i))]
             for device in devices[i * cols:(i + 1) * cols]:
                 block = block_text(r, device)
-                cells.append(Text(f"dev {device}\n{block}", style=styles.get(block, "")))
+                # One device per row (a 1-D mesh): device and block on one line.
+                sep = "  " if cols == 1 else "\n"
+                cells.append(Text(f"dev {device}{sep}{block}", style=styles.get(block, "")))
             table.add_row(*cells)
         return Group(self.header(), table)
 
     def _row_label(self, i: int) -> str:
         r = self.record
-        return f"{r.mesh_axes[0]}={i}" if len(r.mesh_axes) > 1 else ""
+        return f"{r.mesh_axes[0]}={i}" if r.mesh_axes else ""
 
     def _column_labels(self, cols: int) -> list[str]:
         axes, sizes = self.record.mesh_axes, self.record.mesh_shape
-        inner = axes[1:] if len(axes) > 1 else axes
-        inner_sizes = sizes[1:] if len(axes) > 1 else sizes
+        inner, inner_sizes = axes[1:], sizes[1:]
         if not inner:
             return [""] * cols
         labels = []
@@ -163,18 +165,25 @@ class CollectivesView:
                               f"{bytes_text(total)} per device")
         if not collectives:
             return title
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        table.add_column("kind", no_wrap=True)
-        table.add_column("result", no_wrap=True)
-        table.add_column("bytes", justify="right", no_wrap=True)
-        table.add_column("devices  (from the JAX operation)", overflow="fold")
-        for c in collectives:
-            ids = "" if c.ids == "device" else f" ({c.ids} ids)"
-            where = Text(groups_text(c) + ids)
-            where.append(f"\n{c.op_name or c.name}", style="dim")
-            table.add_row(Text(c.kind, style="yellow"), Text(c.shape),
-                          Text(bytes_text(c.result_bytes)), where)
-        return Group(title, table)
+        parts: list[RenderableType] = [title]
+        for i, c in enumerate(collectives):
+            parts.append(_collective_facts(i, c))
+        return Group(*parts)
+
+
+def _collective_facts(index: int, c: CollectiveRecord) -> RenderableType:
+    """`#0 all-reduce  648 B per device`, then its result, devices and origin, folded."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    head = Text.assemble((f"#{index} ", "dim"), (c.kind, "yellow"),
+                         f"  {bytes_text(c.result_bytes)} per device  ", (c.name, "dim"))
+    table.add_row("   result", Text(c.shape))
+    ids = "" if c.ids == "device" else f" ({c.ids} ids)"
+    table.add_row("   devices", Text(groups_text(c) + ids))
+    if c.op_name:
+        table.add_row("   from", Text(c.op_name, style="dim"))
+    return Group(head, table)
 
 
 def compiled_stages(call: Call) -> list[Stage]:
