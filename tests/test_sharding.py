@@ -108,6 +108,8 @@ def test_data_parallel_step_records_layouts_and_the_gradient_all_reduce(mesh):
     grads = [r for r in call.shardings if r.role == "gradient"]
     assert sorted(r.path for r in grads) == ["[1]['b1']", "[1]['b2']", "[1]['w1']", "[1]['w2']"]
     assert all(r.replicated for r in grads)
+    assert sorted(r.name for r in grads) == ["grad params['b1']", "grad params['b2']",
+                                             "grad params['w1']", "grad params['w2']"]
 
     stage = hlo_stage(call)
     text = plain.lower(params, batch).compile().as_text()
@@ -317,3 +319,16 @@ def test_a_mesh_larger_than_the_devices_present():
     assert error.message == str(theirs.value) and error.step is not None
     assert session.calls[0].steps[error.step].primitive in ("mul", "jit")
     assert error.source is not None and error.source.function == "on_a_big_mesh"
+
+
+def test_gradients_of_several_arguments_are_named_after_them(mesh):
+    params, batch = mlp_inputs()
+    params = jax.device_put(params, named(mesh))
+    batch = jax.device_put(batch, named(mesh, "data"))
+    with transforms.record() as session:
+        transforms.grad(mlp_loss, argnums=(0, 1))(params, batch)
+    names = {r.name: r for r in session.calls[0].shardings if r.role == "gradient"}
+    assert {"grad params['w1']", "grad batch[0]", "grad batch[1]"} <= set(names)
+    assert names["grad batch[0]"].argnum == 1
+    assert names["grad batch[0]"].spec == repr(
+        jax.grad(mlp_loss, argnums=1)(params, batch)[0].sharding.spec)

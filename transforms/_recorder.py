@@ -289,7 +289,8 @@ class _ShardingHook:
         try:
             if not _sharding.any_multi_device(outputs):
                 return ()
-            return tuple(_sharding.call_output_shardings(outputs, _gradient_prefix(call)))
+            found = _sharding.call_output_shardings(outputs, _gradient_prefix(call))
+            return _gradients_named(call, found)
         except Exception:
             return ()
 
@@ -303,8 +304,9 @@ class _ShardingHook:
             if not compiled:
                 return ()
             names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
-            return _sharding.named_for_call(compiled[-1].shardings, names,
-                                            _gradient_prefix(call))
+            found = _sharding.named_for_call(compiled[-1].shardings, names,
+                                             _gradient_prefix(call))
+            return _gradients_named(call, found)
         except Exception:
             return ()
 
@@ -312,15 +314,29 @@ class _ShardingHook:
 _sharding_hook = _ShardingHook()
 
 
-def _gradient_prefix(call: CallBuilder) -> str | None:
-    """Where the gradients sit in the call's outputs (a jit of grad: its inner transform)."""
+def _derivative(call: CallBuilder) -> tuple[str, tuple]:
+    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's."""
     from ._api import spec_of
-    from ._trees import _option
     transform, options = call.transform, call.options
     inner = spec_of(call.spec.fun) if call.spec is not None and transform == "jit" else None
     if inner is not None:
         transform, options = inner.kind, inner.options
+    return transform, options
+
+
+def _gradient_prefix(call: CallBuilder) -> str | None:
+    """Where the gradients sit in the call's outputs."""
+    from ._trees import _option
+    transform, options = _derivative(call)
     return _sharding.gradient_prefix(transform, bool(_option(options, "has_aux", False)))
+
+
+def _gradients_named(call: CallBuilder, records: Any) -> tuple:
+    from ._trees import _option
+    _, options = _derivative(call)
+    names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
+    return _sharding.gradient_names(records, _gradient_prefix(call),
+                                    _option(options, "argnums", 0), names)
 
 
 class LevelState:

@@ -198,6 +198,28 @@ def _split_args_path(path: tuple) -> tuple[int | None, str]:
     return None, _keystr(path[1:])
 
 
+def gradient_names(records: Iterable[ShardingRecord], prefix: str | None, argnums: Any,
+                   names: dict[int, str]) -> tuple[ShardingRecord, ...]:
+    """Gradients named after their input, `grad params['w1']`, argnum set.
+
+    `argnums` as the transformation was given it: an int, or a tuple whose
+    position is the next key after `prefix` in the output."""
+    renamed = []
+    for r in records:
+        if r.role == "gradient" and prefix is not None:
+            rest = r.path[len(prefix):]
+            argnum = argnums if isinstance(argnums, int) else None
+            if isinstance(argnums, (tuple, list)):
+                match = re.match(r"\[(\d+)\]", rest)
+                if match and int(match.group(1)) < len(argnums):
+                    argnum, rest = argnums[int(match.group(1))], rest[match.end():]
+            if argnum is not None:
+                base = names.get(argnum, f"args[{argnum}]")
+                r = dataclasses.replace(r, name=f"grad {base}{rest}", argnum=argnum)
+        renamed.append(r)
+    return tuple(renamed)
+
+
 def named_for_call(records: Iterable[ShardingRecord], names: dict[int, str],
                    prefix: str | None) -> tuple[ShardingRecord, ...]:
     """Compiled-stage records renamed for a call: parameter names, gradient roles."""

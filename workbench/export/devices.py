@@ -30,7 +30,9 @@ def _grid(record: ShardingRecord, k: int, nodes: list[Node], edges: list[Edge],
     if record.shard_shape:
         label += f", block {shape_text(record.shard_shape)} per device"
     clusters.append(Cluster(cluster, label, None, "tree"))
-    rows, cols = grid_shape(record)
+    # A 1-D mesh is one row here (a column in the terminal, where width is scarce).
+    rows, cols = (1, len(record.mesh_devices)) if len(record.mesh_shape) <= 1 else \
+        grid_shape(record)
     blocks = sorted({block_text(record, d) for d in record.mesh_devices})
     fills = {b: BLOCK_FILLS[i % len(BLOCK_FILLS)] for i, b in enumerate(blocks)}
     devices = list(record.mesh_devices)
