@@ -166,6 +166,9 @@ class Stage:
     in_vars: tuple[str, ...] = ()   # the jaxpr's inputs and outputs, named as in `eqns`
     out_vars: tuple[str, ...] = ()
     const_vars: tuple[str, ...] = ()
+    # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
+    collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
+    shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
 
     @property
     def eqn_count(self) -> int | None:
@@ -304,6 +307,7 @@ class Call:
     trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, gradients/tangents
     pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
+    shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
 
     @property
     def ok(self) -> bool:
@@ -412,6 +416,64 @@ class Diagnostic:
     function: str = ""        # the flatten/unflatten function, e.g. "repack_NTC"
     source: SourceLocation | None = None  # the line using the undefined name, or the def line
     names: tuple[str, ...] = ()           # the undefined names
+
+
+# --- shardings and collectives (transforms/_sharding.py) -------------------------
+
+@dataclass(frozen=True, slots=True)
+class ShardBlock:
+    """The block of an array one device holds, as `devices_indices_map` gives it."""
+    device: int               # the device id
+    starts: tuple[int, ...] = ()  # per dimension, the block is [start, stop)
+    stops: tuple[int, ...] = ()
+
+    @property
+    def index(self) -> str:
+        """numpy's spelling of the block: `0:2, 0:16`."""
+        return ", ".join(f"{a}:{b}" for a, b in zip(self.starts, self.stops))
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingRecord:
+    """How one array of a call is laid out across devices, as JAX's sharding says."""
+    role: str                 # input | output | gradient
+    name: str                 # the leaf, named as the user names it: "params['w']", "out[0]"
+    aval: str                 # e.g. "float32[8,16]"
+    kind: str                 # JAX's class: NamedSharding, SingleDeviceSharding, ...
+    spec: str = ""            # the PartitionSpec, e.g. "P('data', None)"; "" without one
+    mesh_axes: tuple[str, ...] = ()   # NamedSharding: axis names, e.g. ("data", "model")
+    mesh_shape: tuple[int, ...] = ()  # and their sizes, e.g. (4, 2)
+    mesh_devices: tuple[int, ...] = ()  # device ids in mesh order (row-major)
+    shard_shape: tuple[int, ...] = ()   # the per-device block's shape
+    blocks: tuple[ShardBlock, ...] = ()  # per device, in mesh order
+    replicated: bool = False  # every device holds the whole array
+    argnum: int | None = None  # inputs and gradients: the positional argument
+    path: str = ""            # key path inside that argument or the output: "['w']"
+    note: str = ""            # why the layout could not be described fully
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGroup:
+    """A set of devices one collective runs over, or a (source, target) pair."""
+    devices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveRecord:
+    """A collective in a compiled (optimised) HLO module, as XLA printed it."""
+    kind: str                 # all-reduce | all-gather | reduce-scatter | collective-permute
+                              # | all-to-all
+    name: str                 # the HLO instruction, e.g. "%all-reduce.1"
+    shape: str                # its result type as HLO prints it, e.g. "f32[4,16]"
+    dtype: str = ""           # element type of the (first) result, e.g. "f32"
+    result_bytes: int = 0     # bytes of the result per device, from its HLO type
+    groups: tuple[DeviceGroup, ...] = ()  # replica groups, or source-target pairs
+    groups_text: str = ""     # the attribute as printed: "{{0,2},{1,3}}", "[4,2]<=[8]"
+    ids: str = "partition"    # what the numbers in `groups` are: partition | device
+    reduction: str = ""       # all-reduce / reduce-scatter: the to_apply computation
+    dimensions: str = ""      # all-gather / reduce-scatter / all-to-all: dimensions={...}
+    computation: str = ""     # the HLO computation it is in, e.g. "ENTRY main.12"
+    op_name: str = ""         # metadata op_name: the JAX operation it came from
 
 
 @dataclass(slots=True)
@@ -639,3 +701,5 @@ _RECORD_TYPES = {
 }
 _RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
                                                      Diagnostic)})
+_RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
+                                                     CollectiveRecord)})

@@ -282,7 +282,24 @@ def _graph(argv: list[str]) -> int:
 
 # --- demo ---------------------------------------------------------------------
 
+# `workbench demo` runs the sharded example on this many CPU devices.
+DEMO_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def ask_for_demo_devices(count: int = 8) -> None:
+    """Ask XLA for `count` CPU devices unless the user set the flag themselves.
+
+    NB: XLA reads XLA_FLAGS when JAX creates its CPU backend, at the first
+    computation or device query, so this must run before the gallery imports
+    (which build arrays). Only `demo` calls it: `run` leaves scripts unchanged.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if DEMO_DEVICES_FLAG not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {DEMO_DEVICES_FLAG}={count}".strip()
+
+
 def _demo(args: argparse.Namespace) -> int:
+    ask_for_demo_devices()
     from workbench import gallery
     examples = list(gallery.EXAMPLES)
     if args.list:

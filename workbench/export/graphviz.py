@@ -30,6 +30,7 @@ class Node:
     mark: str = ""            # added | removed | changed | mismatch | error | focus | backward
                               # | rule
     tooltip: str = ""
+    fill: str = ""            # an explicit fill colour ("#rrggbb"): a device's block
 
 
 @dataclass(frozen=True, slots=True)
@@ -952,8 +953,8 @@ _KIND_STYLES: dict[str, list[tuple[str, str]]] = {
 def _node_line(node: Node) -> str:
     attrs = [("label", dot_string(node.label))]
     attrs += _KIND_STYLES.get(node.kind, [])
-    fill = MARK_COLOURS.get(node.mark) or (ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn"
-                                           else None)
+    fill = node.fill or MARK_COLOURS.get(node.mark) or (
+        ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn" else None)
     if fill:
         attrs.append(("fillcolor", f'"{fill}"'))
     if node.batched:

@@ -23,6 +23,7 @@ from ..widgets.common.line_list import LineList
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
 from ..widgets.common.tab_line import TabLine
+from ..widgets.devices.devices_pane import DevicesPane, has_devices
 from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
 from ..widgets.navigator.step_list import StepList
@@ -30,7 +31,7 @@ from ..widgets.pytree.pytree_pane import PytreePane
 from ..widgets.stages.stages_pane import StagesPane
 from ..widgets.step.step_pane import StepPane
 
-VIEWS = ("step", "stages", "pytree", "failure")
+VIEWS = ("step", "stages", "pytree", "failure", "devices")
 
 
 class SessionScreen(Screen):
@@ -41,6 +42,7 @@ class SessionScreen(Screen):
         Binding("2", "view('stages')", "Stages"),
         Binding("3", "view('pytree')", "Pytree"),
         Binding("4", "view('failure')", "Failure"),
+        Binding("5", "view('devices')", "Devices", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(True)", "Next match", show=False),
         Binding("N", "next_match(False)", "Previous match", show=False),
@@ -65,6 +67,8 @@ class SessionScreen(Screen):
         self._scope: LineList | None = None
         self._before_search: Widget | None = None
         self._dirty: set[str] = set(VIEWS)
+        # NB: the devices view exists only for sessions that ran on several devices.
+        self.has_devices = has_devices(session)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -77,14 +81,17 @@ class SessionScreen(Screen):
                     yield StagesPane(id="stages-pane")
                     yield PytreePane(id="pytree-pane")
                     yield FailurePane(id="failure-pane")
+                    if self.has_devices:
+                        yield DevicesPane(id="devices-pane")
         yield SearchBar(id="search")
         yield StatusBar(id="status")
         yield KeyBar(id="keys")
 
     def _tab_labels(self) -> list[tuple[str, str]]:
         failed = sum(1 for c in self.session.calls if c.errors)
-        return [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
-                ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
+        labels = [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
+                  ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
+        return labels + ([("devices", "5 Devices")] if self.has_devices else [])
 
     def _heading(self) -> str:
         """The caller's title (a file name), and the recording's own title when it says more."""
@@ -120,7 +127,7 @@ class SessionScreen(Screen):
 
     def on_call_selected(self, message: CallSelected) -> None:
         self.call_index = message.call
-        self._dirty.update(("stages", "pytree", "failure"))
+        self._dirty.update(("stages", "pytree", "failure", "devices"))
         self._refresh_active()
 
     def on_step_selected(self, message: StepSelected) -> None:
@@ -164,6 +171,9 @@ class SessionScreen(Screen):
         elif view == "failure" and "failure" in self._dirty:
             self.query_one(FailurePane).show(self.call_index, call, index)
             self._dirty.discard("failure")
+        elif view == "devices" and "devices" in self._dirty:
+            self.query_one(DevicesPane).show(call)
+            self._dirty.discard("devices")
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:
         """Put each stage's cursor on the equation this step became, where that is known."""
@@ -221,6 +231,9 @@ class SessionScreen(Screen):
     # --- actions ------------------------------------------------------------------
 
     def action_view(self, view: str) -> None:
+        if view == "devices" and not self.has_devices:
+            self.say("this session ran on one device: no shardings or collectives recorded")
+            return
         switcher = self.query_one(ContentSwitcher)
         inside = self.focused is not None and switcher in self.focused.ancestors_with_self
         switcher.current = f"{view}-pane"
@@ -333,6 +346,9 @@ class SessionScreen(Screen):
             lambda: self.action_view("pytree")
         yield "Failure view", "what failed, where, and a hint", \
             lambda: self.action_view("failure")
+        if self.has_devices:
+            yield "Devices view", "arrays on the device mesh, collectives per stage", \
+                lambda: self.action_view("devices")
         yield "Hide or show the navigator", "the views take the whole width (z)", self.action_zoom
         yield "Search", "search steps or the focused stage text (/)", self.action_search
         yield "Filter steps", "p:PRIM l:LEVEL is:error words (f)", self.action_filter
