@@ -80,6 +80,50 @@ def test_seed000_fixed_repack_has_no_findings(transform):
     assert session.calls[-1].diagnostics == ()
 
 
+def test_seed000_under_jit_is_recorded_before_jax_s_unflatten_raises():
+    # jax.jit unflattens the arguments before our function runs: the check
+    # runs when JAX binds the signature on its cache miss.
+    jitted = T.jit(broken_func)
+    ours, session = recorded(lambda: jitted(BROKEN))
+    theirs = outcome(lambda: jax.jit(broken_func)(BROKEN))
+    assert_same_error(ours.error, theirs.error)
+    assert type(ours.error) is NameError
+    (call,) = session.calls
+    assert call.transform == "jit" and call.function == "broken_func"
+    assert call.source.file == __file__
+    (d,) = call.diagnostics
+    assert (d.kind, d.names, d.function, d.path) == ("undefined_name", ("value",), "repack_NTC",
+                                                     "container")
+    assert d.source.file == __file__ and d.source.line == REPACK_VALUE_LINE
+    error = only_error(session)
+    assert error.type_name == "NameError" and error.message == str(theirs.error)
+    assert error.rule == "pytree_function" and error.function == "repack_NTC"
+    assert f"{__file__}:{REPACK_VALUE_LINE}" in error.hint and "`value`" in error.hint
+    (tree,) = [t for t in call.trees if t.role == "input"]
+    assert tree.nodes[0].type_name.endswith("NTBroken") and tree.nodes[0].aux
+
+
+def test_jit_check_on_bind_with_static_args_lower_and_no_session():
+    jitted = T.jit(lambda c, n: c.array.sum() * n, static_argnums=1)
+    assert outcome(lambda: jitted(BROKEN, 2)).error is not None  # not recording: nothing kept
+    ours, session = recorded(lambda: jitted.lower(BROKEN, 3))
+    assert type(ours.error) is NameError
+    (call,) = session.calls
+    assert call.diagnostics[0].names == ("value",) and call.errors[0].rule == "pytree_function"
+
+
+def test_jit_with_a_fixed_unflatten_records_one_trace_and_no_findings():
+    jitted = T.jit(test_func)
+    with T.record() as session:
+        first = jitted(CONTAINER)
+        again = jitted(CONTAINER)  # cached: JAX binds nothing, we record nothing
+    assert float(first) == float(again) == float(jax.jit(test_func)(CONTAINER))
+    (call,) = session.calls
+    assert call.diagnostics == () and call.errors == ()
+    import inspect
+    assert inspect.signature(jitted) == inspect.signature(test_func)
+
+
 def test_check_runs_before_tracing_and_needs_no_transform():
     (d,) = check_inputs((BROKEN,), {}, ["c"])
     assert (d.kind, d.names, d.path) == ("undefined_name", ("value",), "c")

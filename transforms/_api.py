@@ -8,13 +8,16 @@ results, pytree structures and exceptions are JAX's own.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
 
 from . import _interpreters as _i
+from ._diagnose import check_inputs
 from ._recorder import TRACE_KINDS, _state, function_name, run_level
+from ._trees import parameter_names
 
 # Transformations whose backward pass runs at the enclosing level after the
 # user's function returns.
@@ -275,4 +278,56 @@ def _jit_entry(fun: Callable, options: tuple) -> Callable:
         call.finish(out)
         return out
 
+    signature = _pre_trace_signature(fun, functools.partial(_check_before_trace, fun, options))
+    if signature is not None:
+        traced.__signature__ = signature
     return traced
+
+
+class _PreTraceSignature(inspect.Signature):
+    """The jit entry's signature, whose `bind` runs the pre-trace check.
+
+    NB: on every cache miss jax.jit binds `inspect.signature(fun)` (to name the
+    arguments in its debug info) before it unflattens the arguments and calls
+    `fun`. A custom node whose unflatten raises makes JAX raise right there,
+    before our entry runs, so `bind` is our one moment before it. Cached calls
+    never bind; binding itself is Signature's. Copies made by `replace` have
+    no hook.
+    """
+    __slots__ = ("_on_bind",)
+
+    def bind(self, /, *args, **kwargs):
+        on_bind = getattr(self, "_on_bind", None)
+        if on_bind is not None and _state.session is not None and _state.call is None:
+            on_bind(args, kwargs)
+        return super().bind(*args, **kwargs)
+
+
+def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature | None:
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # no signature: JAX names the arguments args[i]
+        return None
+    hooked = _PreTraceSignature(list(signature.parameters.values()),
+                                return_annotation=signature.return_annotation,
+                                __validate_parameters__=False)
+    hooked._on_bind = on_bind
+    return hooked
+
+
+def _check_before_trace(fun: Callable, options: tuple, args: tuple, kwargs: dict) -> None:
+    """On a jit cache miss while recording: record now a call whose unflatten will raise.
+
+    `args` are what JAX binds: static arguments are stand-ins (leaves). When
+    the round trip of a custom node raises, JAX's own unflatten of it raises
+    the same before the function is traced: the call is recorded as failed
+    with that exception and the check's findings. JAX's exception is the one
+    the user gets. Otherwise nothing happens here: the trace records the call.
+    """
+    raised: list[BaseException] = []
+    check_inputs(args, kwargs, parameter_names(fun, args), raised)
+    if not raised:
+        return
+    call = _state.session.begin_call("jit", fun, options, args, kwargs)
+    call.record_error(raised[0], None)
+    call.finish(failed=True)

@@ -38,8 +38,13 @@ _MAX_CODE_DEPTH = 8       # nested code objects searched (lambdas, comprehension
 
 # --- the pre-trace check ------------------------------------------------------------
 
-def check_inputs(args: tuple, kwargs: dict, names: list[str]) -> tuple[Diagnostic, ...]:
-    """Round-trip each custom pytree node type met in the inputs once; never raises."""
+def check_inputs(args: tuple, kwargs: dict, names: list[str],
+                 raised: list[BaseException] | None = None) -> tuple[Diagnostic, ...]:
+    """Round-trip each custom pytree node type met in the inputs once; never raises.
+
+    `raised` collects the exceptions an unflatten raised in the round trip:
+    JAX's own unflatten of the same node will raise them too.
+    """
     found: list[Diagnostic] = []
     checked: set[type] = set()
     roots = list(zip(names, args)) + [(str(k), v) for k, v in kwargs.items()]
@@ -74,7 +79,7 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str]) -> tuple[Diagnosti
         if is_custom_node(node_type, aux) and node_type not in checked \
                 and len(checked) < MAX_CHECKED_NODES:
             checked.add(node_type)
-            found.extend(_check_node(x, path, node_type, aux, keyed, td))
+            found.extend(_check_node(x, path, node_type, aux, keyed, td, raised))
         for key_path, child in reversed(keyed):
             stack.append((child, path + _keystr(key_path), depth + 1))
     return tuple(found)
@@ -129,7 +134,7 @@ class _CallCatcher:
 
 
 def _check_node(x: Any, path: str, node_type: type, aux: Any, keyed: list,
-                td: Any) -> list[Diagnostic]:
+                td: Any, raised: list[BaseException] | None = None) -> list[Diagnostic]:
     type_name = qualified_name(node_type)
     found: list[Diagnostic] = []
     try:
@@ -148,6 +153,8 @@ def _check_node(x: Any, path: str, node_type: type, aux: Any, keyed: list,
             rebuilt = td.unflatten(children)
     except Exception as e:
         found.extend(_unflatten_failure(catcher, type_name, path, e))
+        if raised is not None:
+            raised.append(e)
         return found
     undefined = _undefined_names(catcher)
     if undefined:
