@@ -65,6 +65,67 @@ def test_jvp_pairs_primals_with_tangents():
     assert all(p.same_structure for p in call.pairs)
 
 
+def _two_outputs(x, y):
+    return {"p": x * y, "q": jnp.sin(x)}
+
+
+COTANGENT = {"p": jnp.ones(3), "q": jnp.full(3, 2.0)}
+
+
+def test_vjp_pullback_records_a_backward_call_paired_with_the_primals():
+    x, y = jnp.arange(3.0), 2.0
+    with T.record() as session:
+        out, pullback = T.vjp(_two_outputs, x, y)
+        cts = pullback(COTANGENT)
+    jax_out, jax_pullback = jax.vjp(_two_outputs, x, y)
+    # JAX's own VJP class and pytree node; bit-identical results
+    assert type(pullback) is type(jax_pullback)
+    assert jax.tree_util.tree_structure(pullback).node_data()[0] is type(jax_pullback)
+    for a, b in zip(jax.tree_util.tree_leaves(cts),
+                    jax.tree_util.tree_leaves(jax_pullback(COTANGENT))):
+        assert a.dtype == b.dtype and bool((a == b).all())
+    forward, backward = session.calls
+    assert (forward.transform, backward.transform) == ("vjp", "vjp_backward")
+    assert backward.parent == forward.index and backward.function == "_two_outputs"
+    assert {s.phase for s in backward.steps} == {"backward"}
+    assert [(t.role, t.name) for t in trees_by_role(forward, "primal_out")] == \
+        [("primal_out", "primal_out")]
+    assert [t.name for t in trees_by_role(backward, "cotangent")] == ["cotangent", "x", "y"]
+    assert [p.title for p in backward.pairs] == ["primal output vs its cotangent",
+                                                 "x vs its cotangent", "y vs its cotangent"]
+    assert all(p.kind == "cotangent" and p.same_structure for p in backward.pairs)
+    assert backward.pairs[1].left is trees_by_role(forward, "input")[0]
+    assert [n.aval for n in trees_by_role(backward, "cotangent")[0].leaves] == \
+        ["float32[3]", "float32[3]"]
+
+
+def test_vjp_pullback_outside_the_block_or_under_jit_is_jax_s():
+    x = jnp.arange(3.0)
+    with T.record() as session:
+        _, pullback = T.vjp(_two_outputs, x, 2.0)
+    expected = jax.vjp(_two_outputs, x, 2.0)[1](COTANGENT)
+    assert len(session.calls) == 1
+    later = pullback(COTANGENT)  # no session: records nothing, computes JAX's result
+    through_jit = jax.jit(lambda pb, ct: pb(ct))(pullback, COTANGENT)
+    for got in (later, through_jit):
+        assert all(bool((a == b).all()) for a, b in zip(got, expected))
+    assert len(session.calls) == 1
+
+
+def test_vjp_pullback_given_a_wrong_cotangent_records_both_trees():
+    with T.record() as session:
+        _, pullback = T.vjp(_two_outputs, jnp.arange(3.0), 2.0)
+        ours = outcome(lambda: pullback({"p": jnp.ones(3)}))
+    theirs = outcome(lambda: jax.vjp(_two_outputs, jnp.arange(3.0), 2.0)[1]({"p": jnp.ones(3)}))
+    assert_same_error(ours.error, theirs.error)
+    (error,) = session.calls[1].errors
+    assert error.rule == "cotangent_mismatch"
+    assert error.mismatch.right_has == "a dict with children ['p']"
+    assert error.hint.startswith("first difference at the root: the primal output has a dict "
+                                 "with children ['p'], ['q']; the cotangent has a dict with "
+                                 "children ['p'].")
+
+
 def test_traced_leaves_are_told_apart_under_an_outer_transformation():
     # Ours inside jax.vmap: the call's input is a VmapTracer.
     with T.record() as session:

@@ -7,8 +7,10 @@ results, pytree structures and exceptions are JAX's own.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -76,19 +78,26 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
 
 
 def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
-            args: tuple, kwargs: dict) -> Any:
-    """Call a JAX-transformed function, opening a recorded Call when none is open."""
+            args: tuple, kwargs: dict, forward: int | None = None) -> Any:
+    """Call a JAX-transformed function, opening a recorded Call when none is open.
+
+    `forward` is the index of the call a backward call belongs to (a vjp's).
+    """
     session = _state.session
     if session is None:
         return transformed(*args, **kwargs)
     call = _state.call
     if call is not None:
         return _invoke_nested(call, kind, transformed, args, kwargs)
-    call = session.begin_call(kind, fun, options, args, kwargs)
+    call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
     call.spec = TransformSpec(kind, fun, transformed, options)
+    if forward is not None:
+        call.trees.forward = session.session.calls[forward].trees
     _state.call = call
     try:
         outer = call.new_level("outer", _i.current_trace(), None)
+        if kind == "vjp_backward":
+            outer.set_phase("backward")
         out = run_level(outer, transformed, args, kwargs)
     except BaseException:
         call.finish(failed=True)
@@ -213,12 +222,54 @@ def jvp(fun, primals, tangents, has_aux=False):
 @_i.api_boundary
 @functools.wraps(jax.vjp)
 def vjp(fun, *primals, **kwargs):
-    # NB: the returned pullback is JAX's own VJP object, unwrapped, so its type
-    # and pytree structure stay JAX's; calling it later records nothing.
     options = _options(**kwargs)
     target = _level_entry(fun, "vjp", options) if callable(fun) else fun
     run = functools.partial(jax.vjp, target)
-    return _invoke("vjp", fun, options, run, primals, kwargs)
+    session = _state.session
+    top_level = session is not None and _state.call is None
+    out = _invoke("vjp", fun, options, run, primals, kwargs)
+    if not top_level:
+        return out
+    origin = (weakref.ref(session), len(session.session.calls) - 1, fun, options)
+    return (out[0], _recording_pullback(out[1], origin)) + tuple(out[2:])
+
+
+# --- the pullback of a recorded vjp ------------------------------------------------
+
+
+def _recording_pullback(pullback: Any, origin: tuple) -> Any:
+    """JAX's VJP object with its function swapped for one whose product records.
+
+    NB: the pullback stays an instance of JAX's own VJP class (a registered
+    pytree node, so a subclass or wrapper would change its structure): only
+    its `fun` field, a functools.partial, becomes a _PullbackPartial with the
+    same function and arguments. A pullback of another form is returned as is.
+    """
+    fun = getattr(pullback, "fun", None)
+    if not dataclasses.is_dataclass(pullback) or type(fun) is not functools.partial:
+        return pullback
+    recording = _PullbackPartial(fun.func, *fun.args, **fun.keywords)
+    recording.origin = origin
+    return dataclasses.replace(pullback, fun=recording)
+
+
+class _PullbackPartial(functools.partial):
+    """partial(_vjp3_callable, ...) whose product, the backward function, records its call."""
+
+    def __call__(self, /, *args, **kwargs):
+        backward = super().__call__(*args, **kwargs)
+        # A jax.tree_util.Partial, as JAX's own: the backward function stays a child.
+        return jax.tree_util.Partial(functools.partial(_run_backward, self.origin), backward)
+
+
+def _run_backward(origin: tuple, backward: Callable, out_ct: Any) -> Any:
+    """Run a vjp's backward function, recorded as a call whose parent is the forward call."""
+    session_ref, index, fun, options = origin
+    session = _state.session
+    if session is None:
+        return backward(out_ct)
+    forward = index if session_ref() is session else None  # else another record() block's
+    return _invoke("vjp_backward", fun, options, backward, (out_ct,), {}, forward=forward)
 
 
 @_i.api_boundary

@@ -27,7 +27,8 @@ from jax import tree_util
 from ._interpreters import JAX_DIR, PACKAGE_DIR
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
-from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, flatten_one, input_trees,
+from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, backward_trees, flatten_one,
+                     input_trees,
                      is_custom_node, output_trees,
                      pair_trees, qualified_name, safe_text, treedef_tree)
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
@@ -409,6 +410,7 @@ class FailureContext:
     parameters: tuple[str, ...]
     diagnostics: tuple[Diagnostic, ...]
     builder: TreeBuilder
+    trees: tuple[TreeRecord, ...] = ()    # the call's input trees, then a forward call's
 
 
 @dataclass(frozen=True)
@@ -521,6 +523,22 @@ def _finding(d: Diagnostic) -> str:
     return f"at {where}: {d.message}"
 
 
+def _cotangent_facts(ctx: FailureContext) -> dict:
+    """A pullback given a cotangent unlike the primal output: both trees, paired."""
+    primal_out = next((t for t in ctx.trees if t.role == "primal_out"), None)
+    cotangent = next((t for t in ctx.trees if t.role == "cotangent"), None)
+    if primal_out is None or cotangent is None:
+        return {}
+    pair = pair_trees("cotangent", "primal output vs its cotangent", primal_out, cotangent,
+                      "the primal output", "the cotangent")
+    facts: dict = {"mismatch": pair}
+    if pair.first_difference is not None:
+        facts["hint"] = (f"{pair.summary}. Give the pullback a cotangent with the primal "
+                         "output's structure (e.g. jax.tree_util.tree_map(jnp.ones_like, "
+                         "primal_out)).")
+    return facts
+
+
 _RULE_NAMES = re.compile(r"Custom (?:JVP|VJP) rule (\S+) for function (\S+)")
 
 
@@ -595,6 +613,10 @@ FAILURE_RULES: tuple[FailureRule, ...] = (
           "in_axes/out_axes must be a tree prefix of the arguments/outputs: give one entry "
           "per argument (a tuple for several), with the same containers and keys, or a "
           "single int/None for a whole subtree.", _mismatch_facts),
+    _rule("cotangent_mismatch", ValueError,
+          r"argument to a VJP function returned by `jax.vjp` must match the pytree",
+          "Give the pullback a cotangent with the primal output's structure (the same "
+          "containers, keys and leaf shapes).", _cotangent_facts),
     _rule("axes_length", ValueError, r"vmap in_axes must be an int, None, or a tuple",
           "Give in_axes one entry per positional argument (a tuple), or a single int/None "
           "for all of them.", None),
@@ -667,6 +689,7 @@ class CallTrees:
         self.pairs: list[TreePair] = []
         self.diagnostics: list[Diagnostic] = []
         self.parameters: tuple[str, ...] = ()
+        self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
         try:
             self.parameters = tuple(_parameter_names(fun))
             self.inputs = input_trees(transform, fun, args, kwargs, self.builder)
@@ -680,8 +703,12 @@ class CallTrees:
 
     def finish(self, outputs: Any) -> None:
         try:
-            trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
-                                        self.builder)
+            if self.transform == "vjp_backward":
+                cotangent = self.inputs[0] if self.inputs else None
+                trees, pairs = backward_trees(self.forward, cotangent, outputs, self.builder)
+            else:
+                trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
+                                            self.builder)
             self.outputs.extend(trees)
             self.pairs.extend(pairs)
         except Exception as e:
@@ -695,7 +722,8 @@ class CallTrees:
         except Exception:
             message = ""
         ctx = FailureContext(error, message, levels, steps, level, step, source,
-                             self.parameters, tuple(self.diagnostics), self.builder)
+                             self.parameters, tuple(self.diagnostics), self.builder,
+                             tuple(self.inputs) + self.forward)
         try:
             return diagnose(ctx)
         except Exception as e:

@@ -467,6 +467,8 @@ def input_trees(transform: str, fun: Any, args: tuple, kwargs: dict,
     if transform == "jvp" and len(args) == 2:
         names = ["primals", "tangents"]
         roles = ["input", "tangent"]
+    elif transform == "vjp_backward":
+        names, roles = ["cotangent"], ["cotangent"]
     else:
         names = parameter_names(fun, args)
         roles = ["input"] * len(args)
@@ -528,6 +530,13 @@ def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: 
         if len(args) == 2:
             pairs.insert(0, pair_trees("tangent", "primals vs tangents", args[0], args[1]))
         return trees, pairs
+    if transform == "vjp":
+        try:
+            primal_out = out[0]
+        except Exception:  # an output of an unexpected shape: the output tree only
+            return trees, pairs
+        trees.append(builder.build(primal_out, "primal_out", "primal_out"))
+        return trees, pairs
     roles = _DERIVATIVE_ROLES.get(transform)
     if roles is None:
         return trees, pairs
@@ -551,3 +560,30 @@ def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: 
                                     f"the input {name}", f"its {role}"))
     return trees, pairs
 
+
+
+def backward_trees(forward: tuple[TreeRecord, ...], cotangent: TreeRecord | None, out: Any,
+                   builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
+    """A vjp pullback's trees: one cotangent per primal input, paired with that input.
+
+    `forward` holds the forward call's trees: its primal inputs (by argnum) and
+    primal output, which the cotangent given to the pullback is paired with.
+    """
+    trees = [builder.build(out, "output", "out")]
+    pairs: list[TreePair] = []
+    primal_out = next((t for t in forward if t.role == "primal_out"), None)
+    if primal_out is not None and cotangent is not None:
+        pairs.append(pair_trees("cotangent", "primal output vs its cotangent", primal_out,
+                                cotangent, "the primal output", "the cotangent"))
+    if not isinstance(out, tuple):
+        return trees, pairs
+    primals = {t.argnum: t for t in forward if t.role == "input" and t.argnum is not None}
+    for argnum, ct in enumerate(out):
+        primal = primals.get(argnum)
+        name = primal.name if primal is not None else f"args[{argnum}]"
+        tree = builder.build(ct, "cotangent", name, argnum)
+        trees.append(tree)
+        if primal is not None:
+            pairs.append(pair_trees("cotangent", f"{name} vs its cotangent", primal, tree,
+                                    f"the input {name}", "its cotangent"))
+    return trees, pairs
