@@ -126,6 +126,47 @@ def test_vjp_pullback_given_a_wrong_cotangent_records_both_trees():
                                  "children ['p'].")
 
 
+def _hessian_of(p):
+    return jnp.sum(p["a"] ** 2) * p["b"]
+
+
+def test_hessian_pairs_the_input_nested_in_itself():
+    p = {"a": jnp.ones(2), "b": 3.0}
+    with T.record() as session:
+        T.hessian(_hessian_of)(p)
+    (call,) = session.calls
+    (pair,) = call.pairs
+    assert (pair.kind, pair.title, pair.left.name, pair.left.role) == \
+        ("hessian", "p vs its hessian", "p ⊗ p", "expected")
+    assert pair.same_structure and all(r.status == "same" for r in pair.rows)
+    assert [(r.path, pair.right.nodes[r.right].aval) for r in pair.rows] == [
+        ("", ""), ("['a']", ""), ("['a']['a']", "float32[2,2]"), ("['a']['b']", "float32[2]"),
+        ("['b']", ""), ("['b']['a']", "float32[2]"), ("['b']['b']", "float32[]")]
+    assert pair.right is trees_by_role(call, "hessian")[0]
+
+
+def test_jacobian_outer_structure_is_the_function_output():
+    with T.record() as session:
+        T.jacrev(lambda x: {"s": jnp.sin(x), "t": x.sum()})(jnp.ones(3))
+        T.jacfwd(lambda x, y: x * y, argnums=(0, 1))(jnp.ones(2), jnp.ones(2))
+        T.jacrev(lambda x: (x.sum(), {"aux": x}), has_aux=True)(jnp.ones(2))
+    first, second, third = (c.pairs[0] for c in session.calls)
+    assert first.left.name == "out ⊗ x" and first.same_structure
+    assert [(r.path, first.left.nodes[r.left].aval) for r in first.rows] == [
+        ("", ""), ("['s']", "float32[3,3]"), ("['t']", "float32[3]")]
+    assert second.left.name == "out ⊗ (x, y)" and second.title == "(x, y) vs its jacobian"
+    assert [r.path for r in second.rows] == ["", "[0]", "[1]"] and second.same_structure
+    assert third.left.name == "x" and third.same_structure  # the aux part is not the jacobian
+
+
+def test_nesting_a_wide_tree_is_truncated():
+    from transforms._trees import nest_trees
+    wide = TreeBuilder().build(list(range(100)), "input", "x")
+    nested = nest_trees(wide, wide)
+    assert len(nested.nodes) == MAX_NODES and nested.note == f"truncated at {MAX_NODES} nodes"
+    assert all(c < len(nested.nodes) for n in nested.nodes for c in n.children)
+
+
 def test_traced_leaves_are_told_apart_under_an_outer_transformation():
     # Ours inside jax.vmap: the call's input is a VmapTracer.
     with T.record() as session:

@@ -19,7 +19,7 @@ import jax
 from . import _interpreters as _i
 from ._diagnose import check_inputs
 from ._recorder import TRACE_KINDS, _state, function_name, run_level
-from ._trees import parameter_names
+from ._trees import JACOBIAN_NESTING, parameter_names
 
 # Transformations whose backward pass runs at the enclosing level after the
 # user's function returns.
@@ -69,7 +69,10 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
         parent = _state.levels[-1] if _state.levels else None
         level = call.new_level(kind, _i.current_trace(), parent, function_name(fun), options)
         try:
-            return run_level(level, fun, args, kwargs)
+            out = run_level(level, fun, args, kwargs)
+            if kind in JACOBIAN_NESTING and call.transform == kind and level.depth == 1:
+                call.trees.note_function_output(out)  # the Jacobian's outer structure
+            return out
         finally:
             if parent is not None and kind in _BACKWARD_KINDS:
                 parent.set_phase("backward")

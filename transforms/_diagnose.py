@@ -690,6 +690,7 @@ class CallTrees:
         self.diagnostics: list[Diagnostic] = []
         self.parameters: tuple[str, ...] = ()
         self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
+        self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
         try:
             self.parameters = tuple(_parameter_names(fun))
             self.inputs = input_trees(transform, fun, args, kwargs, self.builder)
@@ -708,11 +709,20 @@ class CallTrees:
                 trees, pairs = backward_trees(self.forward, cotangent, outputs, self.builder)
             else:
                 trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
-                                            self.builder)
+                                            self.builder, self.function_out)
             self.outputs.extend(trees)
             self.pairs.extend(pairs)
         except Exception as e:
             self._internal("describing the outputs", e)
+
+    def note_function_output(self, out: Any) -> None:
+        """The differentiated function's output (traced), for a Jacobian's outer structure."""
+        try:
+            has_aux = any(k == "has_aux" and v == "True" for k, v in self.options)
+            self.function_out = self.builder.build(out[0] if has_aux else out,
+                                                   "function_out", "out")
+        except Exception as e:
+            self._internal("describing the function's output", e)
 
     def error_fields(self, error: BaseException, levels: list[Level], steps: list,
                      level: int | None, step: int | None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from typing import Any, Callable, Iterable
 
 import jax
@@ -507,16 +508,29 @@ def _gradient_part(transform: str, out: Any, has_aux: bool) -> tuple[bool, Any]:
 _DERIVATIVE_ROLES = {
     "grad": ("gradient", "gradient"),
     "value_and_grad": ("gradient", "gradient"),
-    "jacrev": ("gradient", "gradient"),
-    "jacfwd": ("gradient", "gradient"),
+}
+
+# transform -> (role of its output, how many times the inputs nest in it)
+JACOBIAN_NESTING = {
+    "jacfwd": ("jacobian", 1),
+    "jacrev": ("jacobian", 1),
+    "hessian": ("hessian", 2),
 }
 
 
 def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: Any,
-                 builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
-    """The output tree, the derivative trees and their pairings with the inputs."""
+                 builder: TreeBuilder, function_out: TreeRecord | None = None
+                 ) -> tuple[list[TreeRecord], list[TreePair]]:
+    """The output tree, the derivative trees and their pairings with the inputs.
+
+    `function_out` is the differentiated function's own output tree, which
+    the outer structure of a Jacobian follows.
+    """
     trees = [builder.build(out, "output", "out")]
     pairs: list[TreePair] = []
+    if transform in JACOBIAN_NESTING:
+        _jacobian_trees(transform, options, inputs, out, builder, function_out, trees, pairs)
+        return trees, pairs
     if transform == "jvp":
         try:
             primal_out, tangent_out = out[0], out[1]
@@ -587,3 +601,114 @@ def backward_trees(forward: tuple[TreeRecord, ...], cotangent: TreeRecord | None
             pairs.append(pair_trees("cotangent", f"{name} vs its cotangent", primal, tree,
                                     f"the input {name}", "its cotangent"))
     return trees, pairs
+
+
+# --- Jacobians and Hessians: the inputs nested in the output ----------------------------
+
+def _jacobian_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: Any,
+                    builder: TreeBuilder, function_out: TreeRecord | None,
+                    trees: list[TreeRecord], pairs: list[TreePair]) -> None:
+    """jacfwd/jacrev/hessian: the result, paired with the inputs nested as JAX nests them.
+
+    jacfwd(f)(x) has f's output structure with x's structure at each of its
+    leaves (leaf shapes: output shape + input shape); a hessian nests x once
+    more. The expected tree is built that way from the records, so the pair
+    shows each block beside the input path it belongs to.
+    """
+    role, times = JACOBIAN_NESTING[transform]
+    ok, result = _gradient_part(transform, out, bool(_option(options, "has_aux", False)))
+    argnums = _option(options, "argnums", 0)
+    positional = {t.argnum: t for t in inputs if t.argnum is not None}
+    if not ok:
+        return
+    if isinstance(argnums, int):
+        x = positional.get(argnums)
+    elif isinstance(argnums, (tuple, list)) and all(a in positional for a in argnums):
+        x = tuple_tree([positional[a] for a in argnums])
+    else:
+        x = None
+    name = x.name if x is not None else "args"
+    tree = builder.build(result, role, name, argnums if isinstance(argnums, int) else None)
+    trees.append(tree)
+    if x is None or function_out is None or not function_out.nodes:
+        return
+    expected = function_out
+    for _ in range(times):
+        expected = nest_trees(expected, x)
+    scalar_out = len(function_out.nodes) == 1 and function_out.nodes[0].aval.endswith("[]")
+    label = " ⊗ ".join(([] if scalar_out else ["out"]) + [name] * times)
+    expected = TreeRecord("expected", label, "", expected.nodes, None, expected.note)
+    pairs.append(pair_trees(role, f"{name} vs its {role}", expected, tree, label,
+                            f"its {role}"))
+
+
+def tuple_tree(trees: list[TreeRecord]) -> TreeRecord:
+    """Several argument trees as one tuple, as `argnums=(0, 1)` gives them."""
+    root = _fields(0, None, 0, "", "", "node", "tuple")
+    nodes = [root]
+    for i, t in enumerate(trees):
+        offset = len(nodes)
+        root["children"].append(offset)
+        for n in t.nodes:
+            fields = n._asdict()
+            key = f"[{i}]" if n.parent is None else n.key
+            fields.update(index=offset + n.index, depth=n.depth + 1, key=key,
+                          path=f"[{i}]" + n.path, children=[offset + c for c in n.children],
+                          parent=0 if n.parent is None else offset + n.parent)
+            nodes.append(fields)
+    name = "(" + ", ".join(t.name for t in trees) + ")"
+    return TreeRecord("input", name, "", tuple(_freeze(n) for n in nodes), None)
+
+
+_AVAL = re.compile(r"^(\w+)\[([^\]]*)\]$")
+
+
+def joined_aval(outer: str, inner: str) -> str:
+    """A Jacobian block's aval: the outer leaf's dtype, its shape then the inner's."""
+    a, b = _AVAL.match(outer or ""), _AVAL.match(inner or "")
+    if a is None or b is None:
+        return ""
+    return f"{a.group(1)}[{','.join(d for d in (a.group(2), b.group(2)) if d)}]"
+
+
+def nest_trees(outer: TreeRecord, inner: TreeRecord) -> TreeRecord:
+    """`outer` with a copy of `inner` in place of each of its leaves (in preorder)."""
+    nodes: list[dict] = []
+    note = ""
+    placed: dict[int, int] = {}  # outer node -> its index here
+    for a in outer.nodes:
+        parent = placed.get(a.parent) if a.parent is not None else None
+        if a.parent is not None and parent is None:
+            continue  # below a node that was not placed (truncated)
+        if a.kind != "leaf":
+            if len(nodes) >= MAX_NODES:
+                note = f"truncated at {MAX_NODES} nodes"
+                break
+            placed[a.index] = _place(nodes, a, parent, a.depth, a.key, a.path, a.aval)
+            continue
+        copied: dict[int, int] = {}
+        for b in inner.nodes:
+            if len(nodes) >= MAX_NODES:
+                note = f"truncated at {MAX_NODES} nodes"
+                break
+            b_parent = parent if b.parent is None else copied.get(b.parent)
+            if b.parent is not None and b_parent is None:
+                continue
+            aval = joined_aval(a.aval, b.aval) if b.kind == "leaf" else ""
+            copied[b.index] = _place(nodes, b, b_parent, a.depth + b.depth,
+                                     a.key if b.parent is None else b.key, a.path + b.path, aval)
+        placed[a.index] = copied.get(0, -1)
+        if note:
+            break
+    return TreeRecord("expected", outer.name, "", tuple(_freeze(n) for n in nodes), None, note)
+
+
+def _place(nodes: list[dict], node: TreeNode, parent: int | None, depth: int, key: str,
+           path: str, aval: str) -> int:
+    index = len(nodes)
+    fields = _fields(index, parent, depth, key, path, node.kind, node.type_name, node.note)
+    fields.update(aux=node.aux, static=node.static, aval=aval)
+    nodes.append(fields)
+    if parent is not None:
+        nodes[parent]["children"].append(index)
+    return index
