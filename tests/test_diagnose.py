@@ -310,6 +310,41 @@ def test_failure_is_explained(name):
         assert fix in error.hint
 
 
+LEAKED_TRACER = "GradTracer(primal=1.0, tangent=JitTracer(float32[]))"
+
+
+def _use_leaked(y):
+    return y * LEAKED[0]
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit", "vmap"])
+def test_leaked_tracer_is_described_with_its_transformation_and_line(transform):
+    if not LEAKED:
+        jax.grad(_leak)(1.0)
+    arg = jnp.ones(2) if transform == "vmap" else 1.0
+    ours, session = recorded(lambda: getattr(T, transform)(_use_leaked)(arg))
+    theirs = outcome(lambda: getattr(jax, transform)(_use_leaked)(arg))
+    assert type(theirs.error) is jax.errors.UnexpectedTracerError
+    assert_same_error(ours.error, theirs.error)
+    (call,) = session.calls
+    # JAX raises while tracing, or (jit on jax 0.10) only when it runs the traced
+    # program: then the finding made while tracing is what the call keeps.
+    found = [e.tracer for e in call.errors] + \
+        [d.message for d in call.diagnostics if d.kind == "leaked_tracer"]
+    assert found and all(LEAKED_TRACER in text for text in found), found
+    for error in call.errors:
+        assert error.rule == "leaked_tracer" and error.source.function == "_use_leaked"
+    for d in call.diagnostics:
+        assert d.source.function == "_use_leaked" and "that had already ended" in d.message
+
+
+def test_no_leak_is_reported_for_tracers_of_enclosing_jax_transformations():
+    with T.record() as session:
+        jax.vmap(jax.grad(lambda v: T.vmap(jnp.sin)(v).sum()))(jnp.ones((2, 3)))
+        jax.jit(lambda x: T.grad(lambda y: y * x)(1.0))(2.0)
+    assert [d for c in session.calls for d in c.diagnostics] == []
+
+
 def test_bool_conversion_under_vmap_names_tracer_batch_dim_and_line():
     _, session = recorded(lambda: CASES_BY_NAME["seed003_absolute_if_vmap"].run(T))
     error = only_error(session)

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from jax import errors as jax_errors
 from jax import tree_util
 
-from ._interpreters import JAX_DIR, PACKAGE_DIR
+from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer, trace_has_ended, trace_of
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, backward_trees, flatten_one,
@@ -411,6 +411,7 @@ class FailureContext:
     diagnostics: tuple[Diagnostic, ...]
     builder: TreeBuilder
     trees: tuple[TreeRecord, ...] = ()    # the call's input trees, then a forward call's
+    leaked: tuple = ()                    # ValueRecords of leaked tracers met in the call
 
 
 @dataclass(frozen=True)
@@ -494,10 +495,66 @@ def _argument_on_line(ctx: FailureContext) -> str:
 
 
 def _leak_facts(ctx: FailureContext) -> dict:
+    facts: dict = {}
     m = _LEAKED.search(ctx.message)
-    if not m:
-        return {}
-    return {"function": m.group(1), "transform": m.group(3)}
+    if m:
+        facts.update(function=m.group(1), transform=m.group(3))
+    leak = first_leak(ctx.steps, ctx.leaked)
+    if leak is not None:
+        step, rec = leak
+        facts["tracer"] = rec.describe()
+        facts["hint"] = f"{_LEAK_HINT} {_leak_text(step, rec)}"
+        return facts
+    tracer = _ended_tracer_in_frames(ctx.error)
+    if tracer is not None:  # JAX refused it before any recorder saw it
+        facts["tracer"] = ctx.builder.describe(tracer).describe()
+    return facts
+
+
+def _ended_tracer_in_frames(error: BaseException) -> Any:
+    """The tracer JAX refused: a local of the frame that raised, whose trace has ended."""
+    frames = list(_frames(error))
+    for frame in reversed(frames[-4:]):
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, Tracer) and trace_has_ended(trace_of(value)):
+                return value
+    return None
+
+
+# What a leaked tracer's kind says about the transformation it came from.
+_TRACER_TRANSFORMS = {"linearize": "grad", "jvp": "jvp", "batched": "vmap", "jaxpr": "jit"}
+
+
+def first_leak(steps, leaked) -> tuple[Step, Any] | None:
+    """The first step given a leaked tracer (a tracer of an ended transformation)."""
+    if not leaked:
+        return None
+    ids = {id(rec) for rec in leaked}
+    for step in steps:
+        if step is None:
+            continue
+        for rec in step.inputs:
+            if id(rec) in ids:
+                return step, rec
+    return None
+
+
+def _leak_text(step: Step, rec: Any) -> str:
+    transform = _TRACER_TRANSFORMS.get(rec.kind, "")
+    which = f"a {transform} transformation" if transform else "a transformation"
+    where = f" at {step.source}" if step.source is not None else ""
+    return (f"Step #{step.index} ({step.title}{where}) uses {rec.describe()}, a tracer of "
+            f"{which} that had already ended.")
+
+
+def leak_diagnostic(steps, leaked) -> Diagnostic | None:
+    """A leaked tracer met while tracing: JAX raises when it meets it, maybe only later."""
+    leak = first_leak(steps, leaked)
+    if leak is None:
+        return None
+    step, rec = leak
+    return Diagnostic("leaked_tracer", f"{_leak_text(step, rec)} {_LEAK_HINT}", rec.type_name,
+                      "", step.source.function if step.source is not None else "", step.source)
 
 
 def _pytree_function_facts(ctx: FailureContext) -> dict:
@@ -575,6 +632,10 @@ def _rule(name, error_type, pattern, hint, fill=None) -> FailureRule:
                        fill)
 
 
+_LEAK_HINT = ("A tracer escaped its transformation (kept in a global, a closure or an object "
+              "attribute): return the value from the function instead; run under "
+              "jax.checking_leaks() to find where it leaked.")
+
 _WHERE_HINT = ("use jnp.where(cond, x, y) to choose element-wise, or lax.cond / lax.switch to "
                "branch on a traced value; under jit, mark the argument static "
                "(static_argnums / static_argnames) if it is not data; to look at a traced "
@@ -594,10 +655,7 @@ FAILURE_RULES: tuple[FailureRule, ...] = (
           "numpy cannot convert a tracer: use jax.numpy (jnp) instead of numpy inside "
           "transformed functions, or jax.pure_callback for code that must run on the host; "
           "use jax.debug.print to print traced values.", _tracer_facts),
-    _rule("leaked_tracer", jax_errors.UnexpectedTracerError, None,
-          "A tracer escaped its transformation (kept in a global, a closure or an object "
-          "attribute): return the value from the function instead; run under "
-          "jax.checking_leaks() to find where it leaked.", _leak_facts),
+    _rule("leaked_tracer", jax_errors.UnexpectedTracerError, None, _LEAK_HINT, _leak_facts),
     _rule("concretization", jax_errors.ConcretizationTypeError, None,
           "A concrete value was needed but this one is traced: make the argument static "
           "(static_argnums / static_argnames), or use lax.cond / lax.fori_loop / jnp.where "
@@ -724,16 +782,26 @@ class CallTrees:
         except Exception as e:
             self._internal("describing the function's output", e)
 
+    def note_leaks(self, steps: list, leaked: list) -> None:
+        """A leaked tracer met while tracing (JAX may raise only when it runs the result)."""
+        try:
+            found = leak_diagnostic(steps, leaked)
+        except Exception as e:
+            self._internal("looking for leaked tracers", e)
+            return
+        if found is not None:
+            self.diagnostics.append(found)
+
     def error_fields(self, error: BaseException, levels: list[Level], steps: list,
                      level: int | None, step: int | None,
-                     source: SourceLocation | None) -> dict:
+                     source: SourceLocation | None, leaked: list | tuple = ()) -> dict:
         try:
             message = str(error)
         except Exception:
             message = ""
         ctx = FailureContext(error, message, levels, steps, level, step, source,
                              self.parameters, tuple(self.diagnostics), self.builder,
-                             tuple(self.inputs) + self.forward)
+                             tuple(self.inputs) + self.forward, tuple(leaked))
         try:
             return diagnose(ctx)
         except Exception as e:

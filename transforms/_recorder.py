@@ -110,6 +110,7 @@ class CallBuilder:
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
+        self.describer.enclosing = _i.enclosing_traces(_i.current_trace())
         self.full_detail = recorder.detail == "full"
         self.active_steps: list[int] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
@@ -209,7 +210,8 @@ class CallBuilder:
                          phase=level.phase, source=source, error=_message(error),
                          cause=step)
             self.steps.append(event)
-        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source)
+        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source,
+                                        self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
                                        level_index, step, source, **facts))
 
@@ -235,6 +237,8 @@ class CallBuilder:
             self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
+        if self.describer.leaked:
+            self.trees.note_leaks(self.steps, self.describer.leaked)
         steps = tuple(s for s in self.steps if s is not None)
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
