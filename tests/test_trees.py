@@ -167,6 +167,21 @@ def test_nesting_a_wide_tree_is_truncated():
     assert all(c < len(nested.nodes) for n in nested.nodes for c in n.children)
 
 
+def test_a_tree_from_the_cached_structure_equals_the_walked_one():
+    from transforms import _trees
+    b = TreeBuilder()
+    first = b.build({"a": [1.0, jnp.ones(2)], "b": CONTAINER}, "input", "x")
+    again = b.build({"a": [2, jnp.zeros(2)], "b": CONTAINER}, "input", "x")  # cached structure
+    _trees._skeletons.clear()
+    walked = b.build({"a": [2, jnp.zeros(2)], "b": CONTAINER}, "input", "x")
+    assert again == walked and again != first
+    assert [(n.type_name, n.value) for n in again.leaves] == \
+        [("int", "2"), ("jax.Array", "[0., 0.]"), ("jax.Array", "[[0., 1.], [2., 3.], [4., 5.]]")]
+    other = b.build({"a": [1.0, jnp.ones(2)], "b": CONTAINER._replace(flag=1)}, "input", "x")
+    assert other.node("['b']").static == (("name", "'composite-container'"),
+                                                             ("flag", "1"))
+
+
 def test_traced_leaves_are_told_apart_under_an_outer_transformation():
     # Ours inside jax.vmap: the call's input is a VmapTracer.
     with T.record() as session:

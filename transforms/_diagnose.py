@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import builtins
 import dis
-import inspect
 import linecache
 import re
 import sys
@@ -28,7 +27,7 @@ from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer, trace_has_ended, trace_
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, backward_trees, flatten_one,
-                     input_trees,
+                     input_trees, signature_parameters,
                      is_custom_node, output_trees,
                      pair_trees, qualified_name, safe_text, treedef_tree)
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
@@ -46,6 +45,12 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str],
     `raised` collects the exceptions an unflatten raised in the round trip:
     JAX's own unflatten of the same node will raise them too.
     """
+    try:
+        treedef = tree_util.tree_structure((args, kwargs))
+        if treedef in _plain_structures:
+            return ()  # only lists, tuples, dicts and leaves: nothing to check
+    except Exception:  # cyclic, too deep, a raising flatten: the walk below reports it
+        treedef = None
     found: list[Diagnostic] = []
     checked: set[type] = set()
     roots = list(zip(names, args)) + [(str(k), v) for k, v in kwargs.items()]
@@ -83,7 +88,22 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str],
             found.extend(_check_node(x, path, node_type, aux, keyed, td, raised))
         for key_path, child in reversed(keyed):
             stack.append((child, path + _keystr(key_path), depth + 1))
+    if treedef is not None and not found and not checked and not stack:
+        _remember_plain(treedef)
     return tuple(found)
+
+
+# Input structures with no custom node: the check has nothing to do for them.
+_plain_structures: set = set()
+
+
+def _remember_plain(treedef: Any) -> None:
+    if len(_plain_structures) >= 512:
+        _plain_structures.clear()
+    try:
+        _plain_structures.add(treedef)
+    except (TypeError, ValueError):  # unhashable aux data: checked every time
+        return
 
 
 def _keystr(key_path: tuple) -> str:
@@ -838,7 +858,4 @@ def _shape_diagnostics(trees: list[TreeRecord]) -> list[Diagnostic]:
 
 
 def _parameter_names(fun: Any) -> list[str]:
-    try:
-        return [p.name for p in inspect.signature(fun).parameters.values()]
-    except (TypeError, ValueError):
-        return []
+    return [p.name for p in signature_parameters(fun)]

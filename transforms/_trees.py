@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import weakref
 from typing import Any, Callable, Iterable
 
 import jax
@@ -149,6 +150,37 @@ class TreeBuilder:
         self.max_depth = max_depth
 
     def build(self, obj: Any, role: str, name: str, argnum: int | None = None) -> TreeRecord:
+        """The tree of `obj`; its structure is built once per PyTreeDef, then only leaves."""
+        try:
+            leaves, treedef = tree_util.tree_flatten(obj)
+            key = (treedef, self.max_nodes, self.max_depth)
+            skeleton = _skeletons.get(key)
+        except Exception:  # cyclic, too deep, a raising flatten, unhashable aux data
+            return self._walk(obj, role, name, argnum)
+        if skeleton is None:
+            record = self._walk(obj, role, name, argnum)
+            _remember(key, record, len(leaves))
+            return record
+        text, nodes, leaf_indices = skeleton
+        nodes = list(nodes)
+        for i, leaf in zip(leaf_indices, leaves):
+            nodes[i] = self._fill_leaf(nodes[i], leaf)
+        return TreeRecord(role, name, text, tuple(nodes), argnum, "")
+
+    def _fill_leaf(self, node: TreeNode, x: Any) -> TreeNode:
+        """A cached leaf node with this call's leaf: as `_leaf` makes it, without the dict."""
+        type_name = qualified_name(type(x))
+        try:
+            rec = self.describe(x)
+        except Exception as e:  # a leaf we cannot describe still gets a node
+            return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
+                            type_name, note=f"not described: {type(e).__name__}")
+        traced = rec.is_tracer
+        return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
+                        type_name, "", (), (), rec.aval, rec.value, traced,
+                        rec.describe() if traced else "", "")
+
+    def _walk(self, obj: Any, role: str, name: str, argnum: int | None) -> TreeRecord:
         nodes: list[dict] = []
         ids: list[int] = []      # id() of each node's object, for cycle checks up the path
         note = ""
@@ -243,6 +275,27 @@ class TreeBuilder:
 
 
 _LEAF_TYPES = (Tracer, jax.Array, np.ndarray, np.generic, bool, int, float, complex)
+
+# (PyTreeDef, limits) -> (treedef text, nodes, indices of the leaf nodes in flatten order).
+# Every recorded call builds its input and output trees, mostly of one structure
+# again and again: the walk (and the user's flatten functions) run once per structure.
+_skeletons: dict[tuple, tuple[str, tuple[TreeNode, ...], tuple[int, ...]]] = {}
+_MAX_SKELETONS = 512
+
+
+def _remember(key: tuple, record: TreeRecord, num_leaves: int) -> None:
+    """Keep a walked tree's structure when it is complete and its leaves are JAX's."""
+    if any(n.kind in ("error", "cycle", "truncated") for n in record.nodes):
+        return
+    leaf_indices = tuple(n.index for n in record.nodes if n.kind == "leaf")
+    if len(leaf_indices) != num_leaves:
+        return
+    if len(_skeletons) >= _MAX_SKELETONS:
+        _skeletons.clear()
+    try:
+        _skeletons[key] = (record.treedef, record.nodes, leaf_indices)
+    except (TypeError, ValueError):  # aux data whose hash or == raises: walked every time
+        return
 
 
 def _builtin_children(x: Any) -> list[tuple[str, Any]] | None:
@@ -446,13 +499,30 @@ def _under_difference(first: str | None, path: str) -> bool:
 
 # --- the trees of a call -----------------------------------------------------------
 
-def parameter_names(fun: Any, args: tuple) -> list[str]:
-    """A name for each positional argument: the parameter's, else `args[i]`."""
-    names = [f"args[{i}]" for i in range(len(args))]
+_signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def signature_parameters(fun: Any) -> list[inspect.Parameter]:
+    """inspect.signature(fun)'s parameters, once per function (every recorded call asks)."""
+    try:
+        return _signatures[fun]
+    except (KeyError, TypeError):  # not seen yet, or not weakly referable / hashable
+        pass
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):  # builtins, odd callables
-        return names
+        params = []
+    try:
+        _signatures[fun] = params
+    except TypeError:
+        return params
+    return params
+
+
+def parameter_names(fun: Any, args: tuple) -> list[str]:
+    """A name for each positional argument: the parameter's, else `args[i]`."""
+    names = [f"args[{i}]" for i in range(len(args))]
+    params = signature_parameters(fun)
     for i, p in enumerate(params):
         if i >= len(args):
             break
