@@ -204,7 +204,8 @@ class CallBuilder:
         level_index = level.index if level is not None else None
         if step is None and level is not None:
             step = self.last_step_at(level.index)
-        source = traceback_location(error.__traceback__)
+        # An error JAX raises before any user code runs (a bad argument) is at the call site.
+        source = traceback_location(error.__traceback__) or self.source
         if level is not None:
             event = Step(len(self.steps), level.index, type(error).__name__, kind="error",
                          phase=level.phase, source=source, error=_message(error),
