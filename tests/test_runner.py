@@ -195,7 +195,7 @@ def test_the_patched_transforms_give_jaxs_results(tmp_path):
     assert result.exit_code == 0
     assert sorted({c.transform for c in result.session.calls}) == sorted(
         ["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vjp_backward", "linearize",
-         "value_and_grad", "jit"])
+         "linearize_jvp", "value_and_grad", "jit"])
 
 
 def test_keyboard_interrupt_and_sys_exit_codes_in_process(tmp_path, capsys):

@@ -126,6 +126,27 @@ def test_vjp_pullback_given_a_wrong_cotangent_records_both_trees():
                                  "children ['p'].")
 
 
+def test_linearize_pushforward_records_tangent_calls_paired_with_the_primals():
+    x, y = jnp.arange(3.0), 2.0
+    with T.record() as session:
+        _, push = T.linearize(_two_outputs, x, y)
+        tangent_out = push(jnp.ones(3), 1.0)
+    _, jax_push = jax.linearize(_two_outputs, x, y)
+    assert type(push) is type(jax_push)
+    assert jax.tree_util.tree_structure(push).num_leaves == \
+        jax.tree_util.tree_structure(jax_push).num_leaves
+    for a, b in zip(jax.tree_util.tree_leaves(tangent_out),
+                    jax.tree_util.tree_leaves(jax_push(jnp.ones(3), 1.0))):
+        assert a.dtype == b.dtype and bool((a == b).all())
+    forward, pushed = session.calls
+    assert (pushed.transform, pushed.parent) == ("linearize_jvp", forward.index)
+    assert [(t.role, t.name) for t in pushed.trees if t.role != "output"] == [
+        ("tangent", "x"), ("tangent", "y"), ("tangent_out", "tangent_out")]
+    assert [p.title for p in pushed.pairs] == ["x vs its tangent", "y vs its tangent",
+                                               "primal output vs tangent output"]
+    assert all(p.kind == "tangent" and p.same_structure for p in pushed.pairs)
+
+
 def _hessian_of(p):
     return jnp.sum(p["a"] ** 2) * p["b"]
 

@@ -281,7 +281,37 @@ def linearize(fun, *primals, **kwargs):
     options = _options(**kwargs)
     target = _level_entry(fun, "linearize", options) if callable(fun) else fun
     run = functools.partial(jax.linearize, target)
-    return _invoke("linearize", fun, options, run, primals, kwargs)
+    session = _state.session
+    top_level = session is not None and _state.call is None
+    out = _invoke("linearize", fun, options, run, primals, kwargs)
+    if not top_level:
+        return out
+    origin = (weakref.ref(session), len(session.session.calls) - 1, fun, options)
+    return (out[0], _recording_pushforward(out[1], origin)) + tuple(out[2:])
+
+
+def _recording_pushforward(f_jvp: Any, origin: tuple) -> Any:
+    """JAX's Partial, rebuilt around a function that records each push (a linearize_jvp call).
+
+    NB: it stays a jax.tree_util.Partial with the same children (the
+    linearization's constants): only its static function differs.
+    """
+    if type(f_jvp) is not jax.tree_util.Partial:
+        return f_jvp
+    push = functools.partial(_run_pushforward, origin, f_jvp.func, len(f_jvp.args))
+    return jax.tree_util.Partial(push, *f_jvp.args, **f_jvp.keywords)
+
+
+def _run_pushforward(origin: tuple, linear: Callable, num_consts: int, *args, **kwargs) -> Any:
+    """Push tangents through a linearization, recorded with the linearize call as parent."""
+    session_ref, index, fun, options = origin
+    session = _state.session
+    if session is None:
+        return linear(*args, **kwargs)
+    forward = index if session_ref() is session else None  # else another record() block's
+    run = functools.partial(linear, *args[:num_consts])
+    return _invoke("linearize_jvp", fun, options, run, args[num_consts:], kwargs,
+                   forward=forward)
 
 
 _NOT_SPECIFIED = object()

@@ -27,7 +27,7 @@ from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer, trace_has_ended, trace_
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, backward_trees, flatten_one,
-                     input_trees, signature_parameters,
+                     input_trees, pushforward_trees, signature_parameters,
                      is_custom_node, output_trees,
                      pair_trees, qualified_name, safe_text, treedef_tree)
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
@@ -785,6 +785,9 @@ class CallTrees:
             if self.transform == "vjp_backward":
                 cotangent = self.inputs[0] if self.inputs else None
                 trees, pairs = backward_trees(self.forward, cotangent, outputs, self.builder)
+            elif self.transform == "linearize_jvp":
+                trees, pairs = pushforward_trees(self.forward, self.inputs, outputs,
+                                                 self.builder)
             else:
                 trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
                                             self.builder, self.function_out)

@@ -540,6 +540,8 @@ def input_trees(transform: str, fun: Any, args: tuple, kwargs: dict,
         roles = ["input", "tangent"]
     elif transform == "vjp_backward":
         names, roles = ["cotangent"], ["cotangent"]
+    elif transform == "linearize_jvp":  # one tangent per primal, named as the primal
+        names, roles = parameter_names(fun, args), ["tangent"] * len(args)
     else:
         names = parameter_names(fun, args)
         roles = ["input"] * len(args)
@@ -614,7 +616,7 @@ def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: 
         if len(args) == 2:
             pairs.insert(0, pair_trees("tangent", "primals vs tangents", args[0], args[1]))
         return trees, pairs
-    if transform == "vjp":
+    if transform in ("vjp", "linearize"):
         try:
             primal_out = out[0]
         except Exception:  # an output of an unexpected shape: the output tree only
@@ -782,3 +784,23 @@ def _place(nodes: list[dict], node: TreeNode, parent: int | None, depth: int, ke
     if parent is not None:
         nodes[parent]["children"].append(index)
     return index
+
+
+def pushforward_trees(forward: tuple[TreeRecord, ...], tangents: list[TreeRecord], out: Any,
+                      builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
+    """A linearize pushforward's trees: each tangent paired with its primal, and the
+    tangent output with the primal output."""
+    tangent_out = builder.build(out, "tangent_out", "tangent_out")
+    trees = [builder.build(out, "output", "out"), tangent_out]
+    pairs: list[TreePair] = []
+    primals = {t.argnum: t for t in forward if t.role == "input" and t.argnum is not None}
+    for tangent in tangents:
+        primal = primals.get(tangent.argnum)
+        if primal is not None:
+            pairs.append(pair_trees("tangent", f"{primal.name} vs its tangent", primal, tangent,
+                                    f"the input {primal.name}", "its tangent"))
+    primal_out = next((t for t in forward if t.role == "primal_out"), None)
+    if primal_out is not None:
+        pairs.append(pair_trees("tangent", "primal output vs tangent output", primal_out,
+                                tangent_out, "the primal output", "the tangent output"))
+    return trees, pairs
