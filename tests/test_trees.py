@@ -110,6 +110,12 @@ def test_vjp_pullback_outside_the_block_or_under_jit_is_jax_s():
     for got in (later, through_jit):
         assert all(bool((a == b).all()) for a, b in zip(got, expected))
     assert len(session.calls) == 1
+    with T.record() as another:  # recorded, but its forward call is in another session
+        pullback(COTANGENT)
+    (call,) = another.calls
+    assert (call.transform, call.parent, call.pairs) == ("vjp_backward", None, ())
+    assert [t.name for t in trees_by_role(call, "cotangent")] == ["cotangent", "args[0]",
+                                                                  "args[1]"]
 
 
 def test_vjp_pullback_given_a_wrong_cotangent_records_both_trees():

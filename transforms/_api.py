@@ -228,13 +228,25 @@ def vjp(fun, *primals, **kwargs):
     options = _options(**kwargs)
     target = _level_entry(fun, "vjp", options) if callable(fun) else fun
     run = functools.partial(jax.vjp, target)
+    return _invoke_keeping_origin("vjp", fun, options, run, primals, kwargs, _recording_pullback)
+
+
+def _invoke_keeping_origin(kind: str, fun: Any, options: tuple, run: Callable, primals: tuple,
+                           kwargs: dict, wrap: Callable) -> Any:
+    """A top-level vjp/linearize call whose returned function (out[1]) records its own calls."""
     session = _state.session
     top_level = session is not None and _state.call is None
-    out = _invoke("vjp", fun, options, run, primals, kwargs)
+    out = _invoke(kind, fun, options, run, primals, kwargs)
     if not top_level:
         return out
     origin = (weakref.ref(session), len(session.session.calls) - 1, fun, options)
-    return (out[0], _recording_pullback(out[1], origin)) + tuple(out[2:])
+    return (out[0], wrap(out[1], origin)) + tuple(out[2:])
+
+
+def _forward_index(origin: tuple) -> int | None:
+    """The forward call's index, when it was recorded in the session now recording."""
+    session_ref, index = origin[0], origin[1]
+    return index if session_ref() is _state.session else None
 
 
 # --- the pullback of a recorded vjp ------------------------------------------------
@@ -267,12 +279,11 @@ class _PullbackPartial(functools.partial):
 
 def _run_backward(origin: tuple, backward: Callable, out_ct: Any) -> Any:
     """Run a vjp's backward function, recorded as a call whose parent is the forward call."""
-    session_ref, index, fun, options = origin
-    session = _state.session
-    if session is None:
+    if _state.session is None:
         return backward(out_ct)
-    forward = index if session_ref() is session else None  # else another record() block's
-    return _invoke("vjp_backward", fun, options, backward, (out_ct,), {}, forward=forward)
+    _, _, fun, options = origin
+    return _invoke("vjp_backward", fun, options, backward, (out_ct,), {},
+                   forward=_forward_index(origin))
 
 
 @_i.api_boundary
@@ -281,13 +292,8 @@ def linearize(fun, *primals, **kwargs):
     options = _options(**kwargs)
     target = _level_entry(fun, "linearize", options) if callable(fun) else fun
     run = functools.partial(jax.linearize, target)
-    session = _state.session
-    top_level = session is not None and _state.call is None
-    out = _invoke("linearize", fun, options, run, primals, kwargs)
-    if not top_level:
-        return out
-    origin = (weakref.ref(session), len(session.session.calls) - 1, fun, options)
-    return (out[0], _recording_pushforward(out[1], origin)) + tuple(out[2:])
+    return _invoke_keeping_origin("linearize", fun, options, run, primals, kwargs,
+                                  _recording_pushforward)
 
 
 def _recording_pushforward(f_jvp: Any, origin: tuple) -> Any:
@@ -304,14 +310,12 @@ def _recording_pushforward(f_jvp: Any, origin: tuple) -> Any:
 
 def _run_pushforward(origin: tuple, linear: Callable, num_consts: int, *args, **kwargs) -> Any:
     """Push tangents through a linearization, recorded with the linearize call as parent."""
-    session_ref, index, fun, options = origin
-    session = _state.session
-    if session is None:
+    if _state.session is None:
         return linear(*args, **kwargs)
-    forward = index if session_ref() is session else None  # else another record() block's
+    _, _, fun, options = origin
     run = functools.partial(linear, *args[:num_consts])
     return _invoke("linearize_jvp", fun, options, run, args[num_consts:], kwargs,
-                   forward=forward)
+                   forward=_forward_index(origin))
 
 
 _NOT_SPECIFIED = object()
