@@ -49,7 +49,7 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str],
         treedef = tree_util.tree_structure((args, kwargs))
         if treedef in _plain_structures:
             return ()  # only lists, tuples, dicts and leaves: nothing to check
-    except Exception:  # cyclic, too deep, a raising flatten: the walk below reports it
+    except Exception:  # cyclic, too deep, a raising flatten, unhashable aux: walk it below
         treedef = None
     found: list[Diagnostic] = []
     checked: set[type] = set()
