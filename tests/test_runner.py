@@ -199,8 +199,8 @@ def test_the_patched_transforms_give_jaxs_results(tmp_path):
     result = runner.run_script(path)
     assert result.exit_code == 0
     assert sorted({c.transform for c in result.session.calls}) == sorted(
-        ["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "linearize", "value_and_grad",
-         "jit"])
+        ["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vjp_backward", "linearize",
+         "linearize_jvp", "value_and_grad", "jit"])
 
 
 def test_keyboard_interrupt_and_sys_exit_codes_in_process(tmp_path, capsys):

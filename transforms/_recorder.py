@@ -111,6 +111,7 @@ class CallBuilder:
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
+        self.describer.enclosing = _i.enclosing_traces(_i.current_trace())
         self.full_detail = recorder.detail == "full"
         self.active_steps: list[int] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
@@ -205,13 +206,15 @@ class CallBuilder:
         level_index = level.index if level is not None else None
         if step is None and level is not None:
             step = self.last_step_at(level.index)
-        source = traceback_location(error.__traceback__)
+        # An error JAX raises before any user code runs (a bad argument) is at the call site.
+        source = traceback_location(error.__traceback__) or self.source
         if level is not None:
             event = Step(len(self.steps), level.index, type(error).__name__, kind="error",
                          phase=level.phase, source=source, error=_message(error),
                          cause=step)
             self.steps.append(event)
-        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source)
+        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source,
+                                        self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
                                        level_index, step, source, **facts))
 
@@ -238,6 +241,8 @@ class CallBuilder:
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
             self.shardings += _sharding_hook.outputs(self, outputs)
+        if self.describer.leaked:
+            self.trees.note_leaks(self.steps, self.describer.leaked)
         steps = tuple(s for s in self.steps if s is not None)
         stages = self._stages()
         call = Call(self.index, self.transform, self.function, self.source, self.options,

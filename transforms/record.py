@@ -304,7 +304,7 @@ class Call:
     outputs: tuple[ValueRecord, ...] = ()
     parent: int | None = None  # e.g. a vjp's backward call points at its forward call
     stages: tuple[Stage, ...] = ()
-    trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, gradients/tangents
+    trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, derivatives
     pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
     shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
@@ -350,7 +350,8 @@ class TreeNode(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class TreeRecord:
     """A pytree as data: an input argument, an output, a gradient, a rule's output."""
-    role: str                 # input | output | gradient | tangent | primal_out | tangent_out ...
+    role: str                 # input | output | gradient | tangent | cotangent | jacobian
+                              # | hessian | primal_out | tangent_out | expected ...
     name: str                 # the root as the user names it: "container", "args[1]", "grad"
     treedef: str = ""         # str(PyTreeDef), "" when unavailable
     nodes: tuple[TreeNode, ...] = ()
@@ -389,8 +390,8 @@ class PairRow:
 @dataclass(frozen=True, slots=True)
 class TreePair:
     """Two trees paired node by node: inputs and gradients, or a structure mismatch."""
-    kind: str                 # gradient | tangent | custom_jvp | custom_vjp | cond | scan
-                              # | vmap_in_axes | vmap_out_axes
+    kind: str                 # gradient | tangent | cotangent | jacobian | hessian | custom_jvp
+                              # | custom_vjp | cond | scan | vmap_in_axes | vmap_out_axes
     title: str
     left: TreeRecord
     right: TreeRecord
@@ -409,7 +410,7 @@ class TreePair:
 class Diagnostic:
     """A finding of the pre-trace check of a custom pytree node."""
     kind: str                 # undefined_name | flatten_error | unflatten_error | roundtrip
-                              # | unhashable_aux
+                              # | unhashable_aux | cycle | too_deep | leaked_tracer | internal
     message: str
     node_type: str            # the registered type, qualified
     path: str = ""            # where it was met in the inputs: "container"

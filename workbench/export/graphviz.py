@@ -591,7 +591,8 @@ def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | Non
         return None, ""
     if stage.role == "transposed" or (stage.transform in ("grad",) and stage.role == "transformed"
                                       and stage.name.startswith("grad")):
-        leaves = _leaf_paths(call, "gradient")
+        # jacrev's transposed stage has the inputs' leaves too (its trees: "jacobian")
+        leaves = _leaf_paths(call, "gradient") or _leaf_paths(call, "jacobian")
         if n == len(leaves):
             return tuple(f"grad {p}" for p in leaves), ""
     if stage.role in ("f", "transformed") or stage.name.startswith(("vmap", "jit")):
