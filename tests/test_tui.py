@@ -384,3 +384,20 @@ async def test_the_header_shows_the_recordings_own_title():
         app = build_app(named, title=given)
         async with app.run_test(size=SIZE):
             assert app.screen.title == f"workbench: {heading}"
+
+
+@sync
+async def test_a_pullback_call_names_its_forward_call():
+    import jax.numpy as jnp
+    with transforms.record() as session:
+        out, pullback = transforms.vjp(jnp.sin, jnp.ones(3))
+        pullback(jnp.ones(3))
+    assert [c.transform for c in session.calls] == ["vjp", "vjp_backward"]
+    app = build_app(session, title="t")
+    async with app.run_test(size=(120, 30)) as pilot:
+        steps = app.screen.query_one(StepList)
+        backward_row = next(i for i in range(steps.row_count)
+                            if steps.outline.row(i)[:2] == (0, 1))  # the second call's own row
+        steps.set_cursor(backward_row)
+        await pilot.pause()
+        assert "runs the pullback of call #0" in _step_body(app)
