@@ -5,15 +5,19 @@
    script builds an 8-layer MLP and runs one jitted training step (first call:
    tracing and compiling included). Whole processes, alternating, median of
    --reps each; target <= 1.5x.
-2. Dumping (Session.save) and loading (transforms.load) a 100,000-step session,
-   made by recording vmap(grad(loss)) of the MLP and replicating its steps;
-   target < 2 s each.
+2. Dumping (Session.save) and loading (transforms.load) a 100,000-step session
+   (schema version 2), CPU seconds, median and range of --io-reps runs; target
+   < 2 s each. Two sessions: "recorded", vmap(grad(loss)) of the MLP called
+   until 100,000 steps are recorded (every call's records are distinct objects,
+   as in a real recording), and "replicated", one call's steps repeated (the
+   same objects again and again).
 
-    .venv/bin/python bench/bench_cli.py [--reps N] [--steps N]
+    .venv/bin/python bench/bench_cli.py [--reps N] [--steps N] [--io-reps N]
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
@@ -25,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import transforms  # noqa: E402
 from transforms.record import Call, Session  # noqa: E402
-from _common import exit_with, header, make_mlp, median, verdict  # noqa: E402
+from _common import exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
 
 RUN_TARGET = 1.5
 IO_TARGET = 2.0
@@ -91,7 +95,7 @@ def bench_run(reps: int) -> int:
     return verdict("workbench run / python SCRIPT.py", ours / plain, RUN_TARGET, "x")
 
 
-def big_session(steps: int) -> Session:
+def replicated_session(steps: int) -> Session:
     """A recorded vmap(grad(loss)) of the MLP, its steps replicated to `steps` in all."""
     loss, params, xs, ys = make_mlp()
     with transforms.record() as session:
@@ -107,34 +111,51 @@ def big_session(steps: int) -> Session:
     return Session(calls=calls, jax_version=session.jax_version)
 
 
-def bench_io(steps: int) -> int:
-    session = big_session(steps)
-    assert session.step_count == steps
+def recorded_session(steps: int) -> Session:
+    """vmap(grad(loss)) of the MLP called until `steps` steps are recorded (then cut to it)."""
+    loss, params, xs, ys = make_mlp()
+    per_example_grad = transforms.vmap(transforms.grad(loss), in_axes=(None, 0, 0))
+    with transforms.record() as session:
+        while session.step_count < steps:
+            per_example_grad(params, xs, ys)
+    last = session.calls[-1]
+    extra = session.step_count - steps
+    session.calls[-1] = dataclasses.replace(last, steps=last.steps[:len(last.steps) - extra])
+    return session
+
+
+def bench_io(name: str, session: Session, reps: int) -> int:
+    steps = session.step_count
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "big.json")
-        start = time.perf_counter()
-        session.save(path)
-        saved = time.perf_counter() - start
+        saves, loads = [], []
+        for _ in range(reps):
+            saves.append(timed(lambda: session.save(path)))
+            loads.append(timed(lambda: transforms.load(path)))
         size = os.path.getsize(path)
-        start = time.perf_counter()
         loaded = transforms.load(path)
-        loaded_s = time.perf_counter() - start
-    assert loaded.step_count == steps
-    print(f"  a {steps:,}-step session ({len(session.calls)} calls, {size / 1e6:.1f} MB of JSON):")
-    print(f"    dump (Session.save)        {saved:.3f} s")
-    print(f"    load (transforms.load)     {loaded_s:.3f} s")
-    return (verdict("dump seconds", saved, IO_TARGET, " s")
-            | verdict("load seconds", loaded_s, IO_TARGET, " s"))
+    assert loaded.step_count == steps and loaded.calls[-1] == session.calls[-1]
+    print(f"  {name}: a {steps:,}-step session ({len(session.calls)} calls, "
+          f"{size / 1e6:.1f} MB of JSON), CPU seconds over {reps} runs:")
+    print(f"    dump (Session.save)        median {median(saves):.3f} s  "
+          f"(range {min(saves):.3f}-{max(saves):.3f})")
+    print(f"    load (transforms.load)     median {median(loads):.3f} s  "
+          f"(range {min(loads):.3f}-{max(loads):.3f})")
+    return (verdict(f"{name} dump seconds", median(saves), IO_TARGET, " s")
+            | verdict(f"{name} load seconds", median(loads), IO_TARGET, " s"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="timed runs of each process")
     parser.add_argument("--steps", type=int, default=100_000, help="steps in the big session")
+    parser.add_argument("--io-reps", type=int, default=3, help="timed dumps and loads")
     args = parser.parse_args()
     header("bench_cli: the workbench command")
     code = bench_run(args.reps)
-    code |= bench_io(args.steps)
+    print(f"  dumps: schema version {transforms.SCHEMA_VERSION}")
+    code |= bench_io("recorded", recorded_session(args.steps), args.io_reps)
+    code |= bench_io("replicated", replicated_session(args.steps), args.io_reps)
     exit_with(code)
 
 

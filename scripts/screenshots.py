@@ -9,6 +9,10 @@ PNGs need `rsvg-convert` (librsvg); without it only the SVGs are written.
 """
 from __future__ import annotations
 
+from workbench.cli import ask_for_demo_devices
+
+ask_for_demo_devices()  # the sharded example's 8 CPU devices: before JAX starts its backend
+
 import argparse
 import asyncio
 import os
@@ -22,6 +26,8 @@ import jax.numpy as jnp
 
 import transforms as T
 from transforms.record import Session
+from workbench import gallery
+from workbench.gallery._registry import run_example
 from workbench.tui import build_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,8 +79,9 @@ def record_seeds() -> list[tuple[str, Session]]:
     x, w = jnp.arange(5.0), jnp.array([2., 3., 4.])
     with T.record(stages=True, inline_jnp=True) as conv:
         T.vmap(convolve)(jnp.stack([x, x]), jnp.stack([w, w]))
+    sharded = run_example(gallery.find("sharded_training_step")).session
     return [("vmap(grad(example_loss))", grads), ("vmap(absolute) fails", failing),
-            ("vmap(convolve)", conv)]
+            ("vmap(convolve)", conv), ("data-parallel training step, 8 devices", sharded)]
 
 
 # (file name, gallery entry, keys pressed) for each screenshot
@@ -83,6 +90,7 @@ SHOTS = (
     ("tui-stages-side-by-side", 2, ["2", "z"]),
     ("tui-stages-aligned-diff", 0, ["2", "d"]),
     ("tui-failure", 1, ["4"]),
+    ("tui-devices", 3, ["5"]),
     ("tui-sessions", None, []),
 )
 

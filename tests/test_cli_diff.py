@@ -134,7 +134,10 @@ def test_schema_command_prints_the_generated_schema():
     printed = json.loads(done.stdout)
     assert printed == schema.session_schema()
     assert printed["properties"]["schema_version"]["maximum"] >= 1
-    assert set(printed["$defs"]) >= {"Call", "Step", "Level", "Stage", "ValueRecord"}
+    assert set(printed["$defs"]) >= {"Call", "Step", "Level", "Stage",
+                                     "ValueRecord in tables[ValueRecord]"}
+    assert printed["properties"]["fields"]["properties"]["Step"]["const"][:3] == [
+        "index", "level", "primitive"]
 
 
 def test_the_validator_reports_paths(tmp_path):
@@ -142,13 +145,20 @@ def test_the_validator_reports_paths(tmp_path):
     with open(path) as f:
         data = json.load(f)
     assert schema.validate(data) == []
-    data["calls"][0]["steps"][0]["index"] = "zero"
-    data["calls"][0]["levels"][0]["extra"] = 1
-    del data["calls"][0]["function"]
+    call = data["calls"][0]
+    where = {name: i for i, name in enumerate(data["fields"]["Call"])}
+    call[where["steps"]][0][0] = "zero"
+    call[where["levels"]][0].append("extra")
+    call[where["function"]] = 3
+    data["tables"]["ValueRecord"] = [["array"]]
     problems = schema.validate(data)
-    assert "$.calls[0]: missing required field 'function'" in problems
-    assert "$.calls[0].levels[0]: unexpected field 'extra'" in problems
-    assert '$.calls[0].steps[0].index: expected integer, got "zero"' in problems
+    assert f"$.calls[0][{where['function']}]: expected string, got 3" in problems
+    width = {name: len(names) for name, names in data["fields"].items()}
+    assert (f"$.calls[0][{where['levels']}][0]: expected at most {width['Level']} items, "
+            f"got {width['Level'] + 1}") in problems
+    assert f'$.calls[0][{where["steps"]}][0][0]: expected integer, got "zero"' in problems
+    assert (f"$.tables.ValueRecord[0]: expected at least {width['ValueRecord']} items, got 1"
+            in problems)
 
 
 @pytest.mark.parametrize("command", ["demo", "run", "dump", "open", "show", "diff", "schema"])

@@ -80,6 +80,50 @@ def test_seed000_fixed_repack_has_no_findings(transform):
     assert session.calls[-1].diagnostics == ()
 
 
+def test_seed000_under_jit_is_recorded_before_jax_s_unflatten_raises():
+    # jax.jit unflattens the arguments before our function runs: the check
+    # runs when JAX binds the signature on its cache miss.
+    jitted = T.jit(broken_func)
+    ours, session = recorded(lambda: jitted(BROKEN))
+    theirs = outcome(lambda: jax.jit(broken_func)(BROKEN))
+    assert_same_error(ours.error, theirs.error)
+    assert type(ours.error) is NameError
+    (call,) = session.calls
+    assert call.transform == "jit" and call.function == "broken_func"
+    assert call.source.file == __file__
+    (d,) = call.diagnostics
+    assert (d.kind, d.names, d.function, d.path) == ("undefined_name", ("value",), "repack_NTC",
+                                                     "container")
+    assert d.source.file == __file__ and d.source.line == REPACK_VALUE_LINE
+    error = only_error(session)
+    assert error.type_name == "NameError" and error.message == str(theirs.error)
+    assert error.rule == "pytree_function" and error.function == "repack_NTC"
+    assert f"{__file__}:{REPACK_VALUE_LINE}" in error.hint and "`value`" in error.hint
+    (tree,) = [t for t in call.trees if t.role == "input"]
+    assert tree.nodes[0].type_name.endswith("NTBroken") and tree.nodes[0].aux
+
+
+def test_jit_check_on_bind_with_static_args_lower_and_no_session():
+    jitted = T.jit(lambda c, n: c.array.sum() * n, static_argnums=1)
+    assert outcome(lambda: jitted(BROKEN, 2)).error is not None  # not recording: nothing kept
+    ours, session = recorded(lambda: jitted.lower(BROKEN, 3))
+    assert type(ours.error) is NameError
+    (call,) = session.calls
+    assert call.diagnostics[0].names == ("value",) and call.errors[0].rule == "pytree_function"
+
+
+def test_jit_with_a_fixed_unflatten_records_one_trace_and_no_findings():
+    jitted = T.jit(test_func)
+    with T.record() as session:
+        first = jitted(CONTAINER)
+        again = jitted(CONTAINER)  # cached: JAX binds nothing, we record nothing
+    assert float(first) == float(again) == float(jax.jit(test_func)(CONTAINER))
+    (call,) = session.calls
+    assert call.diagnostics == () and call.errors == ()
+    import inspect
+    assert inspect.signature(jitted) == inspect.signature(test_func)
+
+
 def test_check_runs_before_tracing_and_needs_no_transform():
     (d,) = check_inputs((BROKEN,), {}, ["c"])
     assert (d.kind, d.names, d.path) == ("undefined_name", ("value",), "c")
@@ -264,6 +308,41 @@ def test_failure_is_explained(name):
     assert error.argument == argument
     for fix in fixes:
         assert fix in error.hint
+
+
+LEAKED_TRACER = "GradTracer(primal=1.0, tangent=JitTracer(float32[]))"
+
+
+def _use_leaked(y):
+    return y * LEAKED[0]
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit", "vmap"])
+def test_leaked_tracer_is_described_with_its_transformation_and_line(transform):
+    if not LEAKED:
+        jax.grad(_leak)(1.0)
+    arg = jnp.ones(2) if transform == "vmap" else 1.0
+    ours, session = recorded(lambda: getattr(T, transform)(_use_leaked)(arg))
+    theirs = outcome(lambda: getattr(jax, transform)(_use_leaked)(arg))
+    assert type(theirs.error) is jax.errors.UnexpectedTracerError
+    assert_same_error(ours.error, theirs.error)
+    (call,) = session.calls
+    # JAX raises while tracing, or (jit on jax 0.10) only when it runs the traced
+    # program: then the finding made while tracing is what the call keeps.
+    found = [e.tracer for e in call.errors] + \
+        [d.message for d in call.diagnostics if d.kind == "leaked_tracer"]
+    assert found and all(LEAKED_TRACER in text for text in found), found
+    for error in call.errors:
+        assert error.rule == "leaked_tracer" and error.source.function == "_use_leaked"
+    for d in call.diagnostics:
+        assert d.source.function == "_use_leaked" and "that had already ended" in d.message
+
+
+def test_no_leak_is_reported_for_tracers_of_enclosing_jax_transformations():
+    with T.record() as session:
+        jax.vmap(jax.grad(lambda v: T.vmap(jnp.sin)(v).sum()))(jnp.ones((2, 3)))
+        jax.jit(lambda x: T.grad(lambda y: y * x)(1.0))(2.0)
+    assert [d for c in session.calls for d in c.diagnostics] == []
 
 
 def test_bool_conversion_under_vmap_names_tracer_batch_dim_and_line():

@@ -438,3 +438,13 @@ def test_to_dot_nests_clusters_and_quotes_ids():
     text = to_dot(collect_jaxpr(SCAN_STAGE))
     assert 'subgraph "cluster_e0" {' in text and '  subgraph "cluster_e0_0" {' in text
     assert text.isascii()
+
+
+@needs_dot
+def test_image_gets_the_mode_a_new_file_would_have(tmp_path):
+    old = os.umask(0o027)
+    try:
+        out = export.graph(session_with(SMALL), "jaxpr", 0, out=tmp_path / "g.svg", quiet=True)
+        assert out.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -17,6 +18,8 @@ SEED_EXAMPLES = {
     "loop_vs_vmap", "absolute_vmap", "grad_control_flow", "jit_grad_control_flow",
     "sum_sq_jit", "ntcontainer_broken", "ntcontainer_fixed", "primal_tangent_mismatch",
 }
+# Examples beyond the seed documents, by what they show.
+MORE_EXAMPLES = {"sharded_training_step": "sharding"}
 
 
 def workbench(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -35,10 +38,10 @@ def exported(tmp_path_factory):
 
 def test_every_seed_example_is_in_the_gallery_with_a_title_and_explanation():
     names = [ex.name for ex in gallery.EXAMPLES]
-    assert set(names) == SEED_EXAMPLES and len(names) == len(set(names))
+    assert set(names) == SEED_EXAMPLES | set(MORE_EXAMPLES) and len(names) == len(set(names))
     for ex in gallery.EXAMPLES:
         assert ex.title and len(ex.explanation) > 80, ex.name
-        assert ex.seed in ("000", "002", "003")
+        assert ex.seed in ("000", "002", "003") or MORE_EXAMPLES[ex.name] == ex.seed
 
 
 def test_export_writes_one_dump_per_example_and_an_index(exported):
@@ -50,12 +53,15 @@ def test_export_writes_one_dump_per_example_and_an_index(exported):
         assert entry["ok"] and entry["error"] is None, entry
         assert entry["calls"] == len(session.calls) >= 1, entry["name"]
         assert entry["steps"] == session.step_count
+        assert session.title == entry["title"]
+        assert session.metadata == {"example": entry["name"], "seed": entry["seed"],
+                                    "description": entry["explanation"]}
     md = (out / "index.md").read_text()
     assert md.startswith("# Gallery of the seed examples")
     for ex in gallery.EXAMPLES:
         assert ex.title.replace("|", "\\|") in md
     # plain progress lines when stderr is not a terminal
-    assert "[1/21] grad_tanh" in done.stderr
+    assert f"[1/{len(gallery.EXAMPLES)}] grad_tanh" in done.stderr
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
 
 
@@ -175,3 +181,44 @@ def test_export_draws_graphs_when_the_exporter_is_there(tmp_path):
     entry = json.loads((tmp_path / "index.json").read_text())["examples"][0]
     assert entry["graphs"] and all((tmp_path / g).is_file() for g in entry["graphs"])
     assert f"graph: [{entry['graphs'][0]}]" in (tmp_path / "index.md").read_text()
+
+
+def test_demo_runs_the_sharded_step_on_8_cpu_devices(exported):
+    out, index, _ = exported
+    entry = _entry(index, "sharded_training_step")
+    assert entry["output"].startswith("8 devices; batch (32, 8) in blocks of (4, 8)")
+    (call,) = transforms.load(out / entry["dump"]).calls
+    batch = {r.name: r for r in call.shardings}["batch[0]"]
+    assert batch.mesh_shape == (8,) and batch.shard_shape == (4, 8)
+    assert {r.role for r in call.shardings} == {"input", "output", "gradient"}
+    (hlo,) = [s for s in call.stages if s.role == "hlo"]
+    assert "all-reduce" in hlo.text
+    assert [c.kind for c in hlo.collectives] == ["all-reduce"] * hlo.text.count(" all-reduce(")
+    assert {g.devices for c in hlo.collectives for g in c.groups} == {tuple(range(8))}
+
+
+def _env_without_xla_flags() -> dict:
+    # NB: tests/conftest.py sets XLA_FLAGS for this process; the CLI must not need it.
+    return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+
+
+@pytest.mark.parametrize("flags, devices", [(None, 8),
+                                            ("--xla_force_host_platform_device_count=2", 2)])
+def test_demo_asks_for_8_devices_unless_the_user_set_a_count(tmp_path, flags, devices):
+    env = _env_without_xla_flags()
+    if flags is not None:
+        env["XLA_FLAGS"] = flags
+    done = workbench("demo", "--export", str(tmp_path), "--only", "sharded_training_step",
+                     "--no-graphs", env=env)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((tmp_path / "index.json").read_text())["examples"][0]
+    assert entry["output"].startswith(f"{devices} devices; batch ({4 * devices}, 8) in blocks "
+                                      f"of (4, 8)")
+
+
+def test_run_leaves_the_device_count_of_scripts_alone(tmp_path):
+    script = tmp_path / "count.py"
+    script.write_text("import jax\nprint(len(jax.devices()))\n")
+    done = workbench("dump", str(script), "-o", str(tmp_path / "t.json"),
+                     env=_env_without_xla_flags())
+    assert done.stdout.strip().splitlines()[0] == "1", (done.stdout, done.stderr)

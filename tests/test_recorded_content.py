@@ -517,15 +517,43 @@ _BAD_FILES = [
     ("wrong_schema_tag", ["not a workbench session"]),
     ("json_list", ["not a workbench session"]),
     ("newer_version", ["schema version 99", "upgrade"]),
+    ("version_zero", ["schema version 0 does not exist"]),
     ("version_not_int", ["schema_version"]),
-    ("calls_not_a_list", ["malformed"]),
-    ("step_field_wrong_type", ["malformed"]),
-    ("missing_calls", ["malformed"]),
-    ("step_missing_field", ["malformed"]),
-    ("value_record_not_an_object", ["malformed"]),
+    ("calls_not_a_list", ["malformed", "calls: expected an array"]),
+    ("step_field_wrong_type", ["malformed", "Step.index: expected int, got 'zero'"]),
+    ("missing_calls", ["malformed", "no 'calls'"]),
+    ("missing_tables", ["malformed", "no 'tables'"]),
+    ("step_row_too_short", ["malformed", "Step: a row has 12 values, fields['Step'] names 13"]),
+    ("step_row_not_an_array", ["malformed", "Step: expected a Step row (an array)"]),
+    ("required_field_not_listed", ["malformed", "fields['Step'] lacks 'index'"]),
+    ("unknown_field_listed", ["malformed", "Step has no field 'colour'"]),
+    ("unknown_record_type", ["malformed", "unknown record type 'Sharding9'"]),
+    ("unknown_table", ["malformed", "unknown table 'tuple[int, ...]'"]),
+    ("unknown_top_level_key", ["malformed", "unexpected top-level key 'extra'"]),
+    ("table_not_an_array", ["malformed", "tables['ValueRecord']: expected an array"]),
+    ("value_record_not_a_row", ["malformed", "ValueRecord: expected a ValueRecord row"]),
+    ("index_out_of_range", ["malformed", "Step.inputs: index 9999 is outside "
+                                         "tables['tuple[ValueRecord, ...]']"]),
+    ("index_negative", ["malformed", "Step.inputs: index -1 is outside"]),
+    ("index_a_string", ["malformed", "Step.inputs: expected an index into "
+                                     "tables['tuple[ValueRecord, ...]'], got '0'"]),
+    ("index_a_bool", ["malformed", "Step.source: expected an index into "
+                                   "tables['SourceLocation'] or null, got True"]),
+    ("index_in_a_table_out_of_range", ["malformed", "index 555 is outside tables['ValueRecord']"]),
     ("version_bool", ["schema_version"]),
-    ("required_string_null", ["malformed"]),
+    ("required_string_null", ["malformed", "Call.transform: expected str, got None"]),
+    ("metadata_not_strings", ["malformed", "metadata: expected str, got 3"]),
+    ("nested_too_deeply", ["malformed", "nested too deeply"]),
 ]
+
+
+def _position(data: dict, cls: str, field: str) -> int:
+    """Where a field sits in the rows of `cls` (the dump's `fields` header says)."""
+    return data["fields"][cls].index(field)
+
+
+def _first_step(data: dict) -> list:
+    return data["calls"][0][_position(data, "Call", "steps")][0]
 
 
 @pytest.mark.parametrize("problem, fragments", _BAD_FILES, ids=[p for p, _ in _BAD_FILES])
@@ -533,6 +561,7 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
     path = tmp_path / "bad.json"
     good = json.loads(_saved_text(tmp_path)) if problem not in (
         "missing", "directory", "empty", "whitespace", "not_json", "not_utf8") else None
+    step = _first_step(good) if good is not None else None
     if problem == "missing":
         pass
     elif problem == "directory":
@@ -546,7 +575,7 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
         path.write_text(text[: len(text) // 2])
     elif problem == "truncated_in_a_string":
         text = json.dumps(good)
-        cut = text.index('"primitive": "') + len('"primitive": "') + 2
+        cut = text.index('"python_version": "') + len('"python_version": "') + 2
         path.write_text(text[:cut])
     elif problem == "truncated_before_last_brace":
         path.write_text(json.dumps(good)[:-1])
@@ -556,38 +585,64 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
         path.write_bytes(b"\xff\xfe\x00garbage\x80")
     elif problem == "no_schema_tag":
         del good["schema"]
-        path.write_text(json.dumps(good))
     elif problem == "wrong_schema_tag":
         good["schema"] = "something-else"
-        path.write_text(json.dumps(good))
     elif problem == "json_list":
-        path.write_text(json.dumps([good]))
+        good = [good]
     elif problem == "newer_version":
         good["schema_version"] = 99
-        path.write_text(json.dumps(good))
+    elif problem == "version_zero":
+        good["schema_version"] = 0
     elif problem == "version_not_int":
         good["schema_version"] = "1"
-        path.write_text(json.dumps(good))
     elif problem == "calls_not_a_list":
         good["calls"] = {"a": 1}
-        path.write_text(json.dumps(good))
     elif problem == "step_field_wrong_type":
-        good["calls"][0]["steps"][0]["index"] = "zero"
-        path.write_text(json.dumps(good))
+        step[_position(good, "Step", "index")] = "zero"
     elif problem == "missing_calls":
         del good["calls"]
-        path.write_text(json.dumps(good))
-    elif problem == "step_missing_field":
-        del good["calls"][0]["steps"][0]["index"]
-        path.write_text(json.dumps(good))
-    elif problem == "value_record_not_an_object":
-        good["calls"][0]["steps"][0]["inputs"] = [5]
-        path.write_text(json.dumps(good))
+    elif problem == "missing_tables":
+        del good["tables"]
+    elif problem == "step_row_too_short":
+        del step[_position(good, "Step", "index")]
+    elif problem == "step_row_not_an_array":
+        good["calls"][0][_position(good, "Call", "steps")][0] = {"index": 0}
+    elif problem == "required_field_not_listed":
+        good["fields"]["Step"].remove("index")
+    elif problem == "unknown_field_listed":
+        good["fields"]["Step"].append("colour")
+    elif problem == "unknown_record_type":
+        good["fields"]["Sharding9"] = ["mesh"]
+    elif problem == "unknown_table":
+        good["tables"]["tuple[int, ...]"] = [[1, 2]]
+    elif problem == "unknown_top_level_key":
+        good["extra"] = 1
+    elif problem == "table_not_an_array":
+        good["tables"]["ValueRecord"] = {"0": []}
+    elif problem == "value_record_not_a_row":
+        good["tables"]["ValueRecord"][0] = 5
+    elif problem == "index_out_of_range":
+        step[_position(good, "Step", "inputs")] = 9999
+    elif problem == "index_negative":
+        step[_position(good, "Step", "inputs")] = -1
+    elif problem == "index_a_string":
+        step[_position(good, "Step", "inputs")] = "0"
+    elif problem == "index_a_bool":
+        step[_position(good, "Step", "source")] = True
+    elif problem == "index_in_a_table_out_of_range":
+        good["tables"]["tuple[ValueRecord, ...]"][0] = [555]
     elif problem == "version_bool":
         good["schema_version"] = True  # JSON `true` is not the integer 1
-        path.write_text(json.dumps(good))
     elif problem == "required_string_null":
-        good["calls"][0]["transform"] = None  # Call.transform is a str, never None
+        good["calls"][0][_position(good, "Call", "transform")] = None  # a str, never None
+    elif problem == "metadata_not_strings":
+        good["metadata"] = {"argv": 3}
+    elif problem == "nested_too_deeply":  # json.dumps cannot write it: spliced in as text
+        text = json.dumps({**good, "title": "DEEP"})
+        path.write_text(text.replace('"DEEP"', "[" * 100_000 + "]" * 100_000))
+        good = None
+    if good is not None and problem not in ("truncated", "truncated_in_a_string",
+                                            "truncated_before_last_brace"):
         path.write_text(json.dumps(good))
     with pytest.raises(transforms.SessionLoadError) as info:
         transforms.load(path)
@@ -652,3 +707,13 @@ def test_recorders_are_released_when_the_block_ends():
         transforms.vmap(transforms.grad(cond_fn))(VEC)
         transforms.vmap(scan_fn)(jnp.ones((2, 3)))
     assert alive() == before
+
+
+def test_saved_file_gets_the_mode_a_new_file_would_have(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "s.json"
+        _rich_session().save(path)
+        assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0o600
+    finally:
+        os.umask(old)

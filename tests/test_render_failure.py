@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+import jax.numpy as jnp
+
 import transforms as T
 from corpus import CASES_BY_NAME, Primal, Tangent
 from transforms._trees import TreeBuilder, pair_trees
@@ -103,3 +105,40 @@ def test_recorded_failure_renders():
 def test_a_failing_renderer_degrades_to_a_note():
     assert text(FailurePanel(None)).startswith("<render-error failure: AttributeError")
     assert text(DiagnosticsView([None])).startswith("<render-error diagnostics: AttributeError")
+
+
+def _pull_with_a_wrong_cotangent():
+    with T.record() as session:
+        _, pullback = T.vjp(lambda x: {"p": x, "q": x * 2.}, jnp.ones(2))
+        try:
+            pullback({"p": jnp.ones(2)})
+        except ValueError:  # the failure is what we render
+            pass
+    return session.calls[1]
+
+
+PULL_LINE = _pull_with_a_wrong_cotangent.__code__.co_firstlineno + 4
+
+
+def test_failure_panel_of_a_wrong_cotangent_shows_both_trees():
+    call = _pull_with_a_wrong_cotangent()
+    line = f"tests/test_render_failure.py:{PULL_LINE} (_pull_with_a_wrong_cotangent)"
+    assert text(FailurePanel(call.errors[0], call), width=80) == (
+        "╭─ ValueError [cotangent_mismatch] ────────────────────────────────────────────╮\n"
+        "│ error unexpected tree structure.                                             │\n"
+        f"│ line  {line:<71}│\n"
+        "│ level eval#0 (eval)                                                          │\n"
+        "│ hint  first difference at the root: the primal output has a dict with        │\n"
+        "│       children ['p'], ['q']; the cotangent has a dict with children ['p'].   │\n"
+        "│       Give the pullback a cotangent with the primal output's structure (e.g. │\n"
+        "│       jax.tree_util.tree_map(jnp.ones_like, primal_out)).                    │\n"
+        "│                                                                              │\n"
+        "│ primal output vs its cotangent                                               │\n"
+        "│ first difference at the root: the primal output has a dict with children     │\n"
+        "│ ['p'], ['q']; the cotangent has a dict with children ['p']                   │\n"
+        "│     path     primal_out   cotangent                                          │\n"
+        "│ ────────────────────────────────────                                         │\n"
+        "│ >   (root)   dict         dict                                               │\n"
+        "│     ['p']    float32[2]   float32[2]                                         │\n"
+        "│ -   ['q']    float32[2]   -                                                  │\n"
+        "╰──────────────────────────────────────────────────────────────────────────────╯\n")

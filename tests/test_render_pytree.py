@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+import jax.numpy as jnp
+
 import transforms as T
 from corpus import CONTAINER, Primal, Tangent, test_func
 from transforms._trees import TreeBuilder, pair_trees
@@ -97,3 +99,41 @@ def test_a_failing_renderer_degrades_to_a_note():
     assert text(TreeView(broken)) == (
         "<render-error pytree: TypeError: 'int' object is not subscriptable>\n")
     assert text(PairView(None)).startswith("<render-error pytree pair: AttributeError")
+
+
+def test_pair_view_of_a_hessian_shows_each_block_by_path():
+    with T.record() as session:
+        T.hessian(lambda p: (p["a"] ** 2).sum() * p["b"])({"a": jnp.ones(2), "b": 3.0})
+    (pair,) = session.calls[0].pairs
+    assert text(PairView(pair)) == (
+        "p vs its hessian\n"
+        "p ⊗ p and its hessian have the same structure\n"
+        "    path         p ⊗ p (expected)   p (hessian) \n"
+        "────────────────────────────────────────────────\n"
+        "    (root)       dict               dict        \n"
+        "    ['a']        dict               dict        \n"
+        "    ['a']['a']   float32[2,2]       float32[2,2]\n"
+        "    ['a']['b']   float32[2]         float32[2]  \n"
+        "    ['b']        dict               dict        \n"
+        "    ['b']['a']   float32[2]         float32[2]  \n"
+        "    ['b']['b']   float32[]          float32[]   \n")
+
+
+def test_pair_view_of_a_vjp_cotangent():
+    with T.record() as session:
+        _, pullback = T.vjp(lambda x, y: {"p": x * y}, jnp.ones(2), 2.0)
+        pullback({"p": jnp.ones(2)})
+    pairs = session.calls[1].pairs
+    assert text(PairView(pairs[0])) == (
+        "primal output vs its cotangent\n"
+        "the primal output and the cotangent have the same structure\n"
+        "    path     primal_out   cotangent \n"
+        "────────────────────────────────────\n"
+        "    (root)   dict         dict      \n"
+        "    ['p']    float32[2]   float32[2]\n")
+    assert text(PairView(pairs[2])) == (
+        "y vs its cotangent\n"
+        "the input y and its cotangent have the same structure\n"
+        "    path     y (input)   y (cotangent)\n"
+        "──────────────────────────────────────\n"
+        "    (root)   float32[]   float32[]    \n")

@@ -1,6 +1,7 @@
 """`workbench run` / `workbench dump`: the real command on small scripts, and the jax patch."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -86,6 +87,8 @@ def test_a_script_runs_unchanged_and_its_transformations_are_recorded(tmp_path):
     assert [(c.transform, c.function) for c in session.calls] == [
         ("vmap", "loss"), ("jit", "loss"), ("grad", "loss")]
     assert all(c.source.file == path for c in session.calls)
+    assert session.title == f"{os.path.basename(path)} 7 --flag"
+    assert session.metadata == {"script": path, "argv": "7 --flag", "exit_code": "7"}
 
 
 def test_a_script_that_raises_exits_1_prints_pythons_traceback_and_leaves_a_dump(tmp_path):
@@ -155,7 +158,9 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path):
         proc.kill()
     assert proc.returncode == 130
     assert "KeyboardInterrupt" in err and "interrupted" in err
-    assert [c.transform for c in transforms.load(out).calls] == ["grad"]
+    session = transforms.load(out)
+    assert [c.transform for c in session.calls] == ["grad"]
+    assert session.metadata["interrupted"] == "Ctrl-C"
 
 
 def test_jax_is_patched_only_during_the_run_and_libraries_record(tmp_path):
@@ -194,8 +199,8 @@ def test_the_patched_transforms_give_jaxs_results(tmp_path):
     result = runner.run_script(path)
     assert result.exit_code == 0
     assert sorted({c.transform for c in result.session.calls}) == sorted(
-        ["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "linearize", "value_and_grad",
-         "jit"])
+        ["grad", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vjp_backward", "linearize",
+         "linearize_jvp", "value_and_grad", "jit"])
 
 
 def test_keyboard_interrupt_and_sys_exit_codes_in_process(tmp_path, capsys):

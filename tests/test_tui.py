@@ -1,6 +1,7 @@
 """The TUI's behaviour, driven with Pilot: navigate, filter, search, switch views, export, help."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
@@ -73,7 +74,7 @@ async def test_navigate_steps_and_views():
         assert steps.row_count > 1 and steps.cursor > 0
         for key, view in (("2", "stages"), ("3", "pytree"), ("4", "failure"), ("1", "step")):
             await pilot.press(key)
-            assert app.screen.query_one("#views").active == view
+            assert app.screen.active_view == view
 
 
 @sync
@@ -149,7 +150,7 @@ async def test_step_selects_its_equation_and_back():
         await pilot.press("down", "down", "down")
         line = pane.left.lines[pane.left.cursor]
         await pilot.press("enter")
-        assert app.screen.query_one("#views").active == "step"
+        assert app.screen.active_view == "step"
         step = _current_step(app)
         assert step.primitive in line
 
@@ -188,7 +189,7 @@ async def test_failure_view_and_jump_to_failing_step():
         app.screen.query_one("#failure-pane").focus()
         await pilot.press("enter")
         step = _current_step(app)
-        assert app.screen.query_one("#views").active == "step"
+        assert app.screen.active_view == "step"
         assert step.index in app.screen.steps.outline.index(0).failing
         await pilot.press("home", "x")
         assert _current_step(app).index in app.screen.steps.outline.index(0).failing
@@ -255,7 +256,7 @@ async def test_command_palette_runs_product_commands():
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.screen.query_one("#views").active == "stages"
+        assert app.screen.active_view == "stages"
 
 
 @sync
@@ -342,3 +343,61 @@ def test_import_workbench_stays_light():
     code = "import sys, workbench; assert callable(workbench.show); " \
            "assert 'textual' not in sys.modules, 'workbench imported textual'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_key_bar_line_lists_each_action_once_with_its_columns():
+    from textual.binding import Binding
+    from workbench.tui.widgets.common.key_bar import key_line
+    app, screen = object(), object()
+    bindings = [(screen, Binding("2", "view('stages')", "Stages")),
+                (screen, Binding("slash", "search", "Search")),
+                (screen, Binding("n", "next_match(True)", "Next match", show=False)),
+                (app, Binding("question_mark", "help", "Help")),
+                (app, Binding("f1", "help", "Help")),
+                (app, Binding("ctrl+q", "quit", "Quit"))]
+    line, spans = key_line(bindings, "bold", palette=True)
+    assert line.plain == " 2 Stages  / Search  ? Help  ^q Quit   ^p palette"
+    assert [(s.start, s.end, s.binding.action) for s in spans] == [
+        (0, 10, "view('stages')"), (10, 20, "search"), (20, 28, "help"), (28, 37, "quit")]
+    assert spans[0].node is screen and spans[2].node is app
+
+
+@sync
+async def test_key_bar_shows_the_focused_panes_keys_and_runs_a_clicked_key():
+    from workbench.tui.widgets.common.key_bar import KeyBar
+    app = build_app(seed_logistic(), title="t")
+    async with app.run_test(size=(120, 30)) as pilot:
+        bar = app.screen.query_one(KeyBar)
+        assert " 2 Stages " in _text(bar)
+        column = next(s.start for s in bar._spans if s.binding.description == "Stages")
+        await pilot.click(KeyBar, offset=(column + 1, 0))
+        await pilot.pause()
+        assert app.screen.active_view == "stages"
+        assert " a Next left stage " in _text(bar)  # the stages pane's own keys, now focused
+
+
+@sync
+async def test_the_header_shows_the_recordings_own_title():
+    named = dataclasses.replace(seed_logistic(), title="train.py --epochs 3")
+    for given, heading in (("trace.json", "trace.json — train.py --epochs 3"),
+                           (None, "train.py --epochs 3")):
+        app = build_app(named, title=given)
+        async with app.run_test(size=SIZE):
+            assert app.screen.title == f"workbench: {heading}"
+
+
+@sync
+async def test_a_pullback_call_names_its_forward_call():
+    import jax.numpy as jnp
+    with transforms.record() as session:
+        out, pullback = transforms.vjp(jnp.sin, jnp.ones(3))
+        pullback(jnp.ones(3))
+    assert [c.transform for c in session.calls] == ["vjp", "vjp_backward"]
+    app = build_app(session, title="t")
+    async with app.run_test(size=(120, 30)) as pilot:
+        steps = app.screen.query_one(StepList)
+        backward_row = next(i for i in range(steps.row_count)
+                            if steps.outline.row(i)[:2] == (0, 1))  # the second call's own row
+        steps.set_cursor(backward_row)
+        await pilot.pause()
+        assert "runs the pullback of call #0" in _step_body(app)

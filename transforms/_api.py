@@ -7,14 +7,19 @@ results, pytree structures and exceptions are JAX's own.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
 
 from . import _interpreters as _i
+from ._diagnose import check_inputs
 from ._recorder import TRACE_KINDS, _state, function_name, run_level
+from ._trees import JACOBIAN_NESTING, parameter_names
 
 # Transformations whose backward pass runs at the enclosing level after the
 # user's function returns.
@@ -64,7 +69,10 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
         parent = _state.levels[-1] if _state.levels else None
         level = call.new_level(kind, _i.current_trace(), parent, function_name(fun), options)
         try:
-            return run_level(level, fun, args, kwargs)
+            out = run_level(level, fun, args, kwargs)
+            if kind in JACOBIAN_NESTING and call.transform == kind and level.depth == 1:
+                call.trees.note_function_output(out)  # the Jacobian's outer structure
+            return out
         finally:
             if parent is not None and kind in _BACKWARD_KINDS:
                 parent.set_phase("backward")
@@ -73,19 +81,26 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
 
 
 def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
-            args: tuple, kwargs: dict) -> Any:
-    """Call a JAX-transformed function, opening a recorded Call when none is open."""
+            args: tuple, kwargs: dict, forward: int | None = None) -> Any:
+    """Call a JAX-transformed function, opening a recorded Call when none is open.
+
+    `forward` is the index of the call a backward call belongs to (a vjp's).
+    """
     session = _state.session
     if session is None:
         return transformed(*args, **kwargs)
     call = _state.call
     if call is not None:
         return _invoke_nested(call, kind, transformed, args, kwargs)
-    call = session.begin_call(kind, fun, options, args, kwargs)
+    call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
     call.spec = TransformSpec(kind, fun, transformed, options)
+    if forward is not None:
+        call.trees.forward = session.session.calls[forward].trees
     _state.call = call
     try:
         outer = call.new_level("outer", _i.current_trace(), None)
+        if kind == "vjp_backward":
+            outer.set_phase("backward")
         out = run_level(outer, transformed, args, kwargs)
     except BaseException:
         call.finish(failed=True)
@@ -210,12 +225,65 @@ def jvp(fun, primals, tangents, has_aux=False):
 @_i.api_boundary
 @functools.wraps(jax.vjp)
 def vjp(fun, *primals, **kwargs):
-    # NB: the returned pullback is JAX's own VJP object, unwrapped, so its type
-    # and pytree structure stay JAX's; calling it later records nothing.
     options = _options(**kwargs)
     target = _level_entry(fun, "vjp", options) if callable(fun) else fun
     run = functools.partial(jax.vjp, target)
-    return _invoke("vjp", fun, options, run, primals, kwargs)
+    return _invoke_keeping_origin("vjp", fun, options, run, primals, kwargs, _recording_pullback)
+
+
+def _invoke_keeping_origin(kind: str, fun: Any, options: tuple, run: Callable, primals: tuple,
+                           kwargs: dict, wrap: Callable) -> Any:
+    """A top-level vjp/linearize call whose returned function (out[1]) records its own calls."""
+    session = _state.session
+    top_level = session is not None and _state.call is None
+    out = _invoke(kind, fun, options, run, primals, kwargs)
+    if not top_level:
+        return out
+    origin = (weakref.ref(session), len(session.session.calls) - 1, fun, options)
+    return (out[0], wrap(out[1], origin)) + tuple(out[2:])
+
+
+def _forward_index(origin: tuple) -> int | None:
+    """The forward call's index, when it was recorded in the session now recording."""
+    session_ref, index = origin[0], origin[1]
+    return index if session_ref() is _state.session else None
+
+
+# --- the pullback of a recorded vjp ------------------------------------------------
+
+
+def _recording_pullback(pullback: Any, origin: tuple) -> Any:
+    """JAX's VJP object with its function swapped for one whose product records.
+
+    NB: the pullback stays an instance of JAX's own VJP class (a registered
+    pytree node, so a subclass or wrapper would change its structure): only
+    its `fun` field, a functools.partial, becomes a _PullbackPartial with the
+    same function and arguments. A pullback of another form is returned as is.
+    """
+    fun = getattr(pullback, "fun", None)
+    if not dataclasses.is_dataclass(pullback) or type(fun) is not functools.partial:
+        return pullback
+    recording = _PullbackPartial(fun.func, *fun.args, **fun.keywords)
+    recording.origin = origin
+    return dataclasses.replace(pullback, fun=recording)
+
+
+class _PullbackPartial(functools.partial):
+    """partial(_vjp3_callable, ...) whose product, the backward function, records its call."""
+
+    def __call__(self, /, *args, **kwargs):
+        backward = super().__call__(*args, **kwargs)
+        # A jax.tree_util.Partial, as JAX's own: the backward function stays a child.
+        return jax.tree_util.Partial(functools.partial(_run_backward, self.origin), backward)
+
+
+def _run_backward(origin: tuple, backward: Callable, out_ct: Any) -> Any:
+    """Run a vjp's backward function, recorded as a call whose parent is the forward call."""
+    if _state.session is None:
+        return backward(out_ct)
+    _, _, fun, options = origin
+    return _invoke("vjp_backward", fun, options, backward, (out_ct,), {},
+                   forward=_forward_index(origin))
 
 
 @_i.api_boundary
@@ -224,7 +292,30 @@ def linearize(fun, *primals, **kwargs):
     options = _options(**kwargs)
     target = _level_entry(fun, "linearize", options) if callable(fun) else fun
     run = functools.partial(jax.linearize, target)
-    return _invoke("linearize", fun, options, run, primals, kwargs)
+    return _invoke_keeping_origin("linearize", fun, options, run, primals, kwargs,
+                                  _recording_pushforward)
+
+
+def _recording_pushforward(f_jvp: Any, origin: tuple) -> Any:
+    """JAX's Partial, rebuilt around a function that records each push (a linearize_jvp call).
+
+    NB: it stays a jax.tree_util.Partial with the same children (the
+    linearization's constants): only its static function differs.
+    """
+    if type(f_jvp) is not jax.tree_util.Partial:
+        return f_jvp
+    push = functools.partial(_run_pushforward, origin, f_jvp.func, len(f_jvp.args))
+    return jax.tree_util.Partial(push, *f_jvp.args, **f_jvp.keywords)
+
+
+def _run_pushforward(origin: tuple, linear: Callable, num_consts: int, *args, **kwargs) -> Any:
+    """Push tangents through a linearization, recorded with the linearize call as parent."""
+    if _state.session is None:
+        return linear(*args, **kwargs)
+    _, _, fun, options = origin
+    run = functools.partial(linear, *args[:num_consts])
+    return _invoke("linearize_jvp", fun, options, run, args[num_consts:], kwargs,
+                   forward=_forward_index(origin))
 
 
 _NOT_SPECIFIED = object()
@@ -275,4 +366,56 @@ def _jit_entry(fun: Callable, options: tuple) -> Callable:
         call.finish(out)
         return out
 
+    signature = _pre_trace_signature(fun, functools.partial(_check_before_trace, fun, options))
+    if signature is not None:
+        traced.__signature__ = signature
     return traced
+
+
+class _PreTraceSignature(inspect.Signature):
+    """The jit entry's signature, whose `bind` runs the pre-trace check.
+
+    NB: on every cache miss jax.jit binds `inspect.signature(fun)` (to name the
+    arguments in its debug info) before it unflattens the arguments and calls
+    `fun`. A custom node whose unflatten raises makes JAX raise right there,
+    before our entry runs, so `bind` is our one moment before it. Cached calls
+    never bind; binding itself is Signature's. Copies made by `replace` have
+    no hook.
+    """
+    __slots__ = ("_on_bind",)
+
+    def bind(self, /, *args, **kwargs):
+        on_bind = getattr(self, "_on_bind", None)
+        if on_bind is not None and _state.session is not None and _state.call is None:
+            on_bind(args, kwargs)
+        return super().bind(*args, **kwargs)
+
+
+def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature | None:
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # no signature: JAX names the arguments args[i]
+        return None
+    hooked = _PreTraceSignature(list(signature.parameters.values()),
+                                return_annotation=signature.return_annotation,
+                                __validate_parameters__=False)
+    hooked._on_bind = on_bind
+    return hooked
+
+
+def _check_before_trace(fun: Callable, options: tuple, args: tuple, kwargs: dict) -> None:
+    """On a jit cache miss while recording: record now a call whose unflatten will raise.
+
+    `args` are what JAX binds: static arguments are stand-ins (leaves). When
+    the round trip of a custom node raises, JAX's own unflatten of it raises
+    the same before the function is traced: the call is recorded as failed
+    with that exception and the check's findings. JAX's exception is the one
+    the user gets. Otherwise nothing happens here: the trace records the call.
+    """
+    raised: list[BaseException] = []
+    check_inputs(args, kwargs, parameter_names(fun, args), raised)
+    if not raised:
+        return
+    call = _state.session.begin_call("jit", fun, options, args, kwargs)
+    call.record_error(raised[0], None)
+    call.finish(failed=True)

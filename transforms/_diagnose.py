@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import builtins
 import dis
-import inspect
 import linecache
 import re
 import sys
@@ -24,10 +23,11 @@ from typing import Any, Callable
 from jax import errors as jax_errors
 from jax import tree_util
 
-from ._interpreters import JAX_DIR, PACKAGE_DIR
+from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer, trace_has_ended, trace_of
 from ._snapshot import location_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
-from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, flatten_one, input_trees,
+from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, backward_trees, flatten_one,
+                     input_trees, pushforward_trees, signature_parameters,
                      is_custom_node, output_trees,
                      pair_trees, qualified_name, safe_text, treedef_tree)
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
@@ -38,8 +38,19 @@ _MAX_CODE_DEPTH = 8       # nested code objects searched (lambdas, comprehension
 
 # --- the pre-trace check ------------------------------------------------------------
 
-def check_inputs(args: tuple, kwargs: dict, names: list[str]) -> tuple[Diagnostic, ...]:
-    """Round-trip each custom pytree node type met in the inputs once; never raises."""
+def check_inputs(args: tuple, kwargs: dict, names: list[str],
+                 raised: list[BaseException] | None = None) -> tuple[Diagnostic, ...]:
+    """Round-trip each custom pytree node type met in the inputs once; never raises.
+
+    `raised` collects the exceptions an unflatten raised in the round trip:
+    JAX's own unflatten of the same node will raise them too.
+    """
+    try:
+        treedef = tree_util.tree_structure((args, kwargs))
+        if treedef in _plain_structures:
+            return ()  # only lists, tuples, dicts and leaves: nothing to check
+    except Exception:  # cyclic, too deep, a raising flatten, unhashable aux: walk it below
+        treedef = None
     found: list[Diagnostic] = []
     checked: set[type] = set()
     roots = list(zip(names, args)) + [(str(k), v) for k, v in kwargs.items()]
@@ -74,10 +85,25 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str]) -> tuple[Diagnosti
         if is_custom_node(node_type, aux) and node_type not in checked \
                 and len(checked) < MAX_CHECKED_NODES:
             checked.add(node_type)
-            found.extend(_check_node(x, path, node_type, aux, keyed, td))
+            found.extend(_check_node(x, path, node_type, aux, keyed, td, raised))
         for key_path, child in reversed(keyed):
             stack.append((child, path + _keystr(key_path), depth + 1))
+    if treedef is not None and not found and not checked and not stack:
+        _remember_plain(treedef)
     return tuple(found)
+
+
+# Input structures with no custom node: the check has nothing to do for them.
+_plain_structures: set = set()
+
+
+def _remember_plain(treedef: Any) -> None:
+    if len(_plain_structures) >= 512:
+        _plain_structures.clear()
+    try:
+        _plain_structures.add(treedef)
+    except (TypeError, ValueError):  # unhashable aux data: checked every time
+        return
 
 
 def _keystr(key_path: tuple) -> str:
@@ -129,7 +155,7 @@ class _CallCatcher:
 
 
 def _check_node(x: Any, path: str, node_type: type, aux: Any, keyed: list,
-                td: Any) -> list[Diagnostic]:
+                td: Any, raised: list[BaseException] | None = None) -> list[Diagnostic]:
     type_name = qualified_name(node_type)
     found: list[Diagnostic] = []
     try:
@@ -148,6 +174,8 @@ def _check_node(x: Any, path: str, node_type: type, aux: Any, keyed: list,
             rebuilt = td.unflatten(children)
     except Exception as e:
         found.extend(_unflatten_failure(catcher, type_name, path, e))
+        if raised is not None:
+            raised.append(e)
         return found
     undefined = _undefined_names(catcher)
     if undefined:
@@ -402,6 +430,8 @@ class FailureContext:
     parameters: tuple[str, ...]
     diagnostics: tuple[Diagnostic, ...]
     builder: TreeBuilder
+    trees: tuple[TreeRecord, ...] = ()    # the call's input trees, then a forward call's
+    leaked: tuple = ()                    # ValueRecords of leaked tracers met in the call
 
 
 @dataclass(frozen=True)
@@ -485,10 +515,66 @@ def _argument_on_line(ctx: FailureContext) -> str:
 
 
 def _leak_facts(ctx: FailureContext) -> dict:
+    facts: dict = {}
     m = _LEAKED.search(ctx.message)
-    if not m:
-        return {}
-    return {"function": m.group(1), "transform": m.group(3)}
+    if m:
+        facts.update(function=m.group(1), transform=m.group(3))
+    leak = first_leak(ctx.steps, ctx.leaked)
+    if leak is not None:
+        step, rec = leak
+        facts["tracer"] = rec.describe()
+        facts["hint"] = f"{_LEAK_HINT} {_leak_text(step, rec)}"
+        return facts
+    tracer = _ended_tracer_in_frames(ctx.error)
+    if tracer is not None:  # JAX refused it before any recorder saw it
+        facts["tracer"] = ctx.builder.describe(tracer).describe()
+    return facts
+
+
+def _ended_tracer_in_frames(error: BaseException) -> Any:
+    """The tracer JAX refused: a local of the frame that raised, whose trace has ended."""
+    frames = list(_frames(error))
+    for frame in reversed(frames[-4:]):
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, Tracer) and trace_has_ended(trace_of(value)):
+                return value
+    return None
+
+
+# What a leaked tracer's kind says about the transformation it came from.
+_TRACER_TRANSFORMS = {"linearize": "grad", "jvp": "jvp", "batched": "vmap", "jaxpr": "jit"}
+
+
+def first_leak(steps, leaked) -> tuple[Step, Any] | None:
+    """The first step given a leaked tracer (a tracer of an ended transformation)."""
+    if not leaked:
+        return None
+    ids = {id(rec) for rec in leaked}
+    for step in steps:
+        if step is None:
+            continue
+        for rec in step.inputs:
+            if id(rec) in ids:
+                return step, rec
+    return None
+
+
+def _leak_text(step: Step, rec: Any) -> str:
+    transform = _TRACER_TRANSFORMS.get(rec.kind, "")
+    which = f"a {transform} transformation" if transform else "a transformation"
+    where = f" at {step.source}" if step.source is not None else ""
+    return (f"Step #{step.index} ({step.title}{where}) uses {rec.describe()}, a tracer of "
+            f"{which} that had already ended.")
+
+
+def leak_diagnostic(steps, leaked) -> Diagnostic | None:
+    """A leaked tracer met while tracing: JAX raises when it meets it, maybe only later."""
+    leak = first_leak(steps, leaked)
+    if leak is None:
+        return None
+    step, rec = leak
+    return Diagnostic("leaked_tracer", f"{_leak_text(step, rec)} {_LEAK_HINT}", rec.type_name,
+                      "", step.source.function if step.source is not None else "", step.source)
 
 
 def _pytree_function_facts(ctx: FailureContext) -> dict:
@@ -512,6 +598,22 @@ def _finding(d: Diagnostic) -> str:
         names = ", ".join(f"`{n}`" for n in d.names)
         return f"at {where} it uses {names}, which is not defined"
     return f"at {where}: {d.message}"
+
+
+def _cotangent_facts(ctx: FailureContext) -> dict:
+    """A pullback given a cotangent unlike the primal output: both trees, paired."""
+    primal_out = next((t for t in ctx.trees if t.role == "primal_out"), None)
+    cotangent = next((t for t in ctx.trees if t.role == "cotangent"), None)
+    if primal_out is None or cotangent is None:
+        return {}
+    pair = pair_trees("cotangent", "primal output vs its cotangent", primal_out, cotangent,
+                      "the primal output", "the cotangent")
+    facts: dict = {"mismatch": pair}
+    if pair.first_difference is not None:
+        facts["hint"] = (f"{pair.summary}. Give the pullback a cotangent with the primal "
+                         "output's structure (e.g. jax.tree_util.tree_map(jnp.ones_like, "
+                         "primal_out)).")
+    return facts
 
 
 _RULE_NAMES = re.compile(r"Custom (?:JVP|VJP) rule (\S+) for function (\S+)")
@@ -550,6 +652,10 @@ def _rule(name, error_type, pattern, hint, fill=None) -> FailureRule:
                        fill)
 
 
+_LEAK_HINT = ("A tracer escaped its transformation (kept in a global, a closure or an object "
+              "attribute): return the value from the function instead; run under "
+              "jax.checking_leaks() to find where it leaked.")
+
 _WHERE_HINT = ("use jnp.where(cond, x, y) to choose element-wise, or lax.cond / lax.switch to "
                "branch on a traced value; under jit, mark the argument static "
                "(static_argnums / static_argnames) if it is not data; to look at a traced "
@@ -569,10 +675,7 @@ FAILURE_RULES: tuple[FailureRule, ...] = (
           "numpy cannot convert a tracer: use jax.numpy (jnp) instead of numpy inside "
           "transformed functions, or jax.pure_callback for code that must run on the host; "
           "use jax.debug.print to print traced values.", _tracer_facts),
-    _rule("leaked_tracer", jax_errors.UnexpectedTracerError, None,
-          "A tracer escaped its transformation (kept in a global, a closure or an object "
-          "attribute): return the value from the function instead; run under "
-          "jax.checking_leaks() to find where it leaked.", _leak_facts),
+    _rule("leaked_tracer", jax_errors.UnexpectedTracerError, None, _LEAK_HINT, _leak_facts),
     _rule("concretization", jax_errors.ConcretizationTypeError, None,
           "A concrete value was needed but this one is traced: make the argument static "
           "(static_argnums / static_argnames), or use lax.cond / lax.fori_loop / jnp.where "
@@ -588,6 +691,10 @@ FAILURE_RULES: tuple[FailureRule, ...] = (
           "in_axes/out_axes must be a tree prefix of the arguments/outputs: give one entry "
           "per argument (a tuple for several), with the same containers and keys, or a "
           "single int/None for a whole subtree.", _mismatch_facts),
+    _rule("cotangent_mismatch", ValueError,
+          r"argument to a VJP function returned by `jax.vjp` must match the pytree",
+          "Give the pullback a cotangent with the primal output's structure (the same "
+          "containers, keys and leaf shapes).", _cotangent_facts),
     _rule("axes_length", ValueError, r"vmap in_axes must be an int, None, or a tuple",
           "Give in_axes one entry per positional argument (a tuple), or a single int/None "
           "for all of them.", None),
@@ -660,6 +767,8 @@ class CallTrees:
         self.pairs: list[TreePair] = []
         self.diagnostics: list[Diagnostic] = []
         self.parameters: tuple[str, ...] = ()
+        self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
+        self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
         try:
             self.parameters = tuple(_parameter_names(fun))
             self.inputs = input_trees(transform, fun, args, kwargs, self.builder)
@@ -673,22 +782,49 @@ class CallTrees:
 
     def finish(self, outputs: Any) -> None:
         try:
-            trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
-                                        self.builder)
+            if self.transform == "vjp_backward":
+                cotangent = self.inputs[0] if self.inputs else None
+                trees, pairs = backward_trees(self.forward, cotangent, outputs, self.builder)
+            elif self.transform == "linearize_jvp":
+                trees, pairs = pushforward_trees(self.forward, self.inputs, outputs,
+                                                 self.builder)
+            else:
+                trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
+                                            self.builder, self.function_out)
             self.outputs.extend(trees)
             self.pairs.extend(pairs)
         except Exception as e:
             self._internal("describing the outputs", e)
 
+    def note_function_output(self, out: Any) -> None:
+        """The differentiated function's output (traced), for a Jacobian's outer structure."""
+        try:
+            has_aux = any(k == "has_aux" and v == "True" for k, v in self.options)
+            self.function_out = self.builder.build(out[0] if has_aux else out,
+                                                   "function_out", "out")
+        except Exception as e:
+            self._internal("describing the function's output", e)
+
+    def note_leaks(self, steps: list, leaked: list) -> None:
+        """A leaked tracer met while tracing (JAX may raise only when it runs the result)."""
+        try:
+            found = leak_diagnostic(steps, leaked)
+        except Exception as e:
+            self._internal("looking for leaked tracers", e)
+            return
+        if found is not None:
+            self.diagnostics.append(found)
+
     def error_fields(self, error: BaseException, levels: list[Level], steps: list,
                      level: int | None, step: int | None,
-                     source: SourceLocation | None) -> dict:
+                     source: SourceLocation | None, leaked: list | tuple = ()) -> dict:
         try:
             message = str(error)
         except Exception:
             message = ""
         ctx = FailureContext(error, message, levels, steps, level, step, source,
-                             self.parameters, tuple(self.diagnostics), self.builder)
+                             self.parameters, tuple(self.diagnostics), self.builder,
+                             tuple(self.inputs) + self.forward, tuple(leaked))
         try:
             return diagnose(ctx)
         except Exception as e:
@@ -725,7 +861,4 @@ def _shape_diagnostics(trees: list[TreeRecord]) -> list[Diagnostic]:
 
 
 def _parameter_names(fun: Any) -> list[str]:
-    try:
-        return [p.name for p in inspect.signature(fun).parameters.values()]
-    except (TypeError, ValueError):
-        return []
+    return [p.name for p in signature_parameters(fun)]

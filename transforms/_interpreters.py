@@ -53,6 +53,33 @@ def current_trace() -> Trace:
 trace_of = operator.attrgetter("_trace")
 
 
+def enclosing_traces(trace: Any) -> set[int]:
+    """ids of `trace` and the traces it binds on (`parent_trace`, our recorders' `parent`).
+
+    A tracer of a trace outside this set and outside a call's levels belongs
+    to no transformation running now: it leaked.
+    """
+    ids: set[int] = set()
+    while trace is not None and id(trace) not in ids and len(ids) < 1000:
+        ids.add(id(trace))
+        trace = trace.parent if isinstance(trace, RecordingTrace) else \
+            getattr(trace, "parent_trace", None)
+    return ids
+
+
+def trace_has_ended(trace: Any) -> bool:
+    """A trace whose transformation has returned: its tracers have leaked.
+
+    NB: JAX invalidates a trace when its transformation ends and raises
+    UnexpectedTracerError when it meets one of its tracers (`Trace.is_valid`).
+    """
+    is_valid = getattr(trace, "is_valid", None)
+    try:
+        return is_valid is not None and not is_valid()
+    except Exception:  # a trace type without the flag
+        return False
+
+
 _name_stack_texts: dict[Any, str] = {}
 
 

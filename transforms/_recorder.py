@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import jax
 
 from . import _interpreters as _i
+from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._stages import capture_stages
@@ -129,6 +130,7 @@ class CallBuilder:
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
+        self.describer.enclosing = _i.enclosing_traces(_i.current_trace())
         self.full_detail = recorder.detail == "full"
         self.active_steps: list[int] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
@@ -149,6 +151,7 @@ class CallBuilder:
         self.outputs: tuple = ()
         self.spec: Any = None  # _api.TransformSpec, for stage capture
         self._args = (args, kwargs) if recorder.capture_stages else None
+        self.shardings = _sharding_hook.inputs(self, leaves, args, kwargs)
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -222,13 +225,15 @@ class CallBuilder:
         level_index = level.index if level is not None else None
         if step is None and level is not None:
             step = self.last_step_at(level.index)
-        source = traceback_location(error.__traceback__)
+        # An error JAX raises before any user code runs (a bad argument) is at the call site.
+        source = traceback_location(error.__traceback__) or self.source
         if level is not None:
             event = Step(len(self.steps), level.index, type(error).__name__, kind="error",
                          phase=level.phase, source=source, error=_message(error),
                          cause=step)
             self.steps.append(event)
-        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source)
+        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source,
+                                        self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
                                        level_index, step, source, **facts))
 
@@ -254,12 +259,17 @@ class CallBuilder:
             self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
+            self.shardings += _sharding_hook.outputs(self, outputs)
+        if self.describer.leaked:
+            self.trees.note_leaks(self.steps, self.describer.leaked)
         steps = tuple(s for s in self.steps if s is not None)
+        stages = self._stages()
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
-                    self.out_tree, self.inputs, self.outputs, self.parent, self._stages(),
+                    self.out_tree, self.inputs, self.outputs, self.parent, stages,
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
-                    diagnostics=tuple(self.trees.diagnostics))
+                    diagnostics=tuple(self.trees.diagnostics),
+                    shardings=_sharding_hook.call_shardings(self, stages))
         self._jaxprs.clear()
         self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
@@ -274,6 +284,78 @@ class CallBuilder:
         self._args = None  # keep no arrays past the call
         with recording_off():  # stages record nothing
             return capture_stages(self.spec, args, kwargs)
+
+
+class _ShardingHook:
+    """What a CallBuilder records about devices: layouts of multi-device arrays.
+
+    Guarded like CallTrees: a fault of ours records nothing, never fails a call.
+    Single-device calls pay one `device_set` check per concrete leaf.
+    """
+
+    @staticmethod
+    def inputs(call: CallBuilder, leaves: list, args: tuple, kwargs: dict) -> tuple:
+        try:
+            if not any(map(_sharding.is_multi_device, leaves)):
+                return ()
+            names = [t.name for t in call.trees.inputs if t.argnum is not None]
+            return tuple(_sharding.call_input_shardings(args, kwargs, names))
+        except Exception:
+            return ()
+
+    @staticmethod
+    def outputs(call: CallBuilder, outputs: Any) -> tuple:
+        try:
+            if not _sharding.any_multi_device(outputs):
+                return ()
+            found = _sharding.call_output_shardings(outputs, _gradient_prefix(call))
+            return _gradients_named(call, found)
+        except Exception:
+            return ()
+
+    @staticmethod
+    def call_shardings(call: CallBuilder, stages: tuple) -> tuple:
+        """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
+        if call.shardings:
+            return call.shardings
+        try:
+            compiled = [s for s in stages if s.role == "hlo" and s.shardings]
+            if not compiled:
+                return ()
+            names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
+            found = _sharding.named_for_call(compiled[-1].shardings, names,
+                                             _gradient_prefix(call))
+            return _gradients_named(call, found)
+        except Exception:
+            return ()
+
+
+_sharding_hook = _ShardingHook()
+
+
+def _derivative(call: CallBuilder) -> tuple[str, tuple]:
+    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's."""
+    from ._api import spec_of
+    transform, options = call.transform, call.options
+    inner = spec_of(call.spec.fun) if call.spec is not None and transform == "jit" else None
+    if inner is not None:
+        transform, options = inner.kind, inner.options
+    return transform, options
+
+
+def _gradient_prefix(call: CallBuilder) -> str | None:
+    """Where the gradients sit in the call's outputs."""
+    from ._trees import _option
+    transform, options = _derivative(call)
+    return _sharding.gradient_prefix(transform, bool(_option(options, "has_aux", False)))
+
+
+def _gradients_named(call: CallBuilder, records: Any) -> tuple:
+    from ._trees import _option
+    _, options = _derivative(call)
+    names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
+    return _sharding.gradient_names(records, _gradient_prefix(call),
+                                    _option(options, "argnums", 0), names)
 
 
 class LevelState:

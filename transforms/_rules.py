@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._sharding import mesh_text, sharding_text, spec_text
 from ._snapshot import _safe_text, is_jaxpr
 
 ParamPairs = tuple[tuple[str, str], ...]
@@ -132,7 +133,33 @@ def _custom_jvp_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
     return default_rule(keep)
 
 
+def _sharding_constraint_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
+    # The sharding printed as spec on mesh: JAX's repr is cut off before the spec is readable.
+    pairs = [("sharding", sharding_text(params["sharding"]))] if "sharding" in params else []
+    if params.get("unconstrained_dims"):
+        pairs.append(("unconstrained_dims", format_param(params["unconstrained_dims"])))
+    return tuple(pairs), []
+
+
+def _shard_map_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
+    """mesh, in_specs, out_specs (a thunk at eval level: called, as JAX has by then)."""
+    pairs, jaxprs = default_rule({k: v for k, v in params.items()
+                                  if k not in ("mesh", "debug_info", "out_specs_thunk")})
+    readable = []
+    if "mesh" in params:
+        readable.append(("mesh", mesh_text(params["mesh"])))
+    thunk = params.get("out_specs_thunk")
+    if callable(thunk):
+        try:
+            readable.append(("out_specs", spec_text(thunk())))
+        except Exception:  # not yet known: JAX fills it while tracing the body
+            pass
+    return tuple(readable) + pairs, jaxprs
+
+
 RULES: dict[str, Rule] = {
+    "sharding_constraint": _sharding_constraint_rule,
+    "shard_map": _shard_map_rule,
     "jit": _jit_rule,
     "pjit": _jit_rule,
     "custom_jvp_call": _custom_jvp_rule,

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ._interpreters import JAX_DIR, PACKAGE_DIR, ClosedJaxpr, Jaxpr, Tracer, trace_of
+from ._interpreters import (JAX_DIR, PACKAGE_DIR, ClosedJaxpr, Jaxpr, Tracer, trace_has_ended,
+                            trace_of)
 from .record import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
@@ -54,8 +55,33 @@ class Describer:
         self._cache: dict[int, tuple[weakref.ref, ValueRecord]] = {}
         self._interned: dict[tuple, ValueRecord] = {}
         self._concrete: dict[ValueRecord, ValueRecord] = {}
+        self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
+        self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
     def describe(self, x: Any) -> ValueRecord:
+        """A step's input or output, a call's argument or result."""
+        if isinstance(x, Tracer):
+            hit = self._cache.get(id(x))
+            if hit is not None and hit[0]() is x:
+                return hit[1]
+            rec = self._describe_tracer(x)
+            if rec.level is None and self.enclosing is not None and self._has_leaked(x):
+                # A leaked tracer: its own record (never shared), so steps using it are found.
+                rec = rec._replace()
+                if len(self.leaked) < 10:
+                    self.leaked.append(rec)
+            self._cache[id(x)] = (weakref.ref(x), rec)
+            return rec
+        rec = describe_concrete(x)
+        # Equal concrete descriptions (the same literal, the same small value) share a record.
+        return self._concrete.setdefault(rec, rec)
+
+    def _has_leaked(self, x: Tracer) -> bool:
+        trace = trace_of(x)
+        return id(trace) not in self.enclosing or trace_has_ended(trace)
+
+    def _describe_part(self, x: Any) -> ValueRecord:
+        """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
         if isinstance(x, Tracer):
             hit = self._cache.get(id(x))
             if hit is not None and hit[0]() is x:
@@ -64,7 +90,6 @@ class Describer:
             self._cache[id(x)] = (weakref.ref(x), rec)
             return rec
         rec = describe_concrete(x)
-        # Equal concrete descriptions (the same literal, the same small value) share a record.
         return self._concrete.setdefault(rec, rec)
 
     def _describe_tracer(self, x: Tracer) -> ValueRecord:
@@ -77,10 +102,11 @@ class Describer:
         level = self.level_of_trace.get(id(trace))
         if shape == "batched":
             bdim = x.batch_dim
-            children = (("val", self.describe(x.val)),)
+            children = (("val", self._describe_part(x.val)),)
             key = (tracer_type, aval_str, level, bdim, id(children[0][1]))
         elif shape == "linearize" or shape == "jvp":
-            children = (("primal", self.describe(x.primal)), ("tangent", self.describe(x.tangent)))
+            children = (("primal", self._describe_part(x.primal)),
+                        ("tangent", self._describe_part(x.tangent)))
             bdim = None
             key = (tracer_type, aval_str, level, id(children[0][1]), id(children[1][1]))
         else:

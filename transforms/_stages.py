@@ -34,7 +34,7 @@ import jax
 from jax.extend import source_info_util
 from jax.extend.core import DropVar, Literal, jaxpr_as_fun, valid_jaxtype
 
-from . import _api, _recorder  # NB: imported as modules: both import this one
+from . import _api, _recorder, _sharding  # NB: _api and _recorder import this module
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
 from .record import (EqnRecord, Growth, GrowthPoint, GrowthSeries, Metric, PrimitiveCount,
@@ -865,7 +865,8 @@ def _compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Sta
                          time.perf_counter() - start)
         not_reached = f"not reached: compilation failed ({failed.reason})"
         return stages + [failed] + [_failed(l, "", not_reached) for l in (cost, memory)]
-    stages.append(_text_stage(hlo, "jax.jit(f).lower(*args).compile().as_text()", text, start))
+    stages.append(_sharding.with_compiled_view(
+        _text_stage(hlo, "jax.jit(f).lower(*args).compile().as_text()", text, start), compiled))
     stages.append(_metrics_stage(cost, "compiled.cost_analysis()",
                                  lambda: _cost_metrics(compiled.cost_analysis())))
     stages.append(_metrics_stage(memory, "compiled.memory_analysis()",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
+import weakref
 from typing import Any, Callable, Iterable
 
 import jax
@@ -148,6 +150,37 @@ class TreeBuilder:
         self.max_depth = max_depth
 
     def build(self, obj: Any, role: str, name: str, argnum: int | None = None) -> TreeRecord:
+        """The tree of `obj`; its structure is built once per PyTreeDef, then only leaves."""
+        try:
+            leaves, treedef = tree_util.tree_flatten(obj)
+            key = (treedef, self.max_nodes, self.max_depth)
+            skeleton = _skeletons.get(key)
+        except Exception:  # cyclic, too deep, a raising flatten, unhashable aux data
+            return self._walk(obj, role, name, argnum)
+        if skeleton is None:
+            record = self._walk(obj, role, name, argnum)
+            _remember(key, record, len(leaves))
+            return record
+        text, nodes, leaf_indices = skeleton
+        nodes = list(nodes)
+        for i, leaf in zip(leaf_indices, leaves):
+            nodes[i] = self._fill_leaf(nodes[i], leaf)
+        return TreeRecord(role, name, text, tuple(nodes), argnum, "")
+
+    def _fill_leaf(self, node: TreeNode, x: Any) -> TreeNode:
+        """A cached leaf node with this call's leaf: as `_leaf` makes it, without the dict."""
+        type_name = qualified_name(type(x))
+        try:
+            rec = self.describe(x)
+        except Exception as e:  # a leaf we cannot describe still gets a node
+            return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
+                            type_name, note=f"not described: {type(e).__name__}")
+        traced = rec.is_tracer
+        return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
+                        type_name, "", (), (), rec.aval, rec.value, traced,
+                        rec.describe() if traced else "", "")
+
+    def _walk(self, obj: Any, role: str, name: str, argnum: int | None) -> TreeRecord:
         nodes: list[dict] = []
         ids: list[int] = []      # id() of each node's object, for cycle checks up the path
         note = ""
@@ -242,6 +275,27 @@ class TreeBuilder:
 
 
 _LEAF_TYPES = (Tracer, jax.Array, np.ndarray, np.generic, bool, int, float, complex)
+
+# (PyTreeDef, limits) -> (treedef text, nodes, indices of the leaf nodes in flatten order).
+# Every recorded call builds its input and output trees, mostly of one structure
+# again and again: the walk (and the user's flatten functions) run once per structure.
+_skeletons: dict[tuple, tuple[str, tuple[TreeNode, ...], tuple[int, ...]]] = {}
+_MAX_SKELETONS = 512
+
+
+def _remember(key: tuple, record: TreeRecord, num_leaves: int) -> None:
+    """Keep a walked tree's structure when it is complete and its leaves are JAX's."""
+    if any(n.kind in ("error", "cycle", "truncated") for n in record.nodes):
+        return
+    leaf_indices = tuple(n.index for n in record.nodes if n.kind == "leaf")
+    if len(leaf_indices) != num_leaves:
+        return
+    if len(_skeletons) >= _MAX_SKELETONS:
+        _skeletons.clear()
+    try:
+        _skeletons[key] = (record.treedef, record.nodes, leaf_indices)
+    except (TypeError, ValueError):  # aux data whose hash or == raises: walked every time
+        return
 
 
 def _builtin_children(x: Any) -> list[tuple[str, Any]] | None:
@@ -445,13 +499,30 @@ def _under_difference(first: str | None, path: str) -> bool:
 
 # --- the trees of a call -----------------------------------------------------------
 
-def parameter_names(fun: Any, args: tuple) -> list[str]:
-    """A name for each positional argument: the parameter's, else `args[i]`."""
-    names = [f"args[{i}]" for i in range(len(args))]
+_signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def signature_parameters(fun: Any) -> list[inspect.Parameter]:
+    """inspect.signature(fun)'s parameters, once per function (every recorded call asks)."""
+    try:
+        return _signatures[fun]
+    except (KeyError, TypeError):  # not seen yet, or not weakly referable / hashable
+        pass
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):  # builtins, odd callables
-        return names
+        params = []
+    try:
+        _signatures[fun] = params
+    except TypeError:
+        return params
+    return params
+
+
+def parameter_names(fun: Any, args: tuple) -> list[str]:
+    """A name for each positional argument: the parameter's, else `args[i]`."""
+    names = [f"args[{i}]" for i in range(len(args))]
+    params = signature_parameters(fun)
     for i, p in enumerate(params):
         if i >= len(args):
             break
@@ -467,6 +538,10 @@ def input_trees(transform: str, fun: Any, args: tuple, kwargs: dict,
     if transform == "jvp" and len(args) == 2:
         names = ["primals", "tangents"]
         roles = ["input", "tangent"]
+    elif transform == "vjp_backward":
+        names, roles = ["cotangent"], ["cotangent"]
+    elif transform == "linearize_jvp":  # one tangent per primal, named as the primal
+        names, roles = parameter_names(fun, args), ["tangent"] * len(args)
     else:
         names = parameter_names(fun, args)
         roles = ["input"] * len(args)
@@ -505,16 +580,29 @@ def _gradient_part(transform: str, out: Any, has_aux: bool) -> tuple[bool, Any]:
 _DERIVATIVE_ROLES = {
     "grad": ("gradient", "gradient"),
     "value_and_grad": ("gradient", "gradient"),
-    "jacrev": ("gradient", "gradient"),
-    "jacfwd": ("gradient", "gradient"),
+}
+
+# transform -> (role of its output, how many times the inputs nest in it)
+JACOBIAN_NESTING = {
+    "jacfwd": ("jacobian", 1),
+    "jacrev": ("jacobian", 1),
+    "hessian": ("hessian", 2),
 }
 
 
 def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: Any,
-                 builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
-    """The output tree, the derivative trees and their pairings with the inputs."""
+                 builder: TreeBuilder, function_out: TreeRecord | None = None
+                 ) -> tuple[list[TreeRecord], list[TreePair]]:
+    """The output tree, the derivative trees and their pairings with the inputs.
+
+    `function_out` is the differentiated function's own output tree, which
+    the outer structure of a Jacobian follows.
+    """
     trees = [builder.build(out, "output", "out")]
     pairs: list[TreePair] = []
+    if transform in JACOBIAN_NESTING:
+        _jacobian_trees(transform, options, inputs, out, builder, function_out, trees, pairs)
+        return trees, pairs
     if transform == "jvp":
         try:
             primal_out, tangent_out = out[0], out[1]
@@ -527,6 +615,13 @@ def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: 
         args = [x for x in inputs if x.argnum in (0, 1)]
         if len(args) == 2:
             pairs.insert(0, pair_trees("tangent", "primals vs tangents", args[0], args[1]))
+        return trees, pairs
+    if transform in ("vjp", "linearize"):
+        try:
+            primal_out = out[0]
+        except Exception:  # an output of an unexpected shape: the output tree only
+            return trees, pairs
+        trees.append(builder.build(primal_out, "primal_out", "primal_out"))
         return trees, pairs
     roles = _DERIVATIVE_ROLES.get(transform)
     if roles is None:
@@ -551,3 +646,161 @@ def output_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: 
                                     f"the input {name}", f"its {role}"))
     return trees, pairs
 
+
+
+def backward_trees(forward: tuple[TreeRecord, ...], cotangent: TreeRecord | None, out: Any,
+                   builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
+    """A vjp pullback's trees: one cotangent per primal input, paired with that input.
+
+    `forward` holds the forward call's trees: its primal inputs (by argnum) and
+    primal output, which the cotangent given to the pullback is paired with.
+    """
+    trees = [builder.build(out, "output", "out")]
+    pairs: list[TreePair] = []
+    primal_out = next((t for t in forward if t.role == "primal_out"), None)
+    if primal_out is not None and cotangent is not None:
+        pairs.append(pair_trees("cotangent", "primal output vs its cotangent", primal_out,
+                                cotangent, "the primal output", "the cotangent"))
+    if not isinstance(out, tuple):
+        return trees, pairs
+    primals = {t.argnum: t for t in forward if t.role == "input" and t.argnum is not None}
+    for argnum, ct in enumerate(out):
+        primal = primals.get(argnum)
+        name = primal.name if primal is not None else f"args[{argnum}]"
+        tree = builder.build(ct, "cotangent", name, argnum)
+        trees.append(tree)
+        if primal is not None:
+            pairs.append(pair_trees("cotangent", f"{name} vs its cotangent", primal, tree,
+                                    f"the input {name}", "its cotangent"))
+    return trees, pairs
+
+
+# --- Jacobians and Hessians: the inputs nested in the output ----------------------------
+
+def _jacobian_trees(transform: str, options: tuple, inputs: list[TreeRecord], out: Any,
+                    builder: TreeBuilder, function_out: TreeRecord | None,
+                    trees: list[TreeRecord], pairs: list[TreePair]) -> None:
+    """jacfwd/jacrev/hessian: the result, paired with the inputs nested as JAX nests them.
+
+    jacfwd(f)(x) has f's output structure with x's structure at each of its
+    leaves (leaf shapes: output shape + input shape); a hessian nests x once
+    more. The expected tree is built that way from the records, so the pair
+    shows each block beside the input path it belongs to.
+    """
+    role, times = JACOBIAN_NESTING[transform]
+    ok, result = _gradient_part(transform, out, bool(_option(options, "has_aux", False)))
+    argnums = _option(options, "argnums", 0)
+    positional = {t.argnum: t for t in inputs if t.argnum is not None}
+    if not ok:
+        return
+    if isinstance(argnums, int):
+        x = positional.get(argnums)
+    elif isinstance(argnums, (tuple, list)) and all(a in positional for a in argnums):
+        x = tuple_tree([positional[a] for a in argnums])
+    else:
+        x = None
+    name = x.name if x is not None else "args"
+    tree = builder.build(result, role, name, argnums if isinstance(argnums, int) else None)
+    trees.append(tree)
+    if x is None or function_out is None or not function_out.nodes:
+        return
+    expected = function_out
+    for _ in range(times):
+        expected = nest_trees(expected, x)
+    scalar_out = len(function_out.nodes) == 1 and function_out.nodes[0].aval.endswith("[]")
+    label = " ⊗ ".join(([] if scalar_out else ["out"]) + [name] * times)
+    expected = TreeRecord("expected", label, "", expected.nodes, None, expected.note)
+    pairs.append(pair_trees(role, f"{name} vs its {role}", expected, tree, label,
+                            f"its {role}"))
+
+
+def tuple_tree(trees: list[TreeRecord]) -> TreeRecord:
+    """Several argument trees as one tuple, as `argnums=(0, 1)` gives them."""
+    root = _fields(0, None, 0, "", "", "node", "tuple")
+    nodes = [root]
+    for i, t in enumerate(trees):
+        offset = len(nodes)
+        root["children"].append(offset)
+        for n in t.nodes:
+            fields = n._asdict()
+            key = f"[{i}]" if n.parent is None else n.key
+            fields.update(index=offset + n.index, depth=n.depth + 1, key=key,
+                          path=f"[{i}]" + n.path, children=[offset + c for c in n.children],
+                          parent=0 if n.parent is None else offset + n.parent)
+            nodes.append(fields)
+    name = "(" + ", ".join(t.name for t in trees) + ")"
+    return TreeRecord("input", name, "", tuple(_freeze(n) for n in nodes), None)
+
+
+_AVAL = re.compile(r"^(\w+)\[([^\]]*)\]$")
+
+
+def joined_aval(outer: str, inner: str) -> str:
+    """A Jacobian block's aval: the outer leaf's dtype, its shape then the inner's."""
+    a, b = _AVAL.match(outer or ""), _AVAL.match(inner or "")
+    if a is None or b is None:
+        return ""
+    return f"{a.group(1)}[{','.join(d for d in (a.group(2), b.group(2)) if d)}]"
+
+
+def nest_trees(outer: TreeRecord, inner: TreeRecord) -> TreeRecord:
+    """`outer` with a copy of `inner` in place of each of its leaves (in preorder)."""
+    nodes: list[dict] = []
+    note = ""
+    placed: dict[int, int] = {}  # outer node -> its index here
+    for a in outer.nodes:
+        parent = placed.get(a.parent) if a.parent is not None else None
+        if a.parent is not None and parent is None:
+            continue  # below a node that was not placed (truncated)
+        if a.kind != "leaf":
+            if len(nodes) >= MAX_NODES:
+                note = f"truncated at {MAX_NODES} nodes"
+                break
+            placed[a.index] = _place(nodes, a, parent, a.depth, a.key, a.path, a.aval)
+            continue
+        copied: dict[int, int] = {}
+        for b in inner.nodes:
+            if len(nodes) >= MAX_NODES:
+                note = f"truncated at {MAX_NODES} nodes"
+                break
+            b_parent = parent if b.parent is None else copied.get(b.parent)
+            if b.parent is not None and b_parent is None:
+                continue
+            aval = joined_aval(a.aval, b.aval) if b.kind == "leaf" else ""
+            copied[b.index] = _place(nodes, b, b_parent, a.depth + b.depth,
+                                     a.key if b.parent is None else b.key, a.path + b.path, aval)
+        placed[a.index] = copied.get(0, -1)
+        if note:
+            break
+    return TreeRecord("expected", outer.name, "", tuple(_freeze(n) for n in nodes), None, note)
+
+
+def _place(nodes: list[dict], node: TreeNode, parent: int | None, depth: int, key: str,
+           path: str, aval: str) -> int:
+    index = len(nodes)
+    fields = _fields(index, parent, depth, key, path, node.kind, node.type_name, node.note)
+    fields.update(aux=node.aux, static=node.static, aval=aval)
+    nodes.append(fields)
+    if parent is not None:
+        nodes[parent]["children"].append(index)
+    return index
+
+
+def pushforward_trees(forward: tuple[TreeRecord, ...], tangents: list[TreeRecord], out: Any,
+                      builder: TreeBuilder) -> tuple[list[TreeRecord], list[TreePair]]:
+    """A linearize pushforward's trees: each tangent paired with its primal, and the
+    tangent output with the primal output."""
+    tangent_out = builder.build(out, "tangent_out", "tangent_out")
+    trees = [builder.build(out, "output", "out"), tangent_out]
+    pairs: list[TreePair] = []
+    primals = {t.argnum: t for t in forward if t.role == "input" and t.argnum is not None}
+    for tangent in tangents:
+        primal = primals.get(tangent.argnum)
+        if primal is not None:
+            pairs.append(pair_trees("tangent", f"{primal.name} vs its tangent", primal, tangent,
+                                    f"the input {primal.name}", "its tangent"))
+    primal_out = next((t for t in forward if t.role == "primal_out"), None)
+    if primal_out is not None:
+        pairs.append(pair_trees("tangent", "primal output vs tangent output", primal_out,
+                                tangent_out, "the primal output", "the tangent output"))
+    return trees, pairs

@@ -7,7 +7,9 @@ loading a file never executes anything: it only builds these records.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import json
 import os
 import platform
@@ -15,7 +17,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator, NamedTuple
 
-SCHEMA_VERSION = 1
+from . import _codec
+
+SCHEMA_VERSION = 2
 SCHEMA_NAME = "jax-transform-workbench/session"
 
 # Friendly names that match how JAX itself prints its tracers.
@@ -162,6 +166,9 @@ class Stage:
     in_vars: tuple[str, ...] = ()   # the jaxpr's inputs and outputs, named as in `eqns`
     out_vars: tuple[str, ...] = ()
     const_vars: tuple[str, ...] = ()
+    # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
+    collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
+    shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
 
     @property
     def eqn_count(self) -> int | None:
@@ -297,9 +304,10 @@ class Call:
     outputs: tuple[ValueRecord, ...] = ()
     parent: int | None = None  # e.g. a vjp's backward call points at its forward call
     stages: tuple[Stage, ...] = ()
-    trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, gradients/tangents
+    trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, derivatives
     pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
+    shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
     growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
 
     @property
@@ -343,7 +351,8 @@ class TreeNode(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class TreeRecord:
     """A pytree as data: an input argument, an output, a gradient, a rule's output."""
-    role: str                 # input | output | gradient | tangent | primal_out | tangent_out ...
+    role: str                 # input | output | gradient | tangent | cotangent | jacobian
+                              # | hessian | primal_out | tangent_out | expected ...
     name: str                 # the root as the user names it: "container", "args[1]", "grad"
     treedef: str = ""         # str(PyTreeDef), "" when unavailable
     nodes: tuple[TreeNode, ...] = ()
@@ -382,8 +391,8 @@ class PairRow:
 @dataclass(frozen=True, slots=True)
 class TreePair:
     """Two trees paired node by node: inputs and gradients, or a structure mismatch."""
-    kind: str                 # gradient | tangent | custom_jvp | custom_vjp | cond | scan
-                              # | vmap_in_axes | vmap_out_axes
+    kind: str                 # gradient | tangent | cotangent | jacobian | hessian | custom_jvp
+                              # | custom_vjp | cond | scan | vmap_in_axes | vmap_out_axes
     title: str
     left: TreeRecord
     right: TreeRecord
@@ -402,13 +411,71 @@ class TreePair:
 class Diagnostic:
     """A finding of the pre-trace check of a custom pytree node."""
     kind: str                 # undefined_name | flatten_error | unflatten_error | roundtrip
-                              # | unhashable_aux
+                              # | unhashable_aux | cycle | too_deep | leaked_tracer | internal
     message: str
     node_type: str            # the registered type, qualified
     path: str = ""            # where it was met in the inputs: "container"
     function: str = ""        # the flatten/unflatten function, e.g. "repack_NTC"
     source: SourceLocation | None = None  # the line using the undefined name, or the def line
     names: tuple[str, ...] = ()           # the undefined names
+
+
+# --- shardings and collectives (transforms/_sharding.py) -------------------------
+
+@dataclass(frozen=True, slots=True)
+class ShardBlock:
+    """The block of an array one device holds, as `devices_indices_map` gives it."""
+    device: int               # the device id
+    starts: tuple[int, ...] = ()  # per dimension, the block is [start, stop)
+    stops: tuple[int, ...] = ()
+
+    @property
+    def index(self) -> str:
+        """numpy's spelling of the block: `0:2, 0:16`."""
+        return ", ".join(f"{a}:{b}" for a, b in zip(self.starts, self.stops))
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingRecord:
+    """How one array of a call is laid out across devices, as JAX's sharding says."""
+    role: str                 # input | output | gradient
+    name: str                 # the leaf, named as the user names it: "params['w']", "out[0]"
+    aval: str                 # e.g. "float32[8,16]"
+    kind: str                 # JAX's class: NamedSharding, SingleDeviceSharding, ...
+    spec: str = ""            # the PartitionSpec, e.g. "P('data', None)"; "" without one
+    mesh_axes: tuple[str, ...] = ()   # NamedSharding: axis names, e.g. ("data", "model")
+    mesh_shape: tuple[int, ...] = ()  # and their sizes, e.g. (4, 2)
+    mesh_devices: tuple[int, ...] = ()  # device ids in mesh order (row-major)
+    shard_shape: tuple[int, ...] = ()   # the per-device block's shape
+    blocks: tuple[ShardBlock, ...] = ()  # per device, in mesh order
+    replicated: bool = False  # every device holds the whole array
+    argnum: int | None = None  # inputs and gradients: the positional argument
+    path: str = ""            # key path inside that argument or the output: "['w']"
+    note: str = ""            # why the layout could not be described fully
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGroup:
+    """A set of devices one collective runs over, or a (source, target) pair."""
+    devices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveRecord:
+    """A collective in a compiled (optimised) HLO module, as XLA printed it."""
+    kind: str                 # all-reduce | all-gather | reduce-scatter | collective-permute
+                              # | all-to-all
+    name: str                 # the HLO instruction, e.g. "%all-reduce.1"
+    shape: str                # its result type as HLO prints it, e.g. "f32[4,16]"
+    dtype: str = ""           # element type of the (first) result, e.g. "f32"
+    result_bytes: int = 0     # bytes of the result per device, from its HLO type
+    groups: tuple[DeviceGroup, ...] = ()  # replica groups, or source-target pairs
+    groups_text: str = ""     # the attribute as printed: "{{0,2},{1,3}}", "[4,2]<=[8]"
+    ids: str = "partition"    # what the numbers in `groups` are: partition | device
+    reduction: str = ""       # all-reduce / reduce-scatter: the to_apply computation
+    dimensions: str = ""      # all-gather / reduce-scatter / all-to-all: dimensions={...}
+    computation: str = ""     # the HLO computation it is in, e.g. "ENTRY main.12"
+    op_name: str = ""         # metadata op_name: the JAX operation it came from
 
 
 @dataclass(slots=True)
@@ -420,29 +487,59 @@ class Session:
     calls: list[Call] = field(default_factory=list)
     jax_version: str = ""
     python_version: str = field(default_factory=platform.python_version)
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = SCHEMA_VERSION  # of the file it was loaded from; saving writes the newest
+    title: str = ""           # what was recorded: a gallery example's title, a script's command line
+    metadata: dict[str, str] = field(default_factory=dict)  # e.g. script, argv, description
 
     @property
     def step_count(self) -> int:
         return sum(len(c.steps) for c in self.calls)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_NAME,
-            "schema_version": self.schema_version,
-            "jax_version": self.jax_version,
-            "python_version": self.python_version,
-            "calls": [_encode(c) for c in self.calls],
-        }
+        """The dump as JSON data: see transforms/_codec.py for the layout."""
+        writer = _codec.Writer(_RECORD_TYPES)
+        body = {f.name: writer.encode(str(f.type), [getattr(self, f.name)])[0]
+                for f in dataclasses.fields(self) if f.name != "schema_version"}
+        return {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION,
+                **{k: v for k, v in body.items() if k != "calls"},
+                "fields": writer.fields_json(), "tables": writer.tables,
+                "calls": body["calls"]}
 
     def save(self, path: str | os.PathLike) -> None:
         """Write atomically: the file appears complete or not at all."""
-        text = json.dumps(self.to_json_dict(), separators=(",", ":"))
+        with gc_paused():
+            text = json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
         write_atomically(path, text)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block.
+
+    NB: encoding or decoding a big session makes millions of small objects, which
+    sets off the collector again and again, and each full pass walks the whole
+    session: about three quarters of the time of a 100,000-step load. Nothing
+    made here is cyclic garbage.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class SessionLoadError(ValueError):
     """A session file that cannot be read: missing, truncated, corrupt or too new."""
+
+
+def new_file_mode() -> int:
+    """The mode open() would give a new file (0o666 less the umask): mkstemp's temp files
+    are 0o600, and a dump or image should not end up private to its writer."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
@@ -450,6 +547,7 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -482,6 +580,14 @@ def loads(text: str, source: str = "<string>") -> Session:
     if not text.strip():
         raise SessionLoadError(f"{source}: the file is empty")
     try:
+        with gc_paused():
+            return _session_from_text(text, source)
+    except RecursionError:
+        raise SessionLoadError(f"{source}: malformed session data (nested too deeply)") from None
+
+
+def _session_from_text(text: str, source: str) -> Session:
+    try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         ended_early = e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
@@ -497,27 +603,41 @@ def loads(text: str, source: str = "<string>") -> Session:
         raise SessionLoadError(
             f"{source}: written with schema version {version}, but this workbench reads "
             f"up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
+    if version < 1:
+        raise SessionLoadError(f"{source}: schema version {version} does not exist")
     try:
-        calls = [_decode(Call, c) for c in data["calls"]]
-        return Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
-                       python_version=_decode_typed("str", data.get("python_version", "")),
-                       schema_version=version)
+        return _session_v1(data) if version == 1 else _session_v2(data)
     except (KeyError, TypeError, ValueError) as e:
         raise SessionLoadError(f"{source}: malformed session data ({type(e).__name__}: {e})") from None
 
 
-# --- JSON encoding -----------------------------------------------------------
-# Field types drive decoding, so the JSON stays plain: objects for dataclasses,
-# arrays for tuples, pairs for (key, value) tuples.
+# The top-level keys of a version 2 dump besides the Session's own fields.
+_V2_HEADER = ("schema", "schema_version", "fields", "tables")
 
-def _encode(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # Step, ValueRecord
-        return {name: _encode(value) for name, value in zip(obj._fields, obj)}
-    if isinstance(obj, (tuple, list)):
-        return [_encode(x) for x in obj]
-    return obj
+
+def _session_v2(data: dict[str, Any]) -> Session:
+    for key in (*_V2_HEADER, "calls"):
+        if key not in data:
+            raise KeyError(f"no {key!r} in the dump")
+    fields = {f.name: f for f in dataclasses.fields(Session) if f.name != "schema_version"}
+    unknown = [k for k in data if k not in fields and k not in _V2_HEADER]
+    if unknown:
+        raise ValueError(f"unexpected top-level key {unknown[0]!r}")
+    reader = _codec.Reader(_RECORD_TYPES, data["fields"], data["tables"])
+    values = {name: reader.decode(str(fields[name].type), [data[name]], name)[0]
+              for name in fields if name in data}
+    return Session(**values, schema_version=2)
+
+
+# --- version 1 dumps (read only) ----------------------------------------------
+# Records as objects, tuples as arrays, decoded by the field annotations' text.
+# Kept so that dumps written before schema version 2 still open.
+
+def _session_v1(data: dict[str, Any]) -> Session:
+    calls = [_decode(Call, c) for c in _as_list(data["calls"])]
+    return Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
+                   python_version=_decode_typed("str", data.get("python_version", "")),
+                   schema_version=1)
 
 
 def _decode(cls: type, data: Any) -> Any:
@@ -583,3 +703,5 @@ _RECORD_TYPES = {
 }
 _RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
                                                      Diagnostic)})
+_RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
+                                                     CollectiveRecord)})

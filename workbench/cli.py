@@ -282,7 +282,24 @@ def _graph(argv: list[str]) -> int:
 
 # --- demo ---------------------------------------------------------------------
 
+# `workbench demo` runs the sharded example on this many CPU devices.
+DEMO_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def ask_for_demo_devices(count: int = 8) -> None:
+    """Ask XLA for `count` CPU devices unless the user set the flag themselves.
+
+    NB: XLA reads XLA_FLAGS when JAX creates its CPU backend, at the first
+    computation or device query, so this must run before the gallery imports
+    (which build arrays). Only `demo` calls it: `run` leaves scripts unchanged.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if DEMO_DEVICES_FLAG not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {DEMO_DEVICES_FLAG}={count}".strip()
+
+
 def _demo(args: argparse.Namespace) -> int:
+    ask_for_demo_devices()
     from workbench import gallery
     examples = list(gallery.EXAMPLES)
     if args.list:
@@ -465,7 +482,7 @@ def _run(args: argparse.Namespace) -> int:
         _note(args, f"recorded {what}; wrote {args.output}")
         return result.exit_code
     _note(args, f"recorded {what}")
-    code = _open_tui(session, args.script, "use -o trace.json")
+    code = _open_tui(session, session.title or args.script, "use -o trace.json")
     return result.exit_code if code == EXIT_OK else code
 
 
@@ -502,6 +519,8 @@ def _show(args: argparse.Namespace) -> int:
         calls = [calls[args.call]]
     print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
           f"(jax {session.jax_version}, python {session.python_version})")
+    if session.title:
+        print(f"title: {session.title}")
     for call in calls:
         print("\n".join(summarize_call(call, with_steps=args.steps)))
     return EXIT_OK

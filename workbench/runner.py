@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
+import shlex
 import sys
 import traceback
 import types
@@ -122,7 +123,19 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
     if error is not None:
         _print_traceback(error, script)
     _flush()
+    describe_run(session, path, args, code, interrupted)
     return RunResult(session, code, error, interrupted)
+
+
+def describe_run(session: Session, path: str, args: Sequence[str], exit_code: int,
+                 interrupted: bool) -> None:
+    """Name the recording after the command that made it (shown by the TUI and `show`)."""
+    session.title = shlex.join([os.path.basename(path), *args])
+    session.metadata = {"script": os.path.abspath(path), "argv": shlex.join(args),
+                        "exit_code": str(exit_code)}
+    if interrupted:
+        session.metadata["interrupted"] = "Ctrl-C"
+
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""Graphviz exports of recorded sessions: jaxpr graphs, stage diffs, transformation towers, pytrees.
+"""Graphviz exports of recorded sessions: jaxpr graphs, stage diffs, transformation towers, pytrees,
+devices.
 
     from workbench import export
     export.graph(session, view="jaxpr", call=0, stage="grad(f)", out="grad.svg")
@@ -20,6 +21,7 @@ from ._write import GraphTooLarge as GraphTooLarge
 from ._write import GraphvizMissing as GraphvizMissing
 from ._write import MAX_RENDER_NODES as MAX_RENDER_NODES
 from ._write import write_graph as write_graph
+from .devices import collect_devices as collect_devices
 from .graphviz import Cluster as Cluster
 from .graphviz import Edge as Edge
 from .graphviz import Graph as Graph
@@ -35,4 +37,4 @@ __all__ = ["VIEWS", "graph", "collect", "write_graph", "to_dot", "cli_graph",
            "add_graph_arguments", "main", "export_session_graphs", "write_call_graph",
            "ExportError", "GraphTooLarge", "GraphvizMissing", "MAX_RENDER_NODES", "Graph",
            "Node", "Edge", "Cluster", "GraphOptions", "collect_jaxpr", "collect_stages",
-           "collect_tower", "collect_pytree"]
+           "collect_tower", "collect_pytree", "collect_devices"]

@@ -10,10 +10,11 @@ from typing import Any, Sequence
 from transforms.record import Call, Session, SessionLoadError, Stage, load
 
 from ._write import ExportError, GraphvizMissing, write_graph
+from .devices import collect_devices
 from .graphviz import (CollectError, Graph, GraphOptions, collect_jaxpr, collect_pytree,
                        collect_stages, collect_tower)
 
-VIEWS = ("jaxpr", "stages", "tower", "pytree")
+VIEWS = ("jaxpr", "stages", "tower", "pytree", "devices")
 
 
 def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int | None = None,
@@ -32,6 +33,8 @@ def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int
             return collect_stages(before, after, found, options)
         if view == "tower":
             return collect_tower(found, options)
+        if view == "devices":
+            return collect_devices(found, options)
         return collect_pytree(found, options)
     except CollectError as e:
         raise ExportError(str(e)) from None
@@ -46,7 +49,8 @@ def graph(session: Session | str | os.PathLike, view: str = "jaxpr", call: int |
     """Draw one view of a recorded call to `out` (.svg, .png, .pdf, or .dot for the text).
 
     view: "jaxpr" (a stage's dataflow), "stages" (stage vs stage_b, changes marked),
-    "tower" (the call's levels and their steps), "pytree" (input and gradient trees).
+    "tower" (the call's levels and their steps), "pytree" (input and gradient trees),
+    "devices" (sharded arrays on the device mesh, and the collectives of compiled stages).
     call: the call's index (default: the first call); stage: a stage name such as
     "f" or "vmap(grad(f))" (default: the call's outermost jaxpr stage; for "stages",
     "f" against it). Raises ExportError (and its kinds GraphTooLarge,
@@ -148,7 +152,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--view", choices=VIEWS, default="jaxpr",
                         help="jaxpr (a stage's dataflow, default), stages (two stages, changes "
                              "marked), tower (levels and steps), pytree (input and gradient "
-                             "trees)")
+                             "trees), devices (arrays on the device mesh, collectives)")
     parser.add_argument("--call", type=int, metavar="N", help="the call's index (default: 0)")
     parser.add_argument("--stage", metavar="NAME",
                         help="a stage such as f or 'vmap(grad(f))' (default: the outermost)")
@@ -226,6 +230,8 @@ def export_session_graphs(session: Session, folder: str | os.PathLike, stem: str
             views.insert(0, ("jaxpr", {"collapse_repeats": True}))
         if getattr(c, "trees", ()) or getattr(c, "pairs", ()):
             views.append(("pytree", {}))
+        if c.shardings or any(s.collectives for s in c.stages):
+            views.append(("devices", {}))
         for view, extra in views:
             out = folder / f"{stem}-call{c.index}-{view}{suffix}"
             try:

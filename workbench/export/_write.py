@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from transforms.record import write_atomically
+from transforms.record import new_file_mode, write_atomically
 
 from .graphviz import Graph, count, to_dot
 
@@ -105,6 +105,7 @@ def _run_dot(dot: str, fmt: str, text: str, out: Path, size: tuple[int, int],
              timeout: float | None, quiet: bool, stream: TextIO) -> None:
     folder = out.parent if str(out.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{out.stem}-", suffix=out.suffix, dir=folder)
+    os.fchmod(fd, new_file_mode())
     os.close(fd)
     with tempfile.TemporaryDirectory(prefix="workbench-dot-") as work:
         source = os.path.join(work, "graph.dot")

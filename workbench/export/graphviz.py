@@ -30,6 +30,7 @@ class Node:
     mark: str = ""            # added | removed | changed | mismatch | error | focus | backward
                               # | rule
     tooltip: str = ""
+    fill: str = ""            # an explicit fill colour ("#rrggbb"): a device's block
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,7 +591,8 @@ def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | Non
         return None, ""
     if stage.role == "transposed" or (stage.transform in ("grad",) and stage.role == "transformed"
                                       and stage.name.startswith("grad")):
-        leaves = _leaf_paths(call, "gradient")
+        # jacrev's transposed stage has the inputs' leaves too (its trees: "jacobian")
+        leaves = _leaf_paths(call, "gradient") or _leaf_paths(call, "jacobian")
         if n == len(leaves):
             return tuple(f"grad {p}" for p in leaves), ""
     if stage.role in ("f", "transformed") or stage.name.startswith(("vmap", "jit")):
@@ -952,8 +954,8 @@ _KIND_STYLES: dict[str, list[tuple[str, str]]] = {
 def _node_line(node: Node) -> str:
     attrs = [("label", dot_string(node.label))]
     attrs += _KIND_STYLES.get(node.kind, [])
-    fill = MARK_COLOURS.get(node.mark) or (ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn"
-                                           else None)
+    fill = node.fill or MARK_COLOURS.get(node.mark) or (
+        ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn" else None)
     if fill:
         attrs.append(("fillcolor", f'"{fill}"'))
     if node.batched:

@@ -91,4 +91,6 @@ def run_example(ex: Example) -> Outcome:
                     tb = "".join(traceback.format_exception(e))
     finally:
         _shown = prev
+    session.title = ex.title
+    session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation}
     return Outcome(ex, session, out.getvalue(), shown, error, tb, time.perf_counter() - start)

@@ -37,11 +37,25 @@ _MARKS = {"same": " ", "changed": "~", "added": "+", "removed": "-"}
 _MARK_STYLES = {"same": "", "changed": "yellow", "added": "green", "removed": "red"}
 
 
-def _highlighted(text: str, styles: Iterable[tuple[str, str]]) -> Text:
+_JAXPR_PATTERNS = tuple((re.compile(p), style) for p, style in _JAXPR_STYLES)
+_COMPILED_PATTERNS = tuple((re.compile(p), style) for p, style in _COMPILED_STYLES)
+
+
+def _highlighted(text: str, styles: Iterable[tuple[Any, str]]) -> Text:
     out = Text(text)
     for pattern, style in styles:
         out.highlight_regex(pattern, style)
     return out
+
+
+def highlight_jaxpr(text: str) -> Text:
+    """Jaxpr text coloured as JaxprView colours it (the TUI draws it line by line)."""
+    return _highlighted(text, _JAXPR_PATTERNS)
+
+
+def highlight_compiled(text: str) -> Text:
+    """StableHLO/HLO text coloured as CompiledView colours it."""
+    return _highlighted(text, _COMPILED_PATTERNS)
 
 
 # --- folding sub-jaxprs --------------------------------------------------------
@@ -120,7 +134,7 @@ class JaxprView:
 
     def _render(self) -> RenderableType:
         text = self.text if self.fold is None else fold_jaxpr(self.text, self.fold)
-        return _highlighted(_clipped(text, self.max_lines), _JAXPR_STYLES)
+        return highlight_jaxpr(_clipped(text, self.max_lines))
 
 
 class CompiledView:
@@ -131,7 +145,7 @@ class CompiledView:
         self.max_lines = max_lines
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield _safe(lambda: _highlighted(_clipped(self.text, self.max_lines), _COMPILED_STYLES),
+        yield _safe(lambda: highlight_compiled(_clipped(self.text, self.max_lines)),
                     "compiled text")
 
 

@@ -3,8 +3,9 @@
     session_schema()      # a dict: JSON Schema (draft 2020-12) for Session.save()'s output
     validate(data)        # [] or a list of "path: problem" strings
 
-The schema is built from the field annotations of `transforms/record.py`, so it
-follows the data model; `session.schema.json` beside this file is the checked-in
+The schema is built from the field annotations of `transforms/record.py` and
+the layout rules of `transforms/_codec.py` (rows, shared tables), so it follows
+the data model and the encoder; `session.schema.json` beside this file is the checked-in
 copy (a test keeps it equal to the generated one). Regenerate it with
 `python -m workbench schema -o workbench/schema/session.schema.json`.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 # NB: `transforms.record` the attribute is the record() function; the module by its name.
 record = importlib.import_module("transforms.record")
+_codec = importlib.import_module("transforms._codec")
 
 SCHEMA_FILE = Path(__file__).with_name("session.schema.json")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -40,121 +42,114 @@ def record_classes() -> dict[str, type]:
 
 
 def session_schema() -> dict[str, Any]:
-    """The schema for this version's dumps, built from the record classes."""
-    classes = record_classes()
-    defs = {name: _object_schema(cls, classes) for name, cls in sorted(classes.items())}
-    used = _reachable("Call", defs)
+    """The schema for this version's dumps, built from the record classes and the codec's rules."""
+    builder = _SchemaBuilder(record_classes())
     session_fields = {
         "schema": {"const": record.SCHEMA_NAME,
                    "description": "identifies a workbench session dump"},
-        "schema_version": {"type": "integer", "minimum": 1, "maximum": record.SCHEMA_VERSION,
-                           "description": "the data model's version; readers refuse newer ones"},
-        "jax_version": {"type": "string"},
-        "python_version": {"type": "string"},
-        "calls": {"type": "array", "items": {"$ref": "#/$defs/Call"},
-                  "description": "one per outermost transformed invocation"},
+        "schema_version": {"type": "integer", "minimum": record.SCHEMA_VERSION,
+                           "maximum": record.SCHEMA_VERSION,
+                           "description": "the layout's version; readers refuse newer ones "
+                                          "(transforms.load also reads version 1)"},
     }
+    comments = _field_comments(record.Session)
+    for f in dataclasses.fields(record.Session):
+        if f.name in ("schema_version", "calls"):
+            continue
+        session_fields[f.name] = _described(builder.type_schema(str(f.type), None),
+                                            comments.get(f.name, ""))
+    session_fields["fields"] = {
+        "type": "object", "additionalProperties": False,
+        "description": "per record class, its field names in the order of its rows",
+        "properties": {name: {"const": [f.name for f in _codec.record_fields(cls)]}
+                       for name, cls in sorted(builder.classes.items())}}
+    session_fields["tables"] = {
+        "type": "object", "additionalProperties": False,
+        "description": "values stored once and referenced by index: tables[annotation][i]",
+        "properties": {name: {"type": "array", "items": builder.type_schema(name, name)}
+                       for name in _codec.SHARED}}
+    session_fields["calls"] = _described(builder.type_schema("list[Call]", None),
+                                          "one Call row per outermost transformed invocation")
     return {
         "$schema": DRAFT,
         "$id": f"https://jax-transform-workbench/schema/session/v{record.SCHEMA_VERSION}.json",
         "title": f"{record.SCHEMA_NAME} (schema version {record.SCHEMA_VERSION})",
-        "description": _doc(record.Session) + " Generated from transforms/record.py.",
+        "description": _doc(record.Session) + " " + _LAYOUT + " Generated from "
+                       "transforms/record.py and transforms/_codec.py.",
         "type": "object",
         "properties": session_fields,
-        "required": ["schema", "schema_version", "calls"],
+        "required": ["schema", "schema_version", "fields", "tables", "calls"],
         "additionalProperties": False,
-        "$defs": {name: defs[name] for name in sorted(used)},
+        "$defs": dict(sorted(builder.defs.items())),
     }
+
+
+_LAYOUT = ("Layout: a record is a row, an array of its field values in the order "
+           "`fields[class]` lists; tuples are arrays; the annotations listed under `tables` "
+           "are stored once per file and written as an index into their table (inside a "
+           "table's entries, only tables listed before it are referenced; the rest is inline).")
 
 
 def schema_text() -> str:
     return json.dumps(session_schema(), indent=2, sort_keys=False) + "\n"
 
 
-def _object_schema(cls: type, classes: dict[str, type]) -> dict[str, Any]:
-    comments = _field_comments(cls)
-    props: dict[str, Any] = {}
-    required = []
-    for name, annotation, has_default in _fields(cls):
-        prop = _type_schema(annotation, classes)
-        if comments.get(name):
-            prop = {**prop, "description": comments[name]}
-        props[name] = prop
-        if not has_default:
-            required.append(name)
-    out: dict[str, Any] = {"type": "object", "description": _doc(cls), "properties": props}
-    if required:
-        out["required"] = required
-    out["additionalProperties"] = False
-    return out
+class _SchemaBuilder:
+    """Walks the annotations as the codec encodes them, one $defs row schema per record."""
+
+    def __init__(self, classes: dict[str, type]):
+        self.classes = classes
+        self.defs: dict[str, Any] = {}
+
+    def type_schema(self, text: str, within: str | None) -> dict[str, Any]:
+        return self._schema(_codec.parse(text), within)
+
+    def _schema(self, expr: Any, within: str | None) -> dict[str, Any]:
+        if _codec.is_reference(expr, within):
+            return {"type": "integer", "minimum": 0,
+                    "description": f"an index into tables[{str(expr)!r}]"}
+        if expr.name == "|":
+            if {a.name for a in expr.args} == {"int", "float"}:
+                return {"type": "number"}
+            return {"anyOf": [self._schema(a, within) for a in expr.args]}
+        if expr.name in _SCALARS:
+            return dict(_SCALARS[expr.name])
+        if expr.name in self.classes:
+            return {"$ref": f"#/$defs/{self._row_def(expr.name, within)}"}
+        if expr.is_variadic:
+            return {"type": "array", "items": self._schema(expr.args[0], within)}
+        if expr.name == "tuple":
+            return {"type": "array", "prefixItems": [self._schema(a, within) for a in expr.args],
+                    "minItems": len(expr.args), "maxItems": len(expr.args)}
+        if expr.name == "dict":
+            return {"type": "object", "additionalProperties": self._schema(expr.args[1], within)}
+        raise ValueError(f"workbench.schema: cannot express the annotation {expr} in JSON "
+                         f"Schema; teach _SchemaBuilder about it")
+
+    def _row_def(self, name: str, within: str | None) -> str:
+        # A record inside a table's entries may write some shared values inline.
+        key = name if within is None else f"{name} in tables[{within}]"
+        if key not in self.defs:
+            self.defs[key] = {}  # placeholder: records nest in themselves
+            cls = self.classes[name]
+            comments = _field_comments(cls)
+            items = []
+            for f in _codec.record_fields(cls):
+                item = self._schema(_codec.parse(f.annotation), within)
+                items.append({"title": f.name, **_described(item, comments.get(f.name, ""))})
+            self.defs[key] = {
+                "type": "array", "description": f"{_doc(cls)} A row: the fields in the order "
+                                                f"of fields[{name!r}].",
+                "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+        return key
 
 
-def _fields(cls: type) -> list[tuple[str, str, bool]]:
-    if dataclasses.is_dataclass(cls):
-        return [(f.name, str(f.type),
-                 f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
-                for f in dataclasses.fields(cls)]
-    defaults = getattr(cls, "_field_defaults", {})
-    return [(name, _annotation_text(cls.__annotations__[name]), name in defaults)
-            for name in cls._fields]
-
-
-def _annotation_text(annotation: Any) -> str:
-    if isinstance(annotation, str):
-        return annotation
-    return getattr(annotation, "__forward_arg__", None) or getattr(annotation, "__name__",
-                                                                   str(annotation))
-
-
-def _split_top(text: str, sep: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return parts
-
-
-def _type_schema(text: str, classes: dict[str, type]) -> dict[str, Any]:
-    """JSON Schema for one annotation, as the dump encodes it (tuples and lists are arrays)."""
-    options = _split_top(text, "|")
-    if len(options) > 1:
-        if set(options) == {"int", "float"}:
-            return {"type": "number"}
-        if "float" in options and "int" in options:
-            options = [o for o in options if o != "int"]
-        return {"anyOf": [_type_schema(o, classes) for o in options]}
-    text = options[0]
-    if text in _SCALARS:
-        return dict(_SCALARS[text])
-    if text in classes:
-        return {"$ref": f"#/$defs/{text}"}
-    m = re.fullmatch(r"(tuple|list)\[(.*)\]", text)
-    if m:
-        args = _split_top(m.group(2), ",")
-        if m.group(1) == "list" or (len(args) == 2 and args[1] == "..."):
-            return {"type": "array", "items": _type_schema(args[0], classes)}
-        return {"type": "array", "prefixItems": [_type_schema(a, classes) for a in args],
-                "minItems": len(args), "maxItems": len(args)}
-    raise ValueError(f"workbench.schema: cannot express the annotation {text!r} in JSON Schema; "
-                     f"teach _type_schema about it")
-
-
-def _reachable(root: str, defs: dict[str, Any]) -> set[str]:
-    seen: set[str] = set()
-    todo = [root]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(re.findall(r'"#/\$defs/(\w+)"', json.dumps(defs[name])))
-    return seen
+def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    if not description:
+        return schema
+    if "description" in schema:  # keep both: what the field means and how it is written
+        return {**schema, "description": f"{description} ({schema['description']})"}
+    return {**schema, "description": description}
 
 
 def _doc(cls: type) -> str:
@@ -241,10 +236,13 @@ def _check(v: Any, s: dict[str, Any], root: dict[str, Any], path: str, out: list
             if name not in v:
                 out.append(f"{path}: missing required field {name!r}")
         for name, item in v.items():
+            extra = s.get("additionalProperties")
             if name in props:
                 _check(item, props[name], root, f"{path}.{name}", out, limit)
-            elif s.get("additionalProperties") is False:
+            elif extra is False:
                 out.append(f"{path}: unexpected field {name!r}")
+            elif isinstance(extra, dict):
+                _check(item, extra, root, f"{path}.{name}", out, limit)
     if isinstance(v, list):
         prefix = s.get("prefixItems", [])
         if "minItems" in s and len(v) < s["minItems"]:

@@ -25,13 +25,25 @@ class Guarded:
     def __init__(self, renderable: RenderableType, what: str):
         self.renderable = renderable
         self.what = what
+        # Textual draws a Static's content twice per update, to find its height and
+        # then at that height: draw once, at full length, and cut it to the height.
+        self._drawn: tuple[tuple, list] | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        try:
-            lines = console.render_lines(self.renderable, options, pad=False, new_lines=False)
-        except Exception as e:  # a renderer never takes the UI down with it
-            yield _placeholder(self.what, e)
-            return
+        key = (options.max_width, options.min_width, options.justify, options.overflow,
+               options.no_wrap, options.highlight, options.markup, options.size)
+        if self._drawn is not None and self._drawn[0] == key:
+            lines = self._drawn[1]
+        else:
+            try:
+                lines = console.render_lines(self.renderable, options.update(height=None),
+                                             pad=False, new_lines=False)
+            except Exception as e:  # a renderer never takes the UI down with it
+                yield _placeholder(self.what, e)
+                return
+            self._drawn = (key, lines)
+        if options.height is not None:
+            lines = lines[:options.height]
         for i, line in enumerate(lines):
             if i:
                 yield Segment.line()

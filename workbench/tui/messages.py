@@ -44,3 +44,9 @@ class SessionChosen(Message):
 class Status(Message):
     """A one-line note for the status bar."""
     text: str
+
+
+@dataclass
+class ViewChosen(Message):
+    """A click on a view's tab: show that view (as its number key would)."""
+    view: str

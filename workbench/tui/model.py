@@ -117,6 +117,26 @@ class CallIndex:
         return found
 
 
+def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
+    """Positions 0, 1, 2 ... grouped by key_of(*item), each distinct item's key made once.
+
+    A big stage repeats a few (primitive, source) pairs thousands of times.
+    """
+    raw: dict[tuple, list[int]] = {}
+    for pos, item in enumerate(items):
+        group = raw.get(item)
+        if group is None:
+            raw[item] = [pos]
+        else:
+            group.append(pos)
+    found: dict[tuple, list[int]] = {}
+    for item, group in raw.items():
+        key = key_of(*item)
+        if key is not None:
+            found[key] = sorted(found[key] + group) if key in found else group
+    return found
+
+
 def failing_steps(call: Call) -> set[int]:
     out = {s.index for s in call.steps if s.kind == "error" or s.error}
     out.update(e.step for e in call.errors if isinstance(e.step, int))
@@ -363,31 +383,51 @@ def step_key(step: Step) -> tuple | None:
 _EQN_SOURCE = re.compile(r"^(.*?):(\d+)(?::\d+)? \(.*\)$")
 
 
+@functools.lru_cache(maxsize=8192)
+def _file_line(source: str) -> tuple[str, int] | None:
+    """Parsed once per distinct source text: a big stage repeats a few lines many times."""
+    m = _EQN_SOURCE.match(source)
+    return (m.group(1), int(m.group(2))) if m is not None else None
+
+
 def eqn_key(primitive: str, source: str) -> tuple | None:
-    m = _EQN_SOURCE.match(source or "")
-    if m is None:
-        return None
-    return (primitive, m.group(1), int(m.group(2)))
+    found = _file_line(source or "")
+    return None if found is None else (primitive, *found)
 
 
 class StageMap:
-    """One stage's equations by (primitive, file, line), and each equation's text line."""
+    """One stage as the stages view needs it: its lines, each equation's line, and
+    equations by (primitive, file, line). Built once per stage (`StageMap.of`), so
+    switching views or stages back and forth does not split 16,000 lines again."""
+
+    _recent: dict[int, StageMap] = {}  # id(stage) -> map, most recently used last
+    _KEEP = 8
+
+    @classmethod
+    def of(cls, stage: Stage) -> StageMap:
+        found = cls._recent.pop(id(stage), None)
+        if found is None or found.stage is not stage:
+            found = cls(stage)
+        cls._recent[id(stage)] = found
+        while len(cls._recent) > cls._KEEP:
+            del cls._recent[next(iter(cls._recent))]
+        return found
 
     def __init__(self, stage: Stage):
         self.stage = stage
+        self.lines = stage_lines(stage)
+        self.eqn_lines = eqn_lines(stage, self.lines)
+        self.eqn_of_line = ({line: i for i, line in enumerate(self.eqn_lines)}
+                            if self.eqn_lines else {})
+        self.width = max(map(len, self.lines), default=0)
         self._by_key: dict[tuple, list[int]] | None = None
-        self.eqn_lines = eqn_lines(stage)
 
     @property
     def by_key(self) -> dict[tuple, list[int]]:
         """Built on first use: only step <-> equation needs it."""
         if self._by_key is None:
-            found: dict[tuple, list[int]] = {}
-            for i, eqn in enumerate(self.stage.eqns):
-                key = eqn_key(eqn.primitive, eqn.source)
-                if key is not None:
-                    found.setdefault(key, []).append(i)
-            self._by_key = found
+            self._by_key = _grouped_by_line(
+                ((eqn.primitive, eqn.source) for eqn in self.stage.eqns), eqn_key)
         return self._by_key
 
     def eqn_for(self, key: tuple, occurrence: int) -> int | None:
@@ -397,19 +437,24 @@ class StageMap:
         return found[min(occurrence, len(found) - 1)]
 
 
-def eqn_lines(stage: Stage) -> list[int] | None:
+def eqn_lines(stage: Stage, lines: list[str] | None = None) -> list[int] | None:
     """Line numbers of the top-level equations in a stage's jaxpr text, when they can be told.
 
-    Top-level equations start at an indent of 4 spaces; continuation lines are
-    deeper or close a bracket. Returns None unless the count matches eqn_count,
-    so a mapping is only ever shown where it is certain.
+    The main jaxpr is the last `{ lambda` at column 0 (shared sub-jaxprs may be
+    printed before it as `let name = { lambda ...`). Its equations start at an
+    indent of 4 spaces; continuation lines are deeper or close a bracket.
+    Returns None unless the count matches eqn_count, so a mapping is only ever
+    shown where it is certain. `lines`: the text already split, when it is.
     """
     if stage.jaxpr is None or not stage.jaxpr.text:
         return None
-    lines = stage.jaxpr.text.split("\n")
-    start = max((i for i, ln in enumerate(lines) if ln.startswith("{ lambda")), default=0)
+    text = stage.jaxpr.text
+    if lines is None or not stage.available:
+        lines = text.split("\n")
+    head = text.rfind("\n{ lambda")
+    start = text.count("\n", 0, head + 1) if head >= 0 else 0
     found = [i for i in range(start + 1, len(lines))
-             if lines[i].startswith("    ") and len(lines[i]) > 4 and lines[i][4] not in " ])}"]
+             if lines[i][:4] == "    " and lines[i][4:5] not in ("", " ", "]", ")", "}")]
     return found if len(found) == stage.jaxpr.eqn_count else None
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList
+from textual.widgets import Header, OptionList
 from textual.widgets.option_list import Option
 
 from ..messages import SessionChosen
+from ..widgets.common.key_bar import KeyBar
 from ..model import Gallery, session_summary
 
 
@@ -25,7 +26,7 @@ class PickerScreen(Screen):
             line = Text.assemble((title, "bold"), ("  " + session_summary(session), "dim"))
             options.append(Option(line, id=str(i)))
         yield OptionList(*options, id="sessions")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.title = "workbench: sessions"

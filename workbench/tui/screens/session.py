@@ -7,19 +7,23 @@ from typing import Callable, Iterable
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Input, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Header, Input
 
 from transforms.record import Call, Session
 
 from .. import export
-from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected
+from ..messages import (CallSelected, EquationChosen, FailureChosen, Status, StepSelected,
+                        ViewChosen)
 from ..model import StageMap, eqn_key, step_key
+from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
+from ..widgets.common.tab_line import TabLine
+from ..widgets.devices.devices_pane import DevicesPane, has_devices
 from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
 from ..widgets.navigator.step_list import StepList
@@ -27,7 +31,7 @@ from ..widgets.pytree.pytree_pane import PytreePane
 from ..widgets.stages.stages_pane import StagesPane
 from ..widgets.step.step_pane import StepPane
 
-VIEWS = ("step", "stages", "pytree", "failure")
+VIEWS = ("step", "stages", "pytree", "failure", "devices")
 
 
 class SessionScreen(Screen):
@@ -38,6 +42,7 @@ class SessionScreen(Screen):
         Binding("2", "view('stages')", "Stages"),
         Binding("3", "view('pytree')", "Pytree"),
         Binding("4", "view('failure')", "Failure"),
+        Binding("5", "view('devices')", "Devices", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(True)", "Next match", show=False),
         Binding("N", "next_match(False)", "Previous match", show=False),
@@ -62,30 +67,41 @@ class SessionScreen(Screen):
         self._scope: LineList | None = None
         self._before_search: Widget | None = None
         self._dirty: set[str] = set(VIEWS)
+        # NB: the devices view exists only for sessions that ran on several devices.
+        self.has_devices = has_devices(session)
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="body"):
             yield Navigator(self.session, id="navigator")
-            with TabbedContent(id="views", initial="step"):
-                with TabPane("1 Step", id="step"):
+            with Vertical(id="views"):
+                yield TabLine(self._tab_labels(), "step", id="tabs")
+                with ContentSwitcher(initial="step-pane", id="view-switcher"):
                     yield StepPane(id="step-pane")
-                with TabPane("2 Stages", id="stages"):
                     yield StagesPane(id="stages-pane")
-                with TabPane("3 Pytree", id="pytree"):
                     yield PytreePane(id="pytree-pane")
-                with TabPane(self._failure_label(), id="failure"):
                     yield FailurePane(id="failure-pane")
+                    if self.has_devices:
+                        yield DevicesPane(id="devices-pane")
         yield SearchBar(id="search")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeyBar(id="keys")
 
-    def _failure_label(self) -> str:
+    def _tab_labels(self) -> list[tuple[str, str]]:
         failed = sum(1 for c in self.session.calls if c.errors)
-        return f"4 Failure ✗{failed}" if failed else "4 Failure"
+        labels = [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
+                  ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
+        return labels + ([("devices", "5 Devices")] if self.has_devices else [])
+
+    def _heading(self) -> str:
+        """The caller's title (a file name), and the recording's own title when it says more."""
+        own = self.session.title
+        if not own or own == self.session_title:
+            return self.session_title
+        return own if self.session_title == "session" else f"{self.session_title} — {own}"
 
     def on_mount(self) -> None:
-        self.title = f"workbench: {self.session_title}"
+        self.title = f"workbench: {self._heading()}"
         self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
@@ -111,7 +127,7 @@ class SessionScreen(Screen):
 
     def on_call_selected(self, message: CallSelected) -> None:
         self.call_index = message.call
-        self._dirty.update(("stages", "pytree", "failure"))
+        self._dirty.update(("stages", "pytree", "failure", "devices"))
         self._refresh_active()
 
     def on_step_selected(self, message: StepSelected) -> None:
@@ -120,11 +136,17 @@ class SessionScreen(Screen):
         self._dirty.add("stages-cursor")
         self._refresh_active()
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self._refresh_active()
+    def on_view_chosen(self, message: ViewChosen) -> None:
+        self.action_view(message.view)
+
+    @property
+    def active_view(self) -> str:
+        """The view shown: step | stages | pytree | failure."""
+        current = self.query_one(ContentSwitcher).current or "step-pane"
+        return current.removesuffix("-pane")
 
     def _active(self) -> str:
-        return self.query_one(TabbedContent).active or "step"
+        return self.active_view
 
     def _refresh_active(self) -> None:
         call = self.call
@@ -149,6 +171,9 @@ class SessionScreen(Screen):
         elif view == "failure" and "failure" in self._dirty:
             self.query_one(FailurePane).show(self.call_index, call, index)
             self._dirty.discard("failure")
+        elif view == "devices" and "devices" in self._dirty:
+            self.query_one(DevicesPane).show(call)
+            self._dirty.discard("devices")
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:
         """Put each stage's cursor on the equation this step became, where that is known."""
@@ -178,7 +203,7 @@ class SessionScreen(Screen):
         pane = self.query_one(StagesPane)
         smap = next((t.map for t in (pane.left, pane.right)
                      if t.stage_index == message.stage and t.map is not None), None)
-        same_eqns = (smap or StageMap(stage)).by_key.get(key, [])
+        same_eqns = (smap or StageMap.of(stage)).by_key.get(key, [])
         occurrence = same_eqns.index(message.eqn) if message.eqn in same_eqns else 0
         levels = sorted(call.levels, key=lambda lv: -lv.depth if isinstance(lv.depth, int) else 0)
         for lv in levels:
@@ -206,15 +231,17 @@ class SessionScreen(Screen):
     # --- actions ------------------------------------------------------------------
 
     def action_view(self, view: str) -> None:
-        tabs = self.query_one(TabbedContent)
-        # NB: move focus first: a focused widget in the pane being hidden would pull
-        # TabbedContent back to its own pane.
-        inside = self.focused is not None and tabs in self.focused.ancestors_with_self
+        if view == "devices" and not self.has_devices:
+            self.say("this session ran on one device: no shardings or collectives recorded")
+            return
+        switcher = self.query_one(ContentSwitcher)
+        inside = self.focused is not None and switcher in self.focused.ancestors_with_self
+        switcher.current = f"{view}-pane"
+        self.query_one(TabLine).set_active(view)
         if view == "stages":
             self.query_one(StagesPane).focus_text()
         elif inside:
             self.query_one(f"#{view}-pane").focus()
-        tabs.active = view
         self._refresh_active()
 
     def action_zoom(self) -> None:
@@ -319,6 +346,9 @@ class SessionScreen(Screen):
             lambda: self.action_view("pytree")
         yield "Failure view", "what failed, where, and a hint", \
             lambda: self.action_view("failure")
+        if self.has_devices:
+            yield "Devices view", "arrays on the device mesh, collectives per stage", \
+                lambda: self.action_view("devices")
         yield "Hide or show the navigator", "the views take the whole width (z)", self.action_zoom
         yield "Search", "search steps or the focused stage text (/)", self.action_search
         yield "Filter steps", "p:PRIM l:LEVEL is:error words (f)", self.action_filter

@@ -110,7 +110,9 @@ class LineList(ScrollView, can_focus=True):
             self._scroll_to_row(row, center)
 
     def watch_cursor(self, old: int, new: int) -> None:
-        self.refresh()
+        # Only the two rows change (a scroll, if any, redraws the rest).
+        self.refresh_line(old)
+        self.refresh_line(new)
         self.post_message(self.CursorMoved(self, new))
 
     def _scroll_to_row(self, row: int, center: bool = False) -> None:

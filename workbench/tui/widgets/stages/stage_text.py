@@ -1,14 +1,13 @@
 """One stage as lines: a jaxpr, StableHLO/HLO text or figures, drawn only where visible."""
 from __future__ import annotations
 
-from rich.console import Console
 from rich.text import Text
 
 from transforms.record import Stage
 
-from ....render.stages import CompiledView, JaxprView
+from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
-from ...model import StageMap, sanitize, stage_lines
+from ...model import StageMap, sanitize
 from ..common.line_list import LineList
 
 _MARKS = {"changed": ("~", "yellow"), "added": ("+", "green"), "removed": ("-", "red")}
@@ -36,14 +35,15 @@ class StageText(LineList):
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
-        self.lines = stage_lines(stage) if stage else []  # made safe to draw line by line
-        self.map = StageMap(stage) if stage is not None and stage.eqns else None
+        shown = StageMap.of(stage) if stage is not None else None
+        self.lines = shown.lines if shown is not None else []  # made safe line by line when drawn
+        self.map = shown if shown is not None and stage.eqns else None
         lines_of = self.map.eqn_lines if self.map is not None else None
-        self._eqn_of_line = {line: i for i, line in enumerate(lines_of)} if lines_of else {}
+        self._eqn_of_line = self.map.eqn_of_line if self.map is not None else {}
         self.marks = {}
         self._gutter = len(str(len(lines_of))) + 2 if lines_of else 0
         self._cache.clear()
-        width = max((len(ln) for ln in self.lines), default=0) + self._gutter
+        width = (shown.width if shown is not None else 0) + self._gutter
         self.set_rows(len(self.lines), width=width, cursor=0)
         self.scroll_to(x=0, y=0, animate=False, immediate=True)
 
@@ -90,17 +90,11 @@ class StageText(LineList):
         stage = self.stage
         if stage is None or not stage.available or not line:
             return Text(line, style="red" if stage is not None and not stage.available else "")
-        view = JaxprView(line) if stage.jaxpr is not None and stage.jaxpr.text else (
-            CompiledView(line) if stage.text is not None else None)
-        if view is None:
-            return Text(line)
-        console: Console = self.app.console
-        options = console.options.update(width=len(line) + 1, no_wrap=True, overflow="ignore",
-                                         highlight=False)
-        segments = console.render_lines(view, options, pad=False)
-        if not segments:
-            return Text(line)
-        return Text.assemble(*((seg.text, seg.style) for seg in segments[0] if seg.text))
+        if stage.jaxpr is not None and stage.jaxpr.text:
+            return highlight_jaxpr(line)
+        if stage.text is not None:
+            return highlight_compiled(line)
+        return Text(line)
 
     def search_rows(self, query: str) -> list[int]:
         q = query.lower()

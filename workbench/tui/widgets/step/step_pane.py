@@ -47,6 +47,9 @@ def _call_summary(call: Call, index: CallIndex) -> Text:
     text.append(f"{call.transform}({call.function})\n", style="bold")
     if call.source is not None:
         text.append(f"called at {call.source}\n", style="dim")
+    if isinstance(call.parent, int):
+        text.append(f"runs the pullback of call #{call.parent} (the forward pass it belongs to)\n",
+                    style="dim")
     for key, value in call.options:
         text.append(f"  {key} = {value}\n")
     text.append(f"\n{len(call.levels)} levels, {len(call.steps):,} steps, "

@@ -1,0 +1,36 @@
+"""The TUI's devices view, driven with Pilot, on hand-made records of a sharded call."""
+from __future__ import annotations
+
+from test_render_devices import REPLICATED, STAGE, batch_record
+from test_tui import SIZE, _status, _text, build_app
+from test_tui_support import seed_logistic, sync
+
+from transforms.record import Call, Session
+from workbench.tui.widgets.devices.devices_pane import DevicesPane
+
+SHARDED = Session(calls=[Call(0, "jit", "loss", None, stages=(STAGE,),
+                              shardings=(batch_record(), REPLICATED))])
+
+
+@sync
+async def test_devices_view_shows_the_mesh_grid_and_collectives():
+    app = build_app(SHARDED, title="sharded")
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.screen.active_view == "devices"
+        body = _text(app.screen.query_one(DevicesPane).query_one("#devices-body"))
+        assert "x  float32[8,4]  P('data', None)  on data=2 × model=2  block [4,4]" in body
+        assert "│ data=1 │  dev 2   │  dev 3   │" in body
+        assert "hlo(jit(grad(f)))  1 collective, 16 B per device" in body
+
+
+@sync
+async def test_a_single_device_session_has_no_devices_tab():
+    app = build_app(seed_logistic(), title="t")
+    async with app.run_test(size=SIZE) as pilot:
+        assert not app.screen.query(DevicesPane)
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.screen.active_view == "step"
+        assert "ran on one device" in _status(app)

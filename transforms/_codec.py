@@ -1,0 +1,453 @@
+"""The compact JSON layout of a session dump (schema version 2), driven by the record fields.
+
+A record is a *row*: a JSON array of its field values, in the order the file's
+`fields` header lists for its class. Tuples are arrays. Values that repeat a
+lot (the SHARED annotations: tracer descriptions, their tuples, parameter
+pairs, source lines, avals) are stored once, in `tables[annotation]`, and
+referenced by index. Everything is derived from the field annotations of the
+record classes, so a new record type or a new field (with a default) needs no
+change here.
+
+Encoding and decoding work a column at a time: the rows of a `tuple[Step, ...]`
+are transposed with `zip`, each field's column is checked and converted in bulk
+(type sets, min/max of indices), and the records are built with `map`. That is
+what makes 100,000 steps load in about a second: no per-value dispatch on
+annotation text.
+"""
+from __future__ import annotations
+
+import dataclasses
+from itertools import chain, islice, repeat
+from operator import attrgetter
+from typing import Any, Callable, NamedTuple, Sequence
+
+# Stored once per file and referenced by index. NB: order matters: inside a table's
+# entries, a shared annotation listed *earlier* is a reference; the others (a type
+# nested in itself, such as a ValueRecord's children) are written inline.
+SHARED = (
+    "tuple[str, ...]",
+    "tuple[tuple[str, str], ...]",
+    "SourceLocation",
+    "ValueRecord",
+    "tuple[ValueRecord, ...]",
+    "JaxprRecord",
+)
+
+SCALARS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool,
+                            "None": type(None)}
+
+Column = Sequence[Any]
+Converter = Callable[[Column], list]
+
+
+class DumpFormatError(ValueError):
+    """The dump's data does not match the record classes (a wrong type, a bad index...)."""
+
+
+# --- annotations as small trees ------------------------------------------------------
+
+class TypeExpr(NamedTuple):
+    """A parsed annotation: `name[args]`; unions are named "|", `...` is its own name."""
+    name: str
+    args: tuple[TypeExpr, ...] = ()
+
+    def __str__(self) -> str:
+        if self.name == "|":
+            return " | ".join(map(str, self.args))
+        if not self.args:
+            return self.name
+        return f"{self.name}[{', '.join(map(str, self.args))}]"
+
+    @property
+    def optional_part(self) -> TypeExpr | None:
+        """X for `X | None`; None for anything else."""
+        if self.name == "|" and TypeExpr("None") in self.args:
+            rest = tuple(a for a in self.args if a.name != "None")
+            return rest[0] if len(rest) == 1 else TypeExpr("|", rest)
+        return None
+
+    @property
+    def is_variadic(self) -> bool:
+        """tuple[X, ...] or list[X]."""
+        return self.name == "list" or (self.name == "tuple" and len(self.args) == 2
+                                       and self.args[1].name == "...")
+
+
+def parse(text: str) -> TypeExpr:
+    """`tuple[tuple[str, ValueRecord], ...] | None` -> a TypeExpr tree."""
+    options = _split_top(text, "|")
+    if len(options) > 1:
+        return TypeExpr("|", tuple(parse(o) for o in options))
+    text = options[0]
+    if "[" not in text:
+        return TypeExpr(text)
+    head, inner = text[:text.index("[")], text[text.index("[") + 1:text.rindex("]")]
+    return TypeExpr(head.strip(), tuple(parse(a) for a in _split_top(inner, ",")))
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def annotation_text(annotation: Any) -> str:
+    """Annotations are strings here (`from __future__ import annotations`); NamedTuple
+    keeps them as typing.ForwardRef."""
+    return annotation if isinstance(annotation, str) else annotation.__forward_arg__
+
+
+class FieldSpec(NamedTuple):
+    name: str
+    annotation: str
+    has_default: bool
+    default: Callable[[], Any] | None  # makes the default value
+
+
+def record_fields(cls: type) -> list[FieldSpec]:
+    """The fields of a record dataclass or NamedTuple, in declaration order."""
+    if dataclasses.is_dataclass(cls):
+        specs = []
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                make = (lambda v: lambda: v)(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                make = f.default_factory
+            else:
+                make = None
+            specs.append(FieldSpec(f.name, annotation_text(f.type), make is not None, make))
+        return specs
+    defaults = cls._field_defaults
+    return [FieldSpec(name, annotation_text(cls.__annotations__[name]), name in defaults,
+                      (lambda v: lambda: v)(defaults[name]) if name in defaults else None)
+            for name in cls._fields]
+
+
+def is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def is_reference(expr: TypeExpr, within: str | None) -> bool:
+    """Is a value of this type written as an index into its table (in this context)?"""
+    text = str(expr)
+    if text not in SHARED:
+        return False
+    return within is None or SHARED.index(text) < SHARED.index(within)
+
+
+def scalar_types(expr: TypeExpr) -> set[type] | None:
+    """The Python types a scalar annotation accepts (`int | None`), or None if not scalar.
+
+    NB: a float field accepts JSON integers too (json writes 2.0 as 2.0, but
+    other writers may not)."""
+    names = [a.name for a in expr.args] if expr.name == "|" else [expr.name]
+    if not all(n in SCALARS for n in names):
+        return None
+    types = {SCALARS[n] for n in names}
+    return types | {int} if float in types else types
+
+
+# --- writing ------------------------------------------------------------------------
+
+class Writer:
+    """Encodes columns of values by annotation, filling the shared tables (one per save)."""
+
+    def __init__(self, registry: dict[str, type]):
+        self.registry = registry
+        self.tables: dict[str, list] = {name: [] for name in SHARED}
+        self._by_id: dict[str, dict[int, int]] = {name: {} for name in SHARED}
+        self._by_value: dict[str, dict[Any, int]] = {name: {} for name in SHARED}
+        self._keep: list[Any] = []  # interned objects stay alive, so their ids stay unique
+        self._rows: dict[tuple[str, str | None], _RowsWriter] = {}
+
+    def encode(self, annotation: str, values: Column) -> list:
+        """A column of values as JSON-ready data (tables filled as a side effect)."""
+        return list(self.converter(parse(annotation), None)(values))
+
+    def fields_json(self) -> dict[str, list[str]]:
+        return {name: [f.name for f in record_fields(cls)]
+                for name, cls in sorted(self.registry.items())}
+
+    def converter(self, expr: TypeExpr, within: str | None) -> Converter:
+        if scalar_types(expr) is not None:
+            return list
+        if is_reference(expr, within):
+            return self._reference(str(expr))
+        optional = expr.optional_part
+        if optional is not None:
+            return _skipping_none(self.converter(optional, within))
+        if expr.name in self.registry:
+            key = (expr.name, within)
+            if key not in self._rows:  # registered before its fields: types nest in themselves
+                self._rows[key] = _RowsWriter(self, self.registry[expr.name], within)
+            return self._rows[key]
+        if expr.is_variadic:
+            item = expr.args[0]
+            if scalar_types(item) is not None:
+                return list  # json writes tuples of scalars as arrays
+            return _variadic(self.converter(item, within), list)
+        if expr.name == "tuple":
+            if all(scalar_types(a) is not None for a in expr.args):
+                return list
+            return _fixed([self.converter(a, within) for a in expr.args])
+        if expr.name == "dict" and all(scalar_types(a) for a in expr.args):
+            return list
+        raise TypeError(f"transforms._codec: cannot write the annotation {expr}")
+
+    def _reference(self, table: str) -> Converter:
+        by_id = self._by_id[table]
+
+        def encode(values: Column) -> list:
+            found = list(map(by_id.get, map(id, values)))
+            if None in found:  # first sightings (and None values) take the slow path
+                found = [self._intern(table, v) if i is None else i
+                         for i, v in zip(found, values)]
+            return found
+        return encode
+
+    def _intern(self, table: str, value: Any) -> int | None:
+        if value is None:
+            return None
+        index = self._by_value[table].get(value)
+        if index is None:
+            entry = self.converter(parse(table), table)([value])[0]
+            index = self._by_value[table][value] = len(self.tables[table])
+            self.tables[table].append(entry)
+        self._by_id[table][id(value)] = index
+        self._keep.append(value)
+        return index
+
+
+class _RowsWriter:
+    """Records of one class -> rows (tuples, which json writes as arrays)."""
+
+    def __init__(self, writer: Writer, cls: type, within: str | None):
+        self.cls, self.writer, self.within = cls, writer, within
+        self.fields = record_fields(cls)
+        self._converters: list[Converter] | None = None  # built on first use (recursion)
+
+    def __call__(self, records: Column) -> list:
+        if not records:
+            return []
+        if self._converters is None:
+            self._converters = [self.writer.converter(parse(f.annotation), self.within)
+                                for f in self.fields]
+        if is_namedtuple(self.cls):
+            columns = list(zip(*records))
+        else:
+            columns = [list(map(attrgetter(f.name), records)) for f in self.fields]
+        return list(zip(*(c(col) for c, col in zip(self._converters, columns))))
+
+
+def _skipping_none(inner: Converter) -> Converter:
+    def convert(values: Column) -> list:
+        present = [v for v in values if v is not None]
+        if len(present) == len(values):
+            return inner(values)
+        done = iter(inner(present))
+        return [None if v is None else next(done) for v in values]
+    return convert
+
+
+def _variadic(item: Converter, container: type) -> Converter:
+    """Each cell a sequence: convert all items as one column, then cut it back into cells."""
+    def convert(cells: Column) -> list:
+        lengths = list(map(len, cells))
+        done = iter(item(list(chain.from_iterable(cells))))
+        return [container(islice(done, n)) for n in lengths]
+    return convert
+
+
+def _fixed(parts: list[Converter]) -> Converter:
+    """Each cell a fixed-length tuple: convert position by position."""
+    def convert(cells: Column) -> list:
+        if not cells:
+            return []
+        return list(zip(*(p(col) for p, col in zip(parts, zip(*cells)))))
+    return convert
+
+
+# --- reading -------------------------------------------------------------------------
+
+class Reader:
+    """Decodes columns by annotation, checking every value; tables decoded up front."""
+
+    def __init__(self, registry: dict[str, type], fields: Any, tables: Any):
+        self.registry = registry
+        self.file_fields = self._checked_fields(fields)
+        self.tables: dict[str, list] = {}
+        self._rows: dict[tuple[str, str | None], _RowsReader] = {}
+        if not isinstance(tables, dict):
+            raise DumpFormatError(f"'tables' must be an object, got {_kind(tables)}")
+        unknown = sorted(set(tables) - set(SHARED))
+        if unknown:
+            raise DumpFormatError(f"unknown table {unknown[0]!r} (this workbench reads "
+                                  f"{', '.join(SHARED)})")
+        for name in SHARED:  # in order: a table refers only to tables before it
+            entries = tables.get(name, [])
+            if not isinstance(entries, list):
+                raise DumpFormatError(f"tables[{name!r}]: expected an array, got "
+                                      f"{_kind(entries)}")
+            self.tables[name] = self.converter(parse(name), name,
+                                               f"tables[{name!r}]")(entries)
+
+    def decode(self, annotation: str, values: Any, where: str) -> list:
+        if not isinstance(values, list):
+            raise DumpFormatError(f"{where}: expected an array, got {_kind(values)}")
+        return self.converter(parse(annotation), None, where)(values)
+
+    def _checked_fields(self, fields: Any) -> dict[str, list[str]]:
+        if not isinstance(fields, dict):
+            raise DumpFormatError(f"'fields' must be an object, got {_kind(fields)}")
+        for cls_name, names in fields.items():
+            if cls_name not in self.registry:
+                raise DumpFormatError(f"fields: unknown record type {cls_name!r}")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise DumpFormatError(f"fields[{cls_name!r}]: expected an array of names")
+            known = {f.name for f in record_fields(self.registry[cls_name])}
+            extra = [n for n in names if n not in known]
+            if extra:
+                raise DumpFormatError(f"fields[{cls_name!r}]: {cls_name} has no field "
+                                      f"{extra[0]!r} (a dump from a newer workbench?)")
+            if len(set(names)) != len(names):
+                raise DumpFormatError(f"fields[{cls_name!r}]: a field is listed twice")
+        return fields
+
+    def converter(self, expr: TypeExpr, within: str | None, where: str) -> Converter:
+        types = scalar_types(expr)
+        if types is not None:
+            return _checked_scalars(types, str(expr), where)
+        if is_reference(expr, within):
+            return self._reference(str(expr), where)
+        optional = expr.optional_part
+        if optional is not None:
+            if is_reference(optional, within):
+                return self._reference(str(optional), where, optional=True)
+            return _skipping_none(self.converter(optional, within, where))
+        if expr.name in self.registry:
+            key = (expr.name, within)
+            if key not in self._rows:  # registered before its fields: types nest in themselves
+                self._rows[key] = _RowsReader(self, expr.name, within)
+            return self._rows[key]
+        if expr.is_variadic:
+            container = list if expr.name == "list" else tuple
+            item = self.converter(expr.args[0], within, where)
+            return _checked_cells(_variadic(item, container), None, where)
+        if expr.name == "tuple":
+            parts = [self.converter(a, within, where) for a in expr.args]
+            return _checked_cells(_fixed(parts), len(parts), where)
+        if expr.name == "dict" and all(scalar_types(a) for a in expr.args):
+            return _checked_dicts(scalar_types(expr.args[1]), str(expr.args[1]), where)
+        raise TypeError(f"transforms._codec: cannot read the annotation {expr}")
+
+    def _reference(self, table: str, where: str, optional: bool = False) -> Converter:
+        allowed = {int, type(None)} if optional else {int}
+        what = f"an index into tables[{table!r}]" + (" or null" if optional else "")
+
+        def decode(indices: Column) -> list:
+            entries = self.tables[table]
+            _check_types(indices, allowed, where, what)
+            present = [i for i in indices if i is not None] if optional else indices
+            if present and (min(present) < 0 or max(present) >= len(entries)):
+                bad = next(i for i in present if not 0 <= i < len(entries))
+                raise DumpFormatError(f"{where}: index {bad} is outside tables[{table!r}] "
+                                      f"({len(entries)} entries)")
+            if len(present) < len(indices):
+                return [None if i is None else entries[i] for i in indices]
+            return list(map(entries.__getitem__, indices))
+        return decode
+
+
+class _RowsReader:
+    """Rows -> records of one class, a column at a time, in the file's field order."""
+
+    def __init__(self, reader: Reader, cls_name: str, within: str | None):
+        self.reader, self.within = reader, within
+        self.cls = reader.registry[cls_name]
+        self.fields = record_fields(self.cls)
+        self.file_order: list[str] = reader.file_fields.get(cls_name, [])
+        for f in self.fields:
+            if not f.has_default and f.name not in self.file_order:
+                raise DumpFormatError(f"fields[{cls_name!r}] lacks {f.name!r}, which "
+                                      f"{cls_name} requires")
+        self._converters: dict[str, Converter] | None = None  # on first use (recursion)
+        self._build = (_make_namedtuples if is_namedtuple(self.cls) else _make_dataclasses)
+
+    def __call__(self, rows: Column) -> list:
+        name = self.cls.__name__
+        width = len(self.file_order)
+        if not rows:  # NB: also ends the recursion of types nested in themselves
+            return []
+        _check_types(rows, {list}, name, f"a {name} row (an array)")
+        if set(map(len, rows)) != {width}:
+            bad = next(r for r in rows if len(r) != width)
+            raise DumpFormatError(f"{name}: a row has {len(bad)} values, fields[{name!r}] "
+                                  f"names {width}")
+        if self._converters is None:
+            by_name = {f.name: f for f in self.fields}
+            self._converters = {
+                n: self.reader.converter(parse(by_name[n].annotation), self.within,
+                                         f"{name}.{n}") for n in self.file_order}
+        columns = dict(zip(self.file_order, zip(*rows)))
+        ordered = []
+        for f in self.fields:
+            if f.name in columns:
+                ordered.append(self._converters[f.name](columns[f.name]))
+            else:
+                ordered.append([f.default() for _ in rows])
+        return self._build(self.cls, ordered)
+
+
+def _make_namedtuples(cls: type, columns: list[list]) -> list:
+    # NB: tuple.__new__ straight from C, skipping the NamedTuple's Python-level
+    # __new__; the row width was checked, so each tuple has every field.
+    return list(map(tuple.__new__, repeat(cls), zip(*columns)))
+
+
+def _make_dataclasses(cls: type, columns: list[list]) -> list:
+    return list(map(cls, *columns))
+
+
+def _checked_scalars(types: set[type], what: str, where: str) -> Converter:
+    def decode(values: Column) -> list:
+        _check_types(values, types, where, what)
+        return list(values)
+    return decode
+
+
+def _checked_cells(inner: Converter, width: int | None, where: str) -> Converter:
+    """Cells must be arrays (of `width` items for a fixed-length tuple)."""
+    def decode(cells: Column) -> list:
+        _check_types(cells, {list}, where, "an array")
+        if width is not None and cells and set(map(len, cells)) != {width}:
+            bad = next(c for c in cells if len(c) != width)
+            raise DumpFormatError(f"{where}: expected {width} items, got {len(bad)}")
+        return inner(cells)
+    return decode
+
+
+def _checked_dicts(value_types: set[type], what: str, where: str) -> Converter:
+    def decode(cells: Column) -> list:
+        _check_types(cells, {dict}, where, "an object")
+        for cell in cells:
+            _check_types(list(cell.values()), value_types, where, what)
+        return [dict(c) for c in cells]
+    return decode
+
+
+def _check_types(values: Column, allowed: set[type], where: str, what: str) -> None:
+    if not set(map(type, values)) <= allowed:
+        bad = next(v for v in values if type(v) not in allowed)
+        raise DumpFormatError(f"{where}: expected {what}, got {_kind(bad)}")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return "an array" if isinstance(value, list) else "an object"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,33 @@
+"""The devices view: a call's arrays on the device mesh (which device holds
+which block of each input, output and gradient) and each compiled stage's
+collectives, drawn by `workbench.render.devices`.
+
+The session screen adds this pane only for sessions that ran on several devices.
+"""
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from transforms.record import Call, Session
+
+from ....render.devices import DevicesView
+from ...guard import guarded
+
+
+def has_devices(session: Session) -> bool:
+    """Some call kept a multi-device layout or a compiled stage with collectives."""
+    return any(c.shardings or any(s.collectives for s in c.stages) for c in session.calls)
+
+
+class DevicesPane(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    DevicesPane { padding: 0 1; height: 1fr; }
+    """
+
+    def compose(self):
+        yield Static(id="devices-body")
+
+    def show(self, call: Call) -> None:
+        self.query_one("#devices-body", Static).update(
+            guarded(lambda: DevicesView(call), "devices"))
