@@ -174,6 +174,8 @@ AD_ORACLES = [
     ("sin_sum", lambda T: sin_sum, 0, False, (X,)),
     ("loss_argnums01", lambda T: corpus.loss, (0, 1), False, (corpus.W, jnp.float32(corpus.B))),
     ("loss_has_aux", lambda T: corpus.loss_and_preds, 0, True, (corpus.W, corpus.B)),
+    ("example_loss_argnums0", lambda T: corpus.example_loss, 0, False,  # arrays held constant
+     (corpus.W, jnp.float32(0.5), corpus.INPUTS[0], corpus.TARGETS[0])),
     ("cond", lambda T: corpus.cond_fn, 0, False, (jnp.float32(1.0),)),
     ("scan", lambda T: corpus.scan_fn, 0, False, (jnp.array([0.1, 0.2, -0.3, 1.0]),)),
     ("custom_vjp", lambda T: corpus.sin_times, (0, 1), False, (jnp.float32(0.5), jnp.float32(2))),
