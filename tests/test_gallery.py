@@ -121,6 +121,20 @@ def test_loop_grows_the_jaxpr_and_vmap_does_not(exported):
     assert counts[4][0] > counts[2][0] and counts[4][1] == counts[2][1]
 
 
+def test_loop_vs_vmap_keeps_its_growth_on_the_vmap_call(exported):
+    out, index, _ = exported
+    session = transforms.load(out / _entry(index, "loop_vs_vmap")["dump"])
+    (call,) = [c for c in session.calls if c.growth]
+    assert (call.transform, call.function) == ("vmap", "convolve")
+    (growth,) = call.growth
+    loop, vmap = growth.series
+    assert (loop.label, vmap.label) == ("Python loop", "vmap")
+    # the seed's lesson: six dot_generals for a batch of two against three
+    assert [p.count("dot_general") for p in loop.points] == [3, 6, 9, 12]
+    assert [p.count("dot_general") for p in vmap.points] == [3, 3, 3, 3]
+    assert [p.eqn_count for p in vmap.points] == [10, 10, 10, 10]
+
+
 def test_stages_are_recorded_where_they_help(exported):
     out, index, _ = exported
     session = transforms.load(out / _entry(index, "sum_sq_jit")["dump"])

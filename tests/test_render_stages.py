@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 
 import jax
+import pytest
 from rich.console import Console
 
 import transforms
@@ -15,8 +16,8 @@ from corpus import WS, XS, convolve
 from transforms.diff import diff_stages
 from transforms.record import (EqnRecord, Growth, GrowthPoint, GrowthSeries, JaxprRecord, Metric,
                                PrimitiveCount, Stage)
-from workbench.render import (ChainView, DiffView, GrowthView, JaxprView, StageStats, StageView,
-                              fold_jaxpr)
+from workbench.render import (ChainView, DiffView, GrowthChart, GrowthPanel, GrowthView,
+                              JaxprView, StageStats, StageView, fold_jaxpr, growing_primitive)
 
 
 def render(renderable, width: int = 72) -> str:
@@ -235,14 +236,7 @@ primitives: cos 0 -> 1
 
 
 def test_growth_view():
-    loop = GrowthSeries("loop", tuple(
-        GrowthPoint(n, c, (PrimitiveCount("dot_general", 3 * n),))
-        for n, c in ((1, 13), (2, 29), (3, 43))))
-    vmap = GrowthSeries("vmap", tuple(
-        GrowthPoint(n, 10, (PrimitiveCount("dot_general", 3),)) for n in (1, 2, 3)))
-    broken = GrowthSeries("broken", (GrowthPoint(1, error="ValueError: no\nmore"),))
-    growth = Growth("equations per batch size", (loop, vmap, broken))
-    assert render(GrowthView(growth, primitive="dot_general"), width=80) == """\
+    assert render(GrowthView(seed_growth(), primitive="dot_general"), width=80) == """\
                         equations per batch size
 
        batch                 loop                 vmap           broken
@@ -252,6 +246,71 @@ def test_growth_view():
            3   43 (9 dot_general)   10 (3 dot_general)
  per element                  +14                   +0
 """
+
+
+def seed_growth() -> Growth:
+    loop = GrowthSeries("loop", tuple(
+        GrowthPoint(n, c, (PrimitiveCount("dot_general", 3 * n),))
+        for n, c in ((1, 13), (2, 29), (3, 43))))
+    vmap = GrowthSeries("vmap", tuple(
+        GrowthPoint(n, 10, (PrimitiveCount("dot_general", 3),)) for n in (1, 2, 3)))
+    broken = GrowthSeries("broken", (GrowthPoint(1, error="ValueError: no\nmore"),))
+    return Growth("equations per batch size", (loop, vmap, broken))
+
+
+def test_growth_chart_draws_bars_on_one_scale():
+    # 43 fills the 20 columns; 13 -> 6, 29 -> 13, 10 -> 5 (rounded); an error shows its first line
+    assert render(GrowthChart(seed_growth(), width=20)) == """\
+equations per batch size
+loop
+  1 ██████ 13
+  2 █████████████ 29
+  3 ████████████████████ 43
+vmap
+  1 █████ 10
+  2 █████ 10
+  3 █████ 10
+broken
+  1 ValueError: no"""
+
+
+def test_growth_chart_shows_any_equation_and_refuses_no_width():
+    tiny = Growth("g", (GrowthSeries("s", (GrowthPoint(1, 1), GrowthPoint(10, 1000))),))
+    assert render(GrowthChart(tiny, width=4, title=False)) == "s\n   1 █ 1\n  10 ████ 1000"
+    with pytest.raises(ValueError, match="width must be at least 1"):
+        GrowthChart(tiny, width=0)
+
+
+def test_growth_panel_is_the_table_and_the_chart_counting_the_growing_primitive():
+    g = seed_growth()
+    assert growing_primitive(g) == "dot_general"
+    assert render(GrowthPanel((g,), bar_width=10), width=80) == """\
+                        equations per batch size
+
+       batch                 loop                 vmap           broken
+ ──────────────────────────────────────────────────────────────────────
+           1   13 (3 dot_general)   10 (3 dot_general)   ValueError: no
+           2   29 (6 dot_general)   10 (3 dot_general)
+           3   43 (9 dot_general)   10 (3 dot_general)
+ per element                  +14                   +0
+
+loop
+  1 ███ 13
+  2 ███████ 29
+  3 ██████████ 43
+vmap
+  1 ██ 10
+  2 ██ 10
+  3 ██ 10
+broken
+  1 ValueError: no"""
+
+
+def test_growth_panel_of_a_call_without_growth():
+    assert render(GrowthPanel(())) == (
+        "no growth recorded for this call (transforms.growth keeps it)")
+    flat = Growth("g", (GrowthSeries("vmap", (GrowthPoint(1, 10), GrowthPoint(2, 10))),))
+    assert growing_primitive(flat) is None
 
 
 def test_a_failing_renderer_degrades_to_a_note():

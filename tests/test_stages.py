@@ -7,13 +7,17 @@ transformation, `jax.linearize(f, x)[1]`, `jax.vjp(f, x)[1]`, `.lower().as_text(
 """
 from __future__ import annotations
 
+import gc
+
 import jax
 import jax.numpy as jnp
 import pytest
 from jax.extend.core import Primitive
+from jax.interpreters import batching
 
 import transforms
 import transforms._stages as stages_module
+import corpus
 from corpus import (CASES, CASES_BY_NAME, WK, WS, XS, X, convolve, outcome, piecewise, sin_twice,
                     sum_sq, while_fn)
 from transforms._stages import growth
@@ -93,6 +97,42 @@ def test_growth_records_a_size_that_cannot_be_staged():
     assert g.series[0].per_element is None
 
 
+def batch_args(n):
+    return jax.ShapeDtypeStruct((n, 5), jnp.float32), jax.ShapeDtypeStruct((n, 3), jnp.float32)
+
+
+def test_growth_is_kept_on_the_call_recorded_last(tmp_path):
+    with transforms.record(stages=True) as session:
+        transforms.vmap(convolve)(XS, WS)
+        g = transforms.growth({"loop": manually_batched_convolve,
+                               "vmap": transforms.vmap(convolve)}, batch_args, sizes=(1, 2))
+    (call,) = session.calls  # staging at each size recorded nothing
+    assert call.growth == (g,)
+    assert [[p.count("dot_general") for p in s.points] for s in g.series] == [[3, 6], [3, 3]]
+    path = tmp_path / "growth.json"
+    session.save(path)
+    assert load(path).calls[0].growth == (g,)
+
+
+def test_growth_outside_a_recording_or_before_any_call_is_only_returned():
+    g = transforms.growth({"vmap": transforms.vmap(convolve)}, batch_args, sizes=(2,))
+    assert g.series[0].points[0].eqn_count == 10
+    with transforms.record() as session:
+        transforms.growth({"vmap": transforms.vmap(convolve)}, batch_args, sizes=(2,))
+    assert session.calls == []
+
+
+@pytest.mark.parametrize("funs, sizes, message", [
+    ({}, (1, 2), "needs at least one function"),
+    ({"f": convolve}, (), "sizes must be positive ints"),
+    ({"f": convolve}, (0, 1), "sizes must be positive ints"),
+    ({"f": convolve}, (1.5,), "sizes must be positive ints"),
+])
+def test_growth_refuses_bad_input(funs, sizes, message):
+    with pytest.raises(ValueError, match=message):
+        transforms.growth(funs, batch_args, sizes=sizes)
+
+
 # --- autodiff: JVP, linearized pair, transposed -------------------------------
 
 def test_grad_chain_is_jvp_linearize_transpose():
@@ -111,6 +151,82 @@ def test_grad_chain_is_jvp_linearize_transpose():
     linearized = find_stage(stages, "linearize(f)")
     # primal output, then the residuals the linear map closes over
     assert linearized.jaxpr.out_avals == ("float32[]", "float32[5]", "float32[5]", "float32[5]")
+
+
+def assert_same_equations(stage, closed):
+    """Same equations, in order, on the same avals (constants may be ordered otherwise)."""
+    jaxpr = closed.jaxpr
+    assert stage.eqn_count == len(jaxpr.eqns)
+    assert [e.primitive for e in stage.eqns] == [e.primitive.name for e in jaxpr.eqns]
+    assert [e.out_avals for e in stage.eqns] == [
+        tuple(v.aval.str_short() for v in e.outvars) for e in jaxpr.eqns]
+    assert stage.jaxpr.in_avals == tuple(v.aval.str_short() for v in jaxpr.invars)
+    assert stage.jaxpr.out_avals == tuple(v.aval.str_short() for v in jaxpr.outvars)
+
+
+def grad_grad_h(T):
+    return T.grad(corpus.h)
+
+
+# (case, the function grad differentiates, argnums, has_aux, args): each autodiff
+# stage against JAX's make_jaxpr of that transformation of the real function.
+AD_ORACLES = [
+    ("sin_sum", lambda T: sin_sum, 0, False, (X,)),
+    ("loss_argnums01", lambda T: corpus.loss, (0, 1), False, (corpus.W, jnp.float32(corpus.B))),
+    ("loss_has_aux", lambda T: corpus.loss_and_preds, 0, True, (corpus.W, corpus.B)),
+    ("example_loss_argnums0", lambda T: corpus.example_loss, 0, False,  # arrays held constant
+     (corpus.W, jnp.float32(0.5), corpus.INPUTS[0], corpus.TARGETS[0])),
+    ("cond", lambda T: corpus.cond_fn, 0, False, (jnp.float32(1.0),)),
+    ("scan", lambda T: corpus.scan_fn, 0, False, (jnp.array([0.1, 0.2, -0.3, 1.0]),)),
+    ("custom_vjp", lambda T: corpus.sin_times, (0, 1), False, (jnp.float32(0.5), jnp.float32(2))),
+    ("custom_jvp", lambda T: corpus.log1pexp, 0, False, (jnp.float32(100.0),)),
+    ("softmax", lambda T: corpus.nn_softmax_loss, 0, False, (corpus.NN_X,)),
+    ("checkpoint", lambda T: corpus.checkpointed, 0, False, (corpus.VEC,)),
+    ("grad_grad", grad_grad_h, 0, False, (jnp.float32(0.3),)),
+]
+
+
+@pytest.mark.parametrize("fun, argnums, has_aux, args", [c[1:] for c in AD_ORACLES],
+                         ids=[c[0] for c in AD_ORACLES])
+def test_autodiff_stages_are_jaxs_own(fun, argnums, has_aux, args):
+    stages = stages_of(transforms.grad(fun(transforms), argnums, has_aux=has_aux), *args)
+    f = fun(jax)
+    positions = (argnums,) if isinstance(argnums, int) else argnums
+
+    def at(*xs):  # f as a function of the differentiated arguments
+        full = list(args)
+        for i, x in zip(positions, xs):
+            full[i] = x
+        return f(*full)
+    primals = tuple(args[i] for i in positions)
+    lin = jax.linearize(at, *primals, has_aux=has_aux)
+    linearized = jax.make_jaxpr(lambda *p: jax.linearize(at, *p, has_aux=has_aux))(*primals)
+    e = "grad(f)" if fun is grad_grad_h else "f"  # stages are named as expressions of f
+    oracle = {
+        f"jvp({e})": jax.make_jaxpr(lambda p, t: jax.jvp(at, p, t, has_aux=has_aux))(primals,
+                                                                                      primals),
+        f"linearize({e})": linearized,
+        f"linear({e})": jax.make_jaxpr(lin[1])(*primals),
+        f"transpose(linear({e}))": jax.make_jaxpr(jax.vjp(at, *primals, has_aux=has_aux)[1])(
+            lin[0]),
+        f"grad({e})": jax.make_jaxpr(jax.grad(f, argnums, has_aux=has_aux))(*args),
+    }
+    for name, closed in oracle.items():
+        assert find_stage(stages, name).jaxpr.text == str(closed), name
+        assert_same_equations(find_stage(stages, name), closed)
+
+
+def test_jvp_stage_comes_from_the_captured_jaxpr_when_it_matches():
+    stages = stages_of(transforms.grad(sin_sum), X)
+    assert find_stage(stages, "jvp(f)").method == (
+        "jax.make_jaxpr(jax.jvp(<jaxpr of f>, primals, tangents))")
+    # A Python float is traced by grad but kept as given here: the real function is used
+    stages = stages_of(transforms.grad(corpus.h), 0.3)
+    assert find_stage(stages, "jvp(f)").method == "jax.make_jaxpr(jax.jvp(f, primals, tangents))"
+    # grad(grad(f)): JVP of the inner grad's jaxpr would order equations otherwise
+    stages = stages_of(transforms.grad(transforms.grad(corpus.h)), jnp.float32(0.3))
+    assert find_stage(stages, "jvp(grad(f))").method == (
+        "jax.make_jaxpr(jax.jvp(f, primals, tangents))")
 
 
 def test_transposed_jaxpr_holds_the_backward_of_each_forward_op():
@@ -219,6 +335,30 @@ def test_jit_keeps_static_arguments_static():
 no_lowering_p = Primitive("no_lowering")
 no_lowering_p.def_abstract_eval(lambda x: x)
 no_lowering_p.def_impl(lambda x: x)
+
+
+def _no_lowering_batched(args, dims):
+    return no_lowering_p.bind(*args), dims[0]
+
+
+batching.primitive_batchers[no_lowering_p] = _no_lowering_batched
+
+
+def test_a_lowering_failure_under_jit_of_vmap_keeps_every_earlier_stage():
+    def f(x):
+        return no_lowering_p.bind(jnp.sin(x))
+
+    with transforms.record(stages=True) as session:
+        with pytest.raises(NotImplementedError, match="MLIR translation rule"):
+            transforms.jit(transforms.vmap(f))(XS)
+    stages = session.calls[0].stages
+    assert names(stages)[:3] == ("f", "vmap(f)", "stablehlo(jit(vmap(f)))")
+    assert [s.available for s in stages] == [True, True, False, False, False, False]
+    assert find_stage(stages, "vmap(f)").histogram == (PrimitiveCount("no_lowering", 1),
+                                                       PrimitiveCount("sin", 1))
+    assert stages[2].reason.startswith("NotImplementedError: MLIR translation rule for primitive "
+                                       "'no_lowering' not found")
+    assert stages[3].reason == f"not reached: lowering failed ({stages[2].reason})"
 
 
 def test_a_lowering_failure_keeps_the_jaxpr_stage():
@@ -348,3 +488,32 @@ def test_a_fault_in_capture_is_recorded_not_raised(monkeypatch):
     (stage,) = session.calls[0].stages
     assert (stage.name, stage.available) == ("capture", False)
     assert stage.reason == "stage capture failed: RuntimeError: a bug in stage capture"
+
+
+def test_a_compilation_failure_under_jit_of_vmap_keeps_every_earlier_stage():
+    def f(x):
+        call = jax.ffi.ffi_call("not_a_registered_target", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                vmap_method="broadcast_all")
+        return call(x)
+
+    with transforms.record(stages=True) as session:
+        with pytest.raises(jax.errors.JaxRuntimeError, match="No FFI handler registered"):
+            transforms.jit(transforms.vmap(f))(XS)
+    stages = session.calls[0].stages
+    assert names(stages) == ("f", "vmap(f)", "stablehlo(jit(vmap(f)))", "hlo(jit(vmap(f)))",
+                             "cost(jit(vmap(f)))", "memory(jit(vmap(f)))")
+    assert [s.available for s in stages] == [True, True, True, False, False, False]
+    assert find_stage(stages, "vmap(f)").jaxpr.in_avals == ("float32[2,5]",)
+    assert stages[3].reason.startswith("JaxRuntimeError: NOT_FOUND: No FFI handler registered")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_capture_leaves_the_garbage_collector_as_it_found_it(enabled):
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        stages = stages_of(transforms.vmap(convolve), XS, WS)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert all(s.available for s in stages)

@@ -19,7 +19,7 @@ from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._stages import capture_stages
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from .record import Call, ErrorRecord, Level, Session, SourceLocation, Step
+from .record import Call, ErrorRecord, Growth, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
 TRACE_KINDS = {
@@ -64,6 +64,25 @@ class SessionRecorder:
 
     def add(self, call: Call) -> None:
         self.session.calls.append(call)
+
+    def add_growth(self, growth: Growth) -> bool:
+        """Keep growth on the call recorded last; False when no call was recorded yet."""
+        calls = self.session.calls
+        if not calls:
+            return False
+        calls[-1] = dataclasses.replace(calls[-1], growth=calls[-1].growth + (growth,))
+        return True
+
+
+@contextlib.contextmanager
+def recording_off() -> Iterator[None]:
+    """Nothing done inside is recorded: for the traces stages and growth make themselves."""
+    prev = (_state.session, _state.call, _state.levels)
+    _state.session, _state.call, _state.levels = None, None, []
+    try:
+        yield
+    finally:
+        _state.session, _state.call, _state.levels = prev
 
 
 @contextlib.contextmanager
@@ -263,13 +282,8 @@ class CallBuilder:
             return ()
         args, kwargs = self._args
         self._args = None  # keep no arrays past the call
-        # Stages are built outside the recording state so they record nothing.
-        prev = (_state.session, _state.call, _state.levels)
-        _state.session, _state.call, _state.levels = None, None, []
-        try:
+        with recording_off():  # stages record nothing
             return capture_stages(self.spec, args, kwargs)
-        finally:
-            _state.session, _state.call, _state.levels = prev
 
 
 class _ShardingHook:

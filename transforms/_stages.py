@@ -8,7 +8,11 @@ under vmap, static values under jit), then evaluates the inner stage's jaxpr
 where that gives exactly what the function would (`_stand_in`), so user
 Python is not re-run for every stage. `vmap(grad(f))` gives f -> jvp(f) ->
 linearize(f) -> linear(f) -> transpose(linear(f)) -> grad(f) -> vmap(grad(f)),
-each a jaxpr that JAX produced, with the recorded options.
+each a jaxpr that JAX produced, with the recorded options. jvp(f) is the JVP
+of f's captured jaxpr; linearize(f) and linear(f) come from one
+jax.linearize, the backward pass from jax.vjp, grad(f) from jax.grad: each of
+these runs the user's function, as differentiating a captured jaxpr can order
+equations otherwise (tests compare every stage with JAX's make_jaxpr).
 
 A stage JAX cannot produce for these inputs is recorded as unavailable with
 JAX's error; a failing stage never stops the others.
@@ -16,13 +20,15 @@ JAX's error; a failing stage never stops the others.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
+import gc
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import jax
 from jax.extend import source_info_util
@@ -63,12 +69,35 @@ def capture_stages(spec: Any, args: tuple, kwargs: dict) -> tuple[Stage, ...]:
     global _source_texts
     outer, _source_texts = _source_texts, {}
     try:
-        return tuple(_capture_spec(spec, args, kwargs, in_probe=False).stages)
+        with _young_garbage_collected_once():
+            return tuple(_capture_spec(spec, args, kwargs, in_probe=False).stages)
     except Exception as e:  # a fault of ours must not fail the user's call: record it
         label = _Label("capture", f"stage capture of {spec.kind}", "")
         return (_failed(label, "capture_stages", f"stage capture failed: {_reason(e)}"),)
     finally:
         _source_texts = outer
+
+
+@contextlib.contextmanager
+def _young_garbage_collected_once() -> Iterator[None]:
+    """Cyclic GC paused while tracing, then one collection of what it allocated.
+
+    Tracing allocates millions of objects while the jaxprs it builds stay
+    alive, so the collector's automatic passes re-scan them again and again
+    (a quarter of the CPU time of a 10,000-equation capture). One young
+    collection at the end frees the same cycles, and is counted in the
+    capture's time. NB: the GC is process-wide, so other threads see it
+    paused too; a GC the user disabled stays disabled.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 # --- stage records -------------------------------------------------------------
@@ -228,8 +257,25 @@ class _Namer:
         return record
 
 
+# Texts of scalar literals by (type, value): a loop's constants repeat.
+# NB: not zeros and NaNs, which compare equal to (or unequal to) another text.
+_literal_texts: dict[tuple[type, Any], str] = {}
+
+
 def _literal_text(v: Any) -> str:
     val = getattr(v, "val", v)
+    if isinstance(val, (bool, int)) or (isinstance(val, (float, complex)) and val == val and val):
+        key = (type(val), val)
+        text = _literal_texts.get(key)
+        if text is None:
+            if len(_literal_texts) > 10_000:
+                _literal_texts.clear()
+            text = _literal_texts[key] = _literal_text_uncached(val)
+        return text
+    return _literal_text_uncached(val)
+
+
+def _literal_text_uncached(val: Any) -> str:
     try:  # NB: jax >= 0.10 wraps literals (TypedFloat, TypedInt): print the number
         base = next((t for t in (bool, int, float, complex) if isinstance(val, t)), None)
         if base is not None:
@@ -313,20 +359,20 @@ _ROLE_RULES: dict[str, Callable[[str, Any, int, int], _Roles | None]] = {
 }
 
 
-# Summaries of tracebacks during one capture: a derived stage's equations keep
-# the traceback of the equation they came from, so each is summarized once.
-# Keyed by id, with the traceback kept alive beside its text; None between captures.
-_source_texts: dict[int, tuple[Any, str]] | None = None
+# Summaries of tracebacks during one capture, keyed by the traceback: JAX's
+# tracebacks hash and compare by their frames, so the equations a loop made on
+# one line, and a derived stage's equations, are summarized once. None between
+# captures (the keys keep their frames' code alive).
+_source_texts: dict[Any, str] | None = None
 
 
 def _source_text(source_info: Any) -> str:
     tb, cache = source_info.traceback, _source_texts
-    hit = cache.get(id(tb)) if cache is not None else None
-    if hit is not None and hit[0] is tb:
-        return hit[1]
-    text = sys.intern(source_info_util.summarize(source_info))
-    if cache is not None and tb is not None:
-        cache[id(tb)] = (tb, text)
+    if cache is None or tb is None:
+        return sys.intern(source_info_util.summarize(source_info))
+    text = cache.get(tb)
+    if text is None:
+        text = cache[tb] = sys.intern(source_info_util.summarize(source_info))
     return text
 
 
@@ -566,13 +612,24 @@ def _capture_transform(spec: Any, args: tuple, kwargs: dict, in_probe: bool) -> 
     inner = probe.captured or _not_reached_inner(spec, args, kwargs, in_probe, expr_in, error)
     stages = list(inner.stages)
     h, _ = _stand_in(inner, spec.fun, spec.kind)
-    stages += _ad_stages(spec, h, args, kwargs, expr_in, named_in)
+    stages += _ad_stages(spec, h, _jaxpr_stand_in(spec, inner, probe, args, kwargs), args, kwargs,
+                         expr_in, named_in)
     method = method.replace("{inner}", f"jaxpr of {expr_in}" if probe.derived else expr_in)
     if closed is None:
         stages.append(_failed(label, method, error, seconds))
         return _Captured(stages, spec.transformed)
     stages.append(_built(label, closed, method, seconds))
     return _Captured(stages, _evaluator(closed, shape, split, spec.transformed), derived=True)
+
+
+def _jaxpr_stand_in(spec: Any, inner: _Captured, probe: _Probe, args: tuple,
+                    kwargs: dict) -> Callable | None:
+    """The captured jaxpr of the wrapped function, where it was captured at these arguments."""
+    f_args = _f_args(spec, args, kwargs)
+    plain = _api.spec_of(spec.fun) is None
+    if not (plain and inner.derived) or probe.key is None or f_args is None:
+        return None
+    return inner.final if _call_key(*f_args) == probe.key else None
 
 
 def _trace_transform(spec: Any, probe: _Probe, split: _Split, args: tuple, kwargs: dict,
@@ -626,8 +683,8 @@ def _not_reached_inner(spec: Any, args: tuple, kwargs: dict, in_probe: bool, exp
 
 # --- autodiff stages -----------------------------------------------------------
 
-def _ad_stages(spec: Any, h: Callable, args: tuple, kwargs: dict, expr_in: str,
-               named_in: str) -> list[Stage]:
+def _ad_stages(spec: Any, h: Callable, captured: Callable | None, args: tuple, kwargs: dict,
+               expr_in: str, named_in: str) -> list[Stage]:
     roles = AD_STAGES.get(spec.kind, ())
     if not roles:
         return []
@@ -645,9 +702,13 @@ def _ad_stages(spec: Any, h: Callable, args: tuple, kwargs: dict, expr_in: str,
     }
     try:
         point = _Point.of(spec, h, args, kwargs)
+        # JVP of the user's function, applied equation by equation, is JVP of its
+        # captured jaxpr: user Python is not run again. NB: only for the user's
+        # function; a transform's jaxpr may differentiate otherwise (see _stand_in).
+        jvp_point = point if captured is None else _Point.of(spec, captured, args, kwargs, True)
     except Exception as e:  # e.g. argnums out of range: every autodiff stage says so
         return [_failed(labels[r], "", _reason(e)) for r in roles]
-    stages = [point.jvp_stage(labels["jvp"])] if "jvp" in roles else []
+    stages = [jvp_point.jvp_stage(labels["jvp"])] if "jvp" in roles else []
     if "linear" in roles:
         stages += point.linearize_stages(labels, roles)
     if "transposed" in roles:
@@ -661,9 +722,10 @@ class _Point:
     fun: Callable
     primals: tuple
     has_aux: bool
+    derived: bool = False  # fun evaluates the captured jaxpr of the function
 
     @classmethod
-    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict) -> _Point:
+    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict, derived: bool = False) -> _Point:
         if spec.kind in _CALLED:
             f_args, f_kwargs, has_aux = args, {}, bool(kwargs.get("has_aux", False))
             positions: tuple[int, ...] = tuple(range(len(args)))
@@ -680,13 +742,14 @@ class _Point:
                 full[i] = x
             return h(*full, **f_kwargs)
         _name_like(of_primals, h)
-        return cls(of_primals, primals, has_aux)
+        return cls(of_primals, primals, has_aux, derived)
 
     def jvp_stage(self, label: _Label) -> Stage:
         def jvp(primals, tangents):
             return jax.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
         _name_like(jvp, self.fun)
-        return _stage_of(label, "jax.make_jaxpr(jax.jvp(f, primals, tangents))",
+        shown = "<jaxpr of f>" if self.derived else "f"
+        return _stage_of(label, f"jax.make_jaxpr(jax.jvp({shown}, primals, tangents))",
                          lambda: jax.make_jaxpr(jvp)(self.primals, self.primals))
 
     def linearize_stages(self, labels: dict[str, _Label], roles: tuple[str, ...]) -> list[Stage]:
@@ -717,8 +780,10 @@ class _Point:
     def transposed_stage(self, label: _Label) -> Stage:
         """The backward pass as `jax.vjp(f, *primals)[1]` stages it.
 
-        NB: its own linearization, not linearize's transposed: jax 0.12's vjp
-        orders the residuals differently.
+        NB: its own linearization, not a transpose of linearize's linear map:
+        jax 0.12's vjp orders the residuals differently, and
+        `jax.linear_transpose` of that map stages work on residuals alone
+        (a cond's) that vjp's backward pass does not have.
         """
         method = "jax.make_jaxpr(jax.vjp(f, *primals)[1])"
         inside: dict[str, Stage] = {}
@@ -861,13 +926,23 @@ def growth(funs: Mapping[str, Callable], make_args: Callable[[int], tuple],
     """Equation counts of each function's staged program at each batch size.
 
     `make_args(n)` gives the arguments for batch size n (arrays or
-    jax.ShapeDtypeStruct). Call it outside `record()`: it stages with
-    `jax.make_jaxpr`, and recorded wrappers would record those traces.
+    jax.ShapeDtypeStruct). Staging records nothing. Inside a `record()` block
+    the result is also kept on the call recorded last (`Call.growth`): call
+    it right after the call it measures.
     """
-    series = []
-    for label, fun in funs.items():
-        series.append(GrowthSeries(label, tuple(_growth_point(fun, make_args, n) for n in sizes)))
-    return Growth(title or "equations per batch size", tuple(series))
+    if not funs:
+        raise ValueError("growth() needs at least one function, e.g. {'loop': f, 'vmap': g}")
+    sizes = tuple(sizes)
+    if not sizes or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in sizes):
+        raise ValueError(f"growth() sizes must be positive ints, got {sizes!r}")
+    with _recorder.recording_off():
+        series = tuple(GrowthSeries(label, tuple(_growth_point(fun, make_args, n) for n in sizes))
+                       for label, fun in funs.items())
+    result = Growth(title or "equations per batch size", series)
+    session = _recorder.active_session()
+    if session is not None:
+        session.add_growth(result)
+    return result
 
 
 def _growth_point(fun: Callable, make_args: Callable[[int], tuple], size: int) -> GrowthPoint:

@@ -308,6 +308,7 @@ class Call:
     pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
     shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
+    growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
 
     @property
     def ok(self) -> bool:

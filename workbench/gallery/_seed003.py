@@ -265,15 +265,20 @@ def loop_vs_vmap():
     """The jaxpr of convolve has three windows, three dot products, one concatenate. vmap(
     convolve) is the same program, operation for operation, with a batch axis added to each.
     The Python-loop version holds a full copy of the body per batch element: six dot_generals
-    for a batch of two, growing linearly with the batch, while vmap's stays the same size."""
+    for a batch of two, growing linearly with the batch, while vmap's stays the same size. The
+    growth (equations per batch size, 1 to 4) is kept on the vmap(convolve) call."""
     print(T.jit(convolve).trace(x, w).jaxpr)
     print(T.jit(T.vmap(convolve)).trace(xs, ws).jaxpr)
     print(T.jit(manually_batched_convolve).trace(xs, ws).jaxpr)
-    for n in (2, 4):
-        xn, wn = jnp.stack([x] * n), jnp.stack([w] * n)
-        looped = T.jit(manually_batched_convolve).trace(xn, wn).jaxpr
-        batched = T.jit(T.vmap(convolve)).trace(xn, wn).jaxpr
-        print(f"batch {n}: loop {len(looped.eqns)} equations, vmap {len(batched.eqns)}")
+    print(T.vmap(convolve)(xs, ws))
+    # Kept on the vmap(convolve) call just recorded: program size at batch 1 to 4.
+    growth = T.growth({"Python loop": manually_batched_convolve, "vmap": T.vmap(convolve)},
+                      lambda n: (jnp.stack([x] * n), jnp.stack([w] * n)), sizes=(1, 2, 3, 4),
+                      title="equations: manually_batched_convolve vs vmap(convolve)")
+    looped, batched = growth.series
+    for p, q in zip(looped.points, batched.points):
+        print(f"batch {p.size}: loop {p.eqn_count} equations, vmap {q.eqn_count} "
+              f"(dot_general: {p.count('dot_general')} vs {q.count('dot_general')})")
 
 
 @example("absolute under vmap: a Python `if` fails, jnp.where works", "003", shows_failure=True)

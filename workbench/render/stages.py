@@ -441,3 +441,85 @@ def _slope(per_element: float | None) -> Text:
         return Text("")
     text = f"+{per_element:g}" if per_element >= 0 else f"{per_element:g}"
     return Text(text, style="bold")
+
+
+class GrowthChart:
+    """Equations per batch size as text bars, one block per series, on one scale."""
+
+    def __init__(self, growth: Growth, width: int = 40, title: bool = True):
+        if width < 1:
+            raise ValueError(f"GrowthChart width must be at least 1, got {width}")
+        self.growth = growth
+        self.width = width
+        self.title = title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield _safe(self._render, "growth chart")
+
+    def _render(self) -> RenderableType:
+        g = self.growth
+        points = [p for s in g.series for p in s.points]
+        largest = max((p.eqn_count for p in points if p.eqn_count is not None), default=0)
+        pad = max((len(str(p.size)) for p in points), default=1)
+        lines = [Text(g.title, style="bold")] if self.title else []
+        for series in g.series:
+            lines.append(Text(series.label, style="bold"))
+            for p in series.points:
+                line = Text(f"  {p.size:>{pad}} ")
+                if p.eqn_count is None:
+                    line.append(_first_line(p.error), style="red")
+                else:
+                    line.append("█" * _bar(p.eqn_count, largest, self.width), style="cyan")
+                    line.append(f" {p.eqn_count}")
+                lines.append(line)
+        return Group(*lines)
+
+
+def _bar(count: int, largest: int, width: int) -> int:
+    """Bar length on a scale where `largest` fills `width`; any equation shows."""
+    if count <= 0 or largest <= 0:
+        return 0
+    return max(1, round(count * width / largest))
+
+
+def growing_primitive(growth: Growth) -> str | None:
+    """The primitive whose count grows most from the smallest to the largest batch size."""
+    best: tuple[int, str] | None = None
+    for series in growth.series:
+        ok = sorted((p for p in series.points if p.eqn_count is not None), key=lambda p: p.size)
+        if len(ok) < 2:
+            continue
+        names = {bar.primitive for p in ok for bar in p.histogram}
+        for name in names:
+            grown = ok[-1].count(name) - ok[0].count(name)
+            if grown > 0 and (best is None or (-grown, name) < (-best[0], best[1])):
+                best = (grown, name)
+    return best[1] if best else None
+
+
+class GrowthPanel:
+    """Every growth kept on a call (`Call.growth`): its table and its bar chart.
+
+    The table also counts `primitive`, by default the one that grows most
+    (dot_general for the seed's loop against vmap).
+    """
+
+    def __init__(self, growths: Sequence[Growth], primitive: str | None = None,
+                 bar_width: int = 40):
+        self.growths = tuple(growths)
+        self.primitive = primitive
+        self.bar_width = bar_width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield _safe(self._render, "growth panel")
+
+    def _render(self) -> RenderableType:
+        if not self.growths:
+            return Text("no growth recorded for this call (transforms.growth keeps it)",
+                        style="dim")
+        parts: list[RenderableType] = []
+        for g in self.growths:
+            primitive = self.primitive or growing_primitive(g)
+            parts += [GrowthView(g, primitive), GrowthChart(g, self.bar_width, title=False),
+                      Text("")]
+        return Group(*parts[:-1])
