@@ -80,8 +80,10 @@ def record_seeds() -> list[tuple[str, Session]]:
     with T.record(stages=True, inline_jnp=True) as conv:
         T.vmap(convolve)(jnp.stack([x, x]), jnp.stack([w, w]))
     sharded = run_example(gallery.find("sharded_training_step")).session
+    growth = run_example(gallery.find("loop_vs_vmap")).session
     return [("vmap(grad(example_loss))", grads), ("vmap(absolute) fails", failing),
-            ("vmap(convolve)", conv), ("data-parallel training step, 8 devices", sharded)]
+            ("vmap(convolve)", conv), ("data-parallel training step, 8 devices", sharded),
+            ("Python loop vs vmap", growth)]
 
 
 # (file name, gallery entry, keys pressed) for each screenshot
@@ -91,6 +93,7 @@ SHOTS = (
     ("tui-stages-aligned-diff", 0, ["2", "d"]),
     ("tui-failure", 1, ["4"]),
     ("tui-devices", 3, ["5"]),
+    ("tui-growth", 4, ["end", "2", "w"]),  # the last call, vmap(convolve), keeps the growth
     ("tui-sessions", None, []),
 )
 

@@ -401,3 +401,31 @@ async def test_a_pullback_call_names_its_forward_call():
         steps.set_cursor(backward_row)
         await pilot.pause()
         assert "runs the pullback of call #0" in _step_body(app)
+
+
+@sync
+async def test_growth_of_the_loop_against_vmap_in_the_stages_view():
+    from workbench import gallery
+    from workbench.gallery._registry import run_example
+    session = run_example(gallery.find("loop_vs_vmap")).session
+    grown = next(i for i, c in enumerate(session.calls) if c.growth)
+    app = build_app(session, title="t")
+    async with app.run_test(size=(120, 40)) as pilot:
+        steps = app.screen.query_one(StepList)
+        steps.set_cursor(next(i for i in range(steps.row_count)
+                              if steps.outline.row(i)[:2] == (0, grown)))
+        await pilot.press("2", "w")
+        await pilot.pause()
+        shown = _text(app.screen.query_one("#stage-extra-body"))
+        assert "dot_general" in shown and "12" in shown  # the loop's 12 at batch 4
+        await pilot.press("w")
+        assert not app.screen.query_one(StagesPane).extra
+
+
+@sync
+async def test_growth_toggle_says_when_a_call_has_none():
+    app = build_app(seed_logistic())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("2", "w")
+        await pilot.pause()
+        assert "no growth recorded" in _text(app.screen.query_one("#stage-extra-body"))

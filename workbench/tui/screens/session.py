@@ -358,6 +358,8 @@ class SessionScreen(Screen):
             lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("diff"))
         yield "Toggle stage stats", "equations, avals, primitive histogram (t)", \
             lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("stats"))
+        yield "Show growth", "equations against batch size, e.g. Python loop vs vmap (w)", \
+            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("growth"))
         yield "Export call as JSON", "write the current call as a session file (e)", \
             self.action_export_json
         yield "Export graph image", "draw the current call's graph (i)", self.action_export_graph

@@ -183,7 +183,7 @@ class LineList(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style()
         if row >= self._count:
             return Strip.blank(width, base)
         try:
@@ -201,6 +201,19 @@ class LineList(ScrollView, can_focus=True):
                     for seg in text.render(self.app.console, end="")]
         strip = Strip(segments)
         return strip.crop_extend(scroll_x, scroll_x + width, fill)
+
+    def _base_style(self) -> Style:
+        """The widget's own style, computed once per repaint rather than once per row
+        (it walks every ancestor's CSS). Kept in Textual's component-style cache, which
+        Textual clears whenever the widget's styles may have changed."""
+        cache = getattr(self, "_rich_style_cache", None)
+        if not isinstance(cache, dict):
+            return self.rich_style
+        found = cache.get(("-line-list-base",))
+        if found is None:
+            style = self.rich_style
+            found = cache[("-line-list-base",)] = (style, style)
+        return found[0]
 
     @staticmethod
     def one_line(text: object) -> str:

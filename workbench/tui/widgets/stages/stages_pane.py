@@ -12,7 +12,7 @@ from textual.widgets import Static
 from transforms.diff import StageDiff, diff_stages
 from transforms.record import Call, Stage
 
-from ....render.stages import ChainView, StageStats
+from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import Status
 from ...model import default_stage_pair, first_line
@@ -24,8 +24,20 @@ from .stage_text import StageText
 AUTO_DIFF_CELLS = 2_000_000
 
 
+def growth_focus(growths) -> str | None:
+    """The primitive the growth table counts: dot_general where the program has matrix
+    products (the work that batching multiplies: the seed's six against three), else
+    the one that grows most (GrowthPanel's default)."""
+    for g in growths:
+        for series in g.series:
+            if any(bar.primitive == "dot_general" for p in series.points for bar in p.histogram):
+                return "dot_general"
+    return None
+
+
 class StagesPane(Vertical):
-    """`a`/`A` and `b`/`B` pick the two stages, `d` the aligned diff, `t` stats, `c` the chain."""
+    """`a`/`A` and `b`/`B` pick the two stages, `d` the aligned diff, `t` stats, `c` the chain,
+    `w` the growth (equations against batch size) measured for the call."""
 
     BINDINGS = [
         Binding("a", "pick('a', 1)", "Next left stage"),
@@ -35,6 +47,7 @@ class StagesPane(Vertical):
         Binding("d", "toggle('diff')", "Aligned diff"),
         Binding("t", "toggle('stats')", "Stats"),
         Binding("c", "toggle('chain')", "Chain", show=False),
+        Binding("w", "toggle('growth')", "Growth with batch size", show=False),
     ]
     DEFAULT_CSS = """
     StagesPane #stage-head { height: auto; max-height: 3; padding: 0 1; background: $boost; }
@@ -190,6 +203,10 @@ class StagesPane(Vertical):
     def _refresh_extra(self) -> None:
         body = self.query_one("#stage-extra-body", Static)
         call = self.call
+        if self.extra == "growth" and call is not None:
+            body.update(guarded(lambda: GrowthPanel(call.growth, growth_focus(call.growth)),
+                                "growth"))
+            return
         if not self.extra or call is None or not call.stages:
             body.update("")
             return
