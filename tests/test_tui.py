@@ -429,3 +429,18 @@ async def test_growth_toggle_says_when_a_call_has_none():
         await pilot.press("2", "w")
         await pilot.pause()
         assert "no growth recorded" in _text(app.screen.query_one("#stage-extra-body"))
+
+
+@sync
+async def test_tab_never_focuses_a_hidden_view():
+    from workbench.tui.widgets.common.pane_stack import PaneStack
+    app = build_app(seed_logistic())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        stack = app.screen.query_one(PaneStack)
+        for key in ["tab"] * 8 + ["2"] + ["tab"] * 8:
+            await pilot.press(key)
+            focused = app.focused
+            shown = stack.query_one(f"#{stack.current}")
+            hidden_panes = [c for c in stack.children if c is not shown]
+            assert not any(p in focused.ancestors_with_self for p in hidden_panes), (key, focused)

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Header, Input
+from textual.widgets import Header, Input
 
 from transforms.record import Call, Session
 
@@ -20,6 +20,7 @@ from ..messages import (CallSelected, EquationChosen, FailureChosen, Status, Ste
 from ..model import StageMap, eqn_key, step_key
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
+from ..widgets.common.pane_stack import PaneStack
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
 from ..widgets.common.tab_line import TabLine
@@ -76,7 +77,7 @@ class SessionScreen(Screen):
             yield Navigator(self.session, id="navigator")
             with Vertical(id="views"):
                 yield TabLine(self._tab_labels(), "step", id="tabs")
-                with ContentSwitcher(initial="step-pane", id="view-switcher"):
+                with PaneStack(initial="step-pane", id="view-switcher"):
                     yield StepPane(id="step-pane")
                     yield StagesPane(id="stages-pane")
                     yield PytreePane(id="pytree-pane")
@@ -129,6 +130,16 @@ class SessionScreen(Screen):
         self.call_index = message.call
         self._dirty.update(("stages", "pytree", "failure", "devices"))
         self._refresh_active()
+        self._load_hidden_stages()
+
+    def _load_hidden_stages(self) -> None:
+        """Give the (hidden, but laid out) stages view the call's stages now: their lines
+        are indexed and their scrollbars placed before the user switches, so the switch
+        itself is one frame."""
+        call = self.call
+        if call is not None and call.stages and "stages" in self._dirty:
+            self.query_one(StagesPane).show_call(self.call_index, call)
+            self._dirty.discard("stages")
 
     def on_step_selected(self, message: StepSelected) -> None:
         self.call_index, self.step_pos = message.call, message.step
@@ -142,7 +153,7 @@ class SessionScreen(Screen):
     @property
     def active_view(self) -> str:
         """The view shown: step | stages | pytree | failure."""
-        current = self.query_one(ContentSwitcher).current or "step-pane"
+        current = self.query_one(PaneStack).current or "step-pane"
         return current.removesuffix("-pane")
 
     def _active(self) -> str:
@@ -234,7 +245,7 @@ class SessionScreen(Screen):
         if view == "devices" and not self.has_devices:
             self.say("this session ran on one device: no shardings or collectives recorded")
             return
-        switcher = self.query_one(ContentSwitcher)
+        switcher = self.query_one(PaneStack)
         inside = self.focused is not None and switcher in self.focused.ancestors_with_self
         switcher.current = f"{view}-pane"
         self.query_one(TabLine).set_active(view)

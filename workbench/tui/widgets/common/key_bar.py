@@ -74,7 +74,7 @@ class KeyBar(Static):
         colour = self.app.theme_variables.get("footer-key-foreground", "yellow")
         line, self._spans = key_line([(a.node, a.binding) for a in active if a.enabled],
                                      f"bold {colour}", self.app.ENABLE_COMMAND_PALETTE)
-        self.update(line)
+        self.update(line, layout=False)  # one row, whatever the keys: no layout pass
 
     async def on_click(self, event: events.Click) -> None:
         x = event.x - self.gutter.left

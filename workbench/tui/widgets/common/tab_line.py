@@ -52,7 +52,7 @@ class TabLine(Static):
             self._columns.append((start, len(labels), view))
             labels.append(" ")
             rule.append("─", style="dim")
-        self.update(labels + Text("\n") + rule)
+        self.update(labels + Text("\n") + rule, layout=False)  # always two rows
 
     def on_click(self, event: events.Click) -> None:
         x = event.x - self.gutter.left
