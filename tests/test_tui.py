@@ -444,3 +444,18 @@ async def test_tab_never_focuses_a_hidden_view():
             shown = stack.query_one(f"#{stack.current}")
             hidden_panes = [c for c in stack.children if c is not shown]
             assert not any(p in focused.ancestors_with_self for p in hidden_panes), (key, focused)
+
+
+@sync
+async def test_a_big_session_freezes_the_apps_objects_out_of_the_gc_after_its_first_frame():
+    import gc
+    from transforms.record import Call, Level, Session, Step
+    from workbench.tui import FREEZE_STEPS
+    steps = tuple(Step(index=i, level=0, primitive="sin") for i in range(FREEZE_STEPS))
+    level = Level(index=0, kind="outer", label="eval#0", depth=0, parent=None, trace_type="EvalTrace")
+    session = Session(calls=[Call(0, "jit", "f", None, levels=(level,), steps=steps)])
+    app = build_app(session)
+    frozen_at_build = gc.get_freeze_count()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert gc.get_freeze_count() > frozen_at_build  # the app's widgets and styles too

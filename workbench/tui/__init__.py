@@ -21,12 +21,15 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
     """The app, not yet running (tests drive it with `run_test()`)."""
     from .app import WorkbenchApp
     gallery = as_gallery(sessions, title)
-    if sum(s.step_count for _, s in gallery) >= FREEZE_STEPS:
+    big = sum(s.step_count for _, s in gallery) >= FREEZE_STEPS
+    if big:
         # NB: a big session is millions of long-lived objects; each full collection
         # would walk them all (tens of ms, mid-keystroke). Freeze them out of the GC.
         gc.collect()
         gc.freeze()
-    return WorkbenchApp(gallery, title=title, export_dir=export_dir)
+    app = WorkbenchApp(gallery, title=title, export_dir=export_dir)
+    app.freeze_after_start = big
+    return app
 
 
 def run(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
