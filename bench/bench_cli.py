@@ -27,9 +27,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _common import exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
+
 import transforms  # noqa: E402
 from transforms.record import Call, Session  # noqa: E402
-from _common import exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
 
 RUN_TARGET = 1.5
 IO_TARGET = 2.0

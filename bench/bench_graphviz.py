@@ -23,7 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from transforms import _stages  # noqa: E402  (bench only: stage one jaxpr without a call)
 from workbench import export  # noqa: E402
-from workbench.export import GraphOptions, GraphTooLarge, collect_jaxpr, to_dot  # noqa: E402
+from workbench.export import GraphTooLarge, collect_jaxpr, to_dot  # noqa: E402
 
 
 def program(blocks: int):

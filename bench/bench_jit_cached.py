@@ -21,9 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from _common import exit_with, header, median, verdict  # noqa: E402
 
 import transforms  # noqa: E402
-from _common import exit_with, header, median, verdict  # noqa: E402
 
 TARGET = 1.05
 

@@ -24,9 +24,9 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
+from _common import BATCH, DEPTH, WIDTH, exit_with, header, make_mlp, verdict  # noqa: E402
 
 import transforms  # noqa: E402
-from _common import DEPTH, WIDTH, BATCH, exit_with, header, make_mlp, verdict  # noqa: E402
 
 TARGET = 500.0  # bytes per step
 IN_AXES = (None, 0, 0)

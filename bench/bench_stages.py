@@ -39,11 +39,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from _common import exit_with, header, interleaved, median, timed, verdict  # noqa: E402
 
 import transforms  # noqa: E402
-from _common import exit_with, header, interleaved, median, timed, verdict  # noqa: E402
-from transforms._api import TransformSpec, spec_of  # noqa: E402
 import transforms._stages as stages_module  # noqa: E402
+from transforms._api import TransformSpec, spec_of  # noqa: E402
 from transforms._stages import capture_stages  # noqa: E402
 from transforms.diff import diff_stages, find_stage  # noqa: E402
 

@@ -20,10 +20,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
+from _common import BATCH, DEPTH, WIDTH, exit_with, header, interleaved, make_mlp, median, verdict  # noqa: E402
 
 import transforms  # noqa: E402
-from _common import (DEPTH, WIDTH, BATCH, exit_with, header, interleaved, make_mlp,  # noqa: E402
-                     median, verdict)
 
 TARGET = 1.3
 IN_AXES = (None, 0, 0)

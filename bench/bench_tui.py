@@ -20,8 +20,8 @@ the screen to settle: printed too, for information. Prints PASS or FAIL, exits 1
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import gc
 import statistics
 import sys

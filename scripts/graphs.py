@@ -14,9 +14,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the seed examples live in tests/corpus.py
 
+import corpus as C  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-import corpus as C  # noqa: E402
 import transforms as T  # noqa: E402
 from workbench import export  # noqa: E402
 

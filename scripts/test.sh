@@ -54,6 +54,18 @@ if [ "$#" -eq 0 ] && [ ! -d tests ]; then
     exit 1
 fi
 
+# Lint first (ruff, configured in pyproject.toml): cheap, and a failure is
+# reported with the test runs rather than stopping them.
+if [ "$#" -eq 0 ]; then
+    echo "=== lint: ruff check ==="
+    if .venv/bin/ruff check .; then
+        summary+=("lint: ruff clean")
+    else
+        summary+=("lint: FAILED (ruff check)")
+        overall=1
+    fi
+fi
+
 run_tests .venv py311 "$@"
 run_tests .venv312 py312 "$@"
 

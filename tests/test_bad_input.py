@@ -7,10 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from corpus import ABSOLUTE_IF_LINE, absolute_if, assert_same_error, outcome
 from jax._src import core as jax_src_core
 
 import transforms
-from corpus import ABSOLUTE_IF_LINE, absolute_if, assert_same_error, outcome
 
 
 def sin(x):

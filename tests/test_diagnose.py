@@ -9,11 +9,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from corpus import (
+    ABSOLUTE_IF_LINE,
+    CASES_BY_NAME,
+    CONTAINER,
+    PIECEWISE_IF_LINE,
+    assert_same_error,
+    outcome,
+    test_func,
+)
 from jax import lax
 
 import transforms as T
-from corpus import (ABSOLUTE_IF_LINE, CASES_BY_NAME, CONTAINER, PIECEWISE_IF_LINE,
-                    assert_same_error, outcome, test_func)
 from transforms._diagnose import check_inputs
 
 # Seed 000 exactly as posted: repack_NTC returns `value`, a name never defined.
@@ -26,7 +33,7 @@ def unpack_NTC(c):
 
 
 def repack_NTC(passive, active):
-    (name, flag), (array,) = passive, active
+    (name, flag), (array,) = passive, active  # noqa: F841 - the seed's code, kept
     return NTBroken(name, flag, value)  # noqa: F821 - the seed's bug, kept on purpose
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from test_render_devices import ALL_REDUCE, REPLICATED, STAGE, batch_record
+
 from transforms.record import Call, Session
 from workbench import export
 from workbench.export import collect_devices, to_dot

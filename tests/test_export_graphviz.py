@@ -10,11 +10,33 @@ import subprocess
 
 import pytest
 
-from transforms.record import (Call, EqnRecord, JaxprRecord, Level, PairRow, Session, Stage,
-                               Step, SubJaxprRecord, TreeNode, TreePair, TreeRecord, ValueRecord)
+from transforms.record import (
+    Call,
+    EqnRecord,
+    JaxprRecord,
+    Level,
+    PairRow,
+    Session,
+    Stage,
+    Step,
+    SubJaxprRecord,
+    TreeNode,
+    TreePair,
+    TreeRecord,
+    ValueRecord,
+)
 from workbench import export
-from workbench.export import (ExportError, GraphOptions, GraphTooLarge, GraphvizMissing,
-                              collect_jaxpr, collect_pytree, collect_stages, collect_tower, to_dot)
+from workbench.export import (
+    ExportError,
+    GraphOptions,
+    GraphTooLarge,
+    GraphvizMissing,
+    collect_jaxpr,
+    collect_pytree,
+    collect_stages,
+    collect_tower,
+    to_dot,
+)
 from workbench.export.graphviz import dot_string, find_repeats, origin_of
 
 HAVE_DOT = shutil.which("dot") is not None

@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 import shutil
 
+import corpus as C
 import jax.numpy as jnp
 import pytest
 
-import corpus as C
 import transforms as T
 from workbench import export
 from workbench.export import collect

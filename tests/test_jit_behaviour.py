@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from corpus import WK, X, assert_same_error, assert_same_tree, convolve, outcome, sin_twice
 
 import transforms
-from corpus import assert_same_error, assert_same_tree, convolve, outcome, sin_twice, X, WK
 
 TRANSFORMS_DIR = os.path.dirname(os.path.abspath(transforms.__file__)) + os.sep
 X3 = jnp.arange(3.0)

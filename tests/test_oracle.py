@@ -13,12 +13,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from corpus import (
+    CASES,
+    CASES_BY_NAME,
+    B,
+    W,
+    assert_same_outcome,
+    loss,
+    normalized_message,
+    outcome,
+    piecewise,
+    sqrt_newton,
+)
 from jax._src import core as jax_src_core
 from jax.test_util import check_grads
 
 import transforms
-from corpus import (B, CASES, CASES_BY_NAME, W, assert_same_outcome, loss, normalized_message,
-                    outcome, piecewise, sqrt_newton)
 
 IDS = [c.name for c in CASES]
 

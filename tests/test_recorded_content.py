@@ -9,10 +9,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from corpus import (
+    CASES,
+    LOG1PEXP_JVP_LINE,
+    NN_X,
+    VEC,
+    clipped_cube,
+    cond_fn,
+    log1pexp,
+    log1pexp_jvp,
+    scan_fn,
+    sin_times,
+    while_fn,
+)
 
 import transforms
-from corpus import (CASES, LOG1PEXP_JVP_LINE, NN_X, VEC, clipped_cube, cond_fn, log1pexp,
-                    log1pexp_jvp, scan_fn, sin_times, while_fn)
 
 
 def _line(func, fragment: str) -> int:

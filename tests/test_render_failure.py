@@ -1,12 +1,11 @@
 """Failure renderables: exact text with Console(color_system=None)."""
 from __future__ import annotations
 
+import jax.numpy as jnp
+from corpus import CASES_BY_NAME, Primal, Tangent
 from rich.console import Console
 
-import jax.numpy as jnp
-
 import transforms as T
-from corpus import CASES_BY_NAME, Primal, Tangent
 from transforms._trees import TreeBuilder, pair_trees
 from transforms.record import Call, Diagnostic, ErrorRecord, Level, SourceLocation, Step
 from workbench.render.failure import DiagnosticsView, FailurePanel

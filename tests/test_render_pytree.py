@@ -1,12 +1,11 @@
 """Pytree renderables: exact text with Console(color_system=None)."""
 from __future__ import annotations
 
+import jax.numpy as jnp
+from corpus import CONTAINER, Primal, Tangent, test_func
 from rich.console import Console
 
-import jax.numpy as jnp
-
 import transforms as T
-from corpus import CONTAINER, Primal, Tangent, test_func
 from transforms._trees import TreeBuilder, pair_trees
 from transforms.record import TreeNode, TreeRecord
 from workbench.render.pytree import PairView, TreeView

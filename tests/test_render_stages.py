@@ -9,15 +9,33 @@ import io
 
 import jax
 import pytest
+from corpus import WS, XS, convolve
 from rich.console import Console
 
 import transforms
-from corpus import WS, XS, convolve
 from transforms.diff import diff_stages
-from transforms.record import (EqnRecord, Growth, GrowthPoint, GrowthSeries, JaxprRecord, Metric,
-                               PrimitiveCount, Stage)
-from workbench.render import (ChainView, DiffView, GrowthChart, GrowthPanel, GrowthView,
-                              JaxprView, StageStats, StageView, fold_jaxpr, growing_primitive)
+from transforms.record import (
+    EqnRecord,
+    Growth,
+    GrowthPoint,
+    GrowthSeries,
+    JaxprRecord,
+    Metric,
+    PrimitiveCount,
+    Stage,
+)
+from workbench.render import (
+    ChainView,
+    DiffView,
+    GrowthChart,
+    GrowthPanel,
+    GrowthView,
+    JaxprView,
+    StageStats,
+    StageView,
+    fold_jaxpr,
+    growing_primitive,
+)
 
 
 def render(renderable, width: int = 72) -> str:

@@ -7,12 +7,11 @@ import random
 
 import jax.numpy as jnp
 import pytest
+from corpus import WS, XS, X, convolve
 
 import transforms
 import transforms.diff as diff_module
-from corpus import WS, XS, X, convolve
-from transforms.diff import (AvalChange, EqnChange, PrimitiveDelta, align, diff_stages,
-                             find_stage, short_aval)
+from transforms.diff import AvalChange, EqnChange, PrimitiveDelta, align, diff_stages, find_stage, short_aval
 from transforms.record import Stage
 
 

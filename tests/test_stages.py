@@ -9,17 +9,29 @@ from __future__ import annotations
 
 import gc
 
+import corpus
 import jax
 import jax.numpy as jnp
 import pytest
+from corpus import (
+    CASES,
+    CASES_BY_NAME,
+    WK,
+    WS,
+    XS,
+    X,
+    convolve,
+    outcome,
+    piecewise,
+    sin_twice,
+    sum_sq,
+    while_fn,
+)
 from jax.extend.core import Primitive
 from jax.interpreters import batching
 
 import transforms
 import transforms._stages as stages_module
-import corpus
-from corpus import (CASES, CASES_BY_NAME, WK, WS, XS, X, convolve, outcome, piecewise, sin_twice,
-                    sum_sq, while_fn)
 from transforms._stages import growth
 from transforms.diff import find_stage
 from transforms.record import GrowthPoint, Metric, PrimitiveCount, Stage, load

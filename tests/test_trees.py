@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
+from corpus import CASES_BY_NAME, CONTAINER, MATRIX, PARAMS, assert_same_error, outcome
 
 import transforms as T
-from corpus import CASES_BY_NAME, CONTAINER, PARAMS, MATRIX, assert_same_error, outcome
 from transforms._trees import MAX_DEPTH, MAX_NODES, TreeBuilder, pair_trees, treedef_tree
 
 

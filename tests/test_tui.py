@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from rich.console import Console
+from test_tui_support import corpus_session, random_session, seed_absolute, seed_logistic, sync
 
 import transforms
 from workbench.tui import build_app as _build_app
@@ -19,8 +20,6 @@ from workbench.tui.widgets.common.status_bar import StatusBar
 from workbench.tui.widgets.navigator.step_list import StepList
 from workbench.tui.widgets.stages.stages_pane import StagesPane
 from workbench.tui.widgets.step.step_pane import StepPane
-
-from test_tui_support import corpus_session, random_session, seed_absolute, seed_logistic, sync
 
 SIZE = (80, 24)
 
@@ -347,6 +346,7 @@ def test_import_workbench_stays_light():
 
 def test_key_bar_line_lists_each_action_once_with_its_columns():
     from textual.binding import Binding
+
     from workbench.tui.widgets.common.key_bar import key_line
     app, screen = object(), object()
     bindings = [(screen, Binding("2", "view('stages')", "Stages")),
@@ -449,6 +449,7 @@ async def test_tab_never_focuses_a_hidden_view():
 @sync
 async def test_a_big_session_freezes_the_apps_objects_out_of_the_gc_after_its_first_frame():
     import gc
+
     from transforms.record import Call, Level, Session, Step
     from workbench.tui import FREEZE_STEPS
     steps = tuple(Step(index=i, level=0, primitive="sin") for i in range(FREEZE_STEPS))

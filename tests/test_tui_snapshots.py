@@ -14,13 +14,11 @@ from pathlib import Path
 
 import jax
 import pytest
+from pytest_textual_snapshot import SVGImageExtension
+from test_tui_support import seed_absolute, seed_convolve, seed_logistic
 
 from transforms.record import Session
-from pytest_textual_snapshot import SVGImageExtension
-
 from workbench.tui import build_app
-
-from test_tui_support import seed_absolute, seed_convolve, seed_logistic
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,15 +9,25 @@ import random
 
 import jax.numpy as jnp
 import pytest
+from corpus import CASES_BY_NAME, INPUTS, TARGETS, WS, XS, B, W, absolute_if, convolve, example_loss
 
 import transforms as T
-from transforms.record import (Call, EqnRecord, ErrorRecord, JaxprRecord, Level, Metric,
-                               PrimitiveCount, Session, SourceLocation, Stage, Step, ValueRecord)
+from transforms.record import (
+    Call,
+    EqnRecord,
+    ErrorRecord,
+    JaxprRecord,
+    Level,
+    Metric,
+    PrimitiveCount,
+    Session,
+    SourceLocation,
+    Stage,
+    Step,
+    ValueRecord,
+)
 from workbench.tui import model
 from workbench.tui.model import CALL, LEVEL, STEP, Outline, StepFilter
-
-from corpus import (B, CASES_BY_NAME, INPUTS, TARGETS, WS, XS, W, absolute_if, convolve,
-                    example_loss)
 
 
 def sync(test):
@@ -42,7 +52,7 @@ def seed_logistic() -> Session:
 def seed_absolute() -> Session:
     """Seed 003: a Python `if` on a batched value fails under vmap."""
     with T.record(stages=True, inline_jnp=True) as s:
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - whichever error JAX raises is the seed's
             T.vmap(absolute_if)(jnp.arange(-2.0, 3.0))
     return s
 

@@ -19,11 +19,11 @@ from ._api import vjp as vjp
 from ._api import vmap as vmap
 from ._recorder import record as record
 from ._stages import growth as growth
+from .record import SCHEMA_VERSION as SCHEMA_VERSION
 from .record import Call as Call
 from .record import ErrorRecord as ErrorRecord
 from .record import JaxprRecord as JaxprRecord
 from .record import Level as Level
-from .record import SCHEMA_VERSION as SCHEMA_VERSION
 from .record import Session as Session
 from .record import SessionLoadError as SessionLoadError
 from .record import SourceLocation as SourceLocation

@@ -25,11 +25,23 @@ from jax import tree_util
 
 from ._interpreters import JAX_DIR, PACKAGE_DIR, Tracer, trace_has_ended, trace_of
 from ._snapshot import location_of
+from ._trees import (
+    _LEAF_TYPES,
+    TreeBuilder,
+    _builtin_children,
+    backward_trees,
+    flatten_one,
+    input_trees,
+    is_custom_node,
+    output_trees,
+    pair_trees,
+    pushforward_trees,
+    qualified_name,
+    safe_text,
+    signature_parameters,
+    treedef_tree,
+)
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
-from ._trees import (_LEAF_TYPES, TreeBuilder, _builtin_children, backward_trees, flatten_one,
-                     input_trees, pushforward_trees, signature_parameters,
-                     is_custom_node, output_trees,
-                     pair_trees, qualified_name, safe_text, treedef_tree)
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
 MAX_CHECKED_NODES = 200   # custom nodes checked per call (one per type is enough)

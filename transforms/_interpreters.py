@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 import jax
 from jax import core as jax_core
-from jax.extend import core as jex_core
-from jax.extend import linear_util as lu
-from jax.extend import source_info_util
 
 # NB: jax._src: traceback filtering has no public registration; without it our
 # wrapper frames would show in the tracebacks JAX filters for users.
 from jax._src import traceback_util as _traceback_util
+from jax.extend import core as jex_core
+from jax.extend import linear_util as lu
+from jax.extend import source_info_util
 
 Trace = jax_core.Trace
 Tracer = jax_core.Tracer

@@ -17,8 +17,8 @@ from . import _interpreters as _i
 from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
-from ._stages import capture_stages
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
+from ._stages import capture_stages
 from .record import Call, ErrorRecord, Growth, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.

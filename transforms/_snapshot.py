@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._interpreters import (JAX_DIR, PACKAGE_DIR, ClosedJaxpr, Jaxpr, Tracer, trace_has_ended,
-                            trace_of)
+from ._interpreters import JAX_DIR, PACKAGE_DIR, ClosedJaxpr, Jaxpr, Tracer, trace_has_ended, trace_of
 from .record import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.

@@ -37,8 +37,16 @@ from jax.extend.core import DropVar, Literal, jaxpr_as_fun, valid_jaxtype
 from . import _api, _recorder, _sharding  # NB: _api and _recorder import this module
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
-from .record import (EqnRecord, Growth, GrowthPoint, GrowthSeries, Metric, PrimitiveCount,
-                     Stage, SubJaxprRecord)
+from .record import (
+    EqnRecord,
+    Growth,
+    GrowthPoint,
+    GrowthSeries,
+    Metric,
+    PrimitiveCount,
+    Stage,
+    SubJaxprRecord,
+)
 
 # Autodiff stages per transformation, in pipeline order (grad = transpose of
 # the linearized JVP). hessian is jacfwd(jacrev(f)): its reverse part is f's.
@@ -844,7 +852,7 @@ def _compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Sta
         _Label(f"memory({expr})", f"memory analysis of {named}", "memory", "jit"),
     ]
     if traced is None:
-        return [_failed(l, "", f"not reached: jit tracing failed ({error})") for l in labels]
+        return [_failed(label, "", f"not reached: jit tracing failed ({error})") for label in labels]
     stablehlo, hlo, cost, memory = labels
     start = time.perf_counter()
     try:
@@ -853,8 +861,8 @@ def _compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Sta
     except Exception as e:
         first = _failed(stablehlo, "jax.jit(f).lower(*args).as_text()", _reason(e),
                         time.perf_counter() - start)
-        return [first] + [_failed(l, "", f"not reached: lowering failed ({first.reason})")
-                          for l in (hlo, cost, memory)]
+        return [first] + [_failed(label, "", f"not reached: lowering failed ({first.reason})")
+                          for label in (hlo, cost, memory)]
     stages = [_text_stage(stablehlo, "jax.jit(f).lower(*args).as_text()", text, start)]
     start = time.perf_counter()
     try:
@@ -864,7 +872,7 @@ def _compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Sta
         failed = _failed(hlo, "jax.jit(f).lower(*args).compile().as_text()", _reason(e),
                          time.perf_counter() - start)
         not_reached = f"not reached: compilation failed ({failed.reason})"
-        return stages + [failed] + [_failed(l, "", not_reached) for l in (cost, memory)]
+        return stages + [failed] + [_failed(label, "", not_reached) for label in (cost, memory)]
     stages.append(_sharding.with_compiled_view(
         _text_stage(hlo, "jax.jit(f).lower(*args).compile().as_text()", text, start), compiled))
     stages.append(_metrics_stage(cost, "compiled.cost_analysis()",

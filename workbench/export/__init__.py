@@ -16,10 +16,10 @@ from ._api import export_session_graphs as export_session_graphs
 from ._api import graph as graph
 from ._api import main as main
 from ._api import write_call_graph as write_call_graph
+from ._write import MAX_RENDER_NODES as MAX_RENDER_NODES
 from ._write import ExportError as ExportError
 from ._write import GraphTooLarge as GraphTooLarge
 from ._write import GraphvizMissing as GraphvizMissing
-from ._write import MAX_RENDER_NODES as MAX_RENDER_NODES
 from ._write import write_graph as write_graph
 from .devices import collect_devices as collect_devices
 from .graphviz import Cluster as Cluster

@@ -11,8 +11,15 @@ from transforms.record import Call, Session, SessionLoadError, Stage, load
 
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
-from .graphviz import (CollectError, Graph, GraphOptions, collect_jaxpr, collect_pytree,
-                       collect_stages, collect_tower)
+from .graphviz import (
+    CollectError,
+    Graph,
+    GraphOptions,
+    collect_jaxpr,
+    collect_pytree,
+    collect_stages,
+    collect_tower,
+)
 
 VIEWS = ("jaxpr", "stages", "tower", "pytree", "devices")
 

@@ -9,8 +9,15 @@ nodes naming their kind, result, bytes and device groups, in program order.
 from __future__ import annotations
 
 from transforms.record import Call, CollectiveRecord, ShardingRecord, Stage
-from workbench.render.devices import (block_text, bytes_text, compiled_stages, grid_shape,
-                                      groups_text, mesh_summary, shape_text)
+from workbench.render.devices import (
+    block_text,
+    bytes_text,
+    compiled_stages,
+    grid_shape,
+    groups_text,
+    mesh_summary,
+    shape_text,
+)
 
 from .graphviz import Cluster, Edge, Graph, GraphOptions, Node, _shorten
 

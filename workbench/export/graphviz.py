@@ -15,7 +15,6 @@ from typing import Iterable, Sequence
 from transforms.diff import diff_stages, short_aval
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
 
-
 # --- the graph as data -------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,8 @@ def run_example(ex: Example) -> Outcome:
             with contextlib.redirect_stdout(out):
                 try:
                     ex.run()
-                except Exception as e:  # recorded in the Outcome: one broken example must not stop the gallery
+                # recorded in the Outcome: one broken example must not stop the gallery
+                except Exception as e:
                     error = f"{type(e).__name__}: {e}"
                     tb = "".join(traceback.format_exception(e))
     finally:

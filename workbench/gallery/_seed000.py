@@ -45,7 +45,7 @@ def ntcontainer_broken():
     NTContainer = namedtuple('NTContainer', ['name', 'flag', 'array'])
 
     def repack_NTC(passive, active):
-        (name, flag), (array,) = passive, active
+        (name, flag), (array,) = passive, active  # noqa: F841 - the seed's code, kept
         return NTContainer(name, flag, value)  # noqa: F821 (the seed's bug, kept)
 
     jax.tree_util.register_pytree_node(NTContainer, unpack_NTC, repack_NTC)

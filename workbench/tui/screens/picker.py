@@ -8,8 +8,8 @@ from textual.widgets import Header, OptionList
 from textual.widgets.option_list import Option
 
 from ..messages import SessionChosen
-from ..widgets.common.key_bar import KeyBar
 from ..model import Gallery, session_summary
+from ..widgets.common.key_bar import KeyBar
 
 
 class PickerScreen(Screen):

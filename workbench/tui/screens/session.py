@@ -15,8 +15,7 @@ from textual.widgets import Header, Input
 from transforms.record import Call, Session
 
 from .. import export
-from ..messages import (CallSelected, EquationChosen, FailureChosen, Status, StepSelected,
-                        ViewChosen)
+from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
 from ..model import StageMap, eqn_key, step_key
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
