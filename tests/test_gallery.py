@@ -55,7 +55,8 @@ def test_export_writes_one_dump_per_example_and_an_index(exported):
         assert entry["steps"] == session.step_count
         assert session.title == entry["title"]
         assert session.metadata == {"example": entry["name"], "seed": entry["seed"],
-                                    "description": entry["explanation"]}
+                                    "description": entry["explanation"],
+                                    "output": entry["output"]}
     md = (out / "index.md").read_text()
     assert md.startswith("# Gallery of the seed examples")
     for ex in gallery.EXAMPLES:

@@ -325,14 +325,12 @@ def _demo(args: argparse.Namespace) -> int:
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
+    if args.export is None:
+        return _demo_tui(examples)
     outcomes = _record_gallery(examples, quiet=args.quiet)
     broken = [o for o in outcomes if not o.ok]
     for o in broken:
         _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
-    if args.export is None:
-        code = _open_tui([(o.example.title, o.session) for o in outcomes],
-                         "Gallery of the seed examples", "use --export DIR")
-        return code or (EXIT_SCRIPT_FAILED if broken else EXIT_OK)
     exporter = None if args.no_graphs else graph_exporter()
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
@@ -341,6 +339,25 @@ def _demo(args: argparse.Namespace) -> int:
                 + ("" if exporter or args.no_graphs else
                    "; no graph images: the Graphviz exporter (workbench.export) is not "
                    "available yet"))
+    return EXIT_SCRIPT_FAILED if broken else EXIT_OK
+
+
+def _demo_tui(examples: list) -> int:
+    """The picker at once; each example is recorded in the background (the one opened first)."""
+    from workbench import gallery
+    from workbench.tui import run_gallery
+    broken = []
+
+    def record(i: int) -> Session:
+        o = gallery.run_example(examples[i])
+        if not o.ok:
+            broken.append(o)
+        return o.session
+
+    run_gallery([(ex.title, ex.explanation) for ex in examples], record,
+                title="Gallery of the seed examples")
+    for o in broken:
+        _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 

@@ -93,5 +93,7 @@ def run_example(ex: Example) -> Outcome:
     finally:
         _shown = prev
     session.title = ex.title
-    session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation}
+    # What it printed belongs to the story: the TUI's Output view shows it.
+    session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation,
+                        "output": out.getvalue()}
     return Outcome(ex, session, out.getvalue(), shown, error, tb, time.perf_counter() - start)

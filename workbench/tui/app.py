@@ -2,18 +2,24 @@
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from transforms.record import Session
+
 from .messages import SessionChosen
-from .model import Gallery
+from .model import Entries, session_description
 from .screens.help import HelpScreen
 from .screens.picker import PickerScreen
 from .screens.session import SessionScreen
+
+# Records gallery entry i (in a worker thread): `workbench demo` shows the picker at once.
+Recorder = Callable[[int], Session]
 
 
 class WorkbenchApp(App):
@@ -27,11 +33,19 @@ class WorkbenchApp(App):
         Binding("question_mark,f1", "help", "Help"),
     ]
 
-    def __init__(self, gallery: Gallery, title: str | None = None,
-                 export_dir: str | Path | None = None) -> None:
+    def __init__(self, gallery: Entries, title: str | None = None,
+                 export_dir: str | Path | None = None, *,
+                 descriptions: list[str] | None = None, recorder: Recorder | None = None,
+                 watch: object | None = None) -> None:
         super().__init__()
         self.gallery = gallery
         self.export_dir = export_dir
+        self.descriptions = descriptions or [
+            session_description(s) if s is not None else "" for _, s in gallery]
+        self.recorder = recorder
+        self.watch = watch  # a Watch (`workbench run --watch`): re-records on change
+        self._wanted: int | None = None  # the entry to open once it is recorded
+        self._want_lock = threading.Lock()
         if title:
             self.title = title
 
@@ -43,16 +57,60 @@ class WorkbenchApp(App):
     def on_mount(self) -> None:
         if self.freeze_after_start:
             self.call_after_refresh(_freeze_long_lived)
+        if self.recorder is not None:
+            self.run_worker(self._record_all, thread=True, group="gallery", exit_on_error=False)
+        if self.watch is not None:
+            self.watch.start(self)  # type: ignore[attr-defined]
 
     def get_default_screen(self) -> Screen:
-        if len(self.gallery) == 1:
+        if len(self.gallery) == 1 and self.gallery[0][1] is not None:
             title, session = self.gallery[0]
             return SessionScreen(session, title, export_dir=self.export_dir)
-        return PickerScreen(self.gallery)
+        return PickerScreen(self.gallery, self.descriptions)
+
+    # --- the gallery, recorded in the background ---------------------------------
+
+    def _record_all(self) -> None:
+        """Record every pending entry, the one the user asked for first."""
+        while True:
+            with self._want_lock:
+                pending = [i for i, (_, s) in enumerate(self.gallery) if s is None]
+                if not pending:
+                    return
+                i = self._wanted if self._wanted in pending else pending[0]
+            try:
+                session = self.recorder(i)  # type: ignore[misc]
+            except Exception as e:  # one broken example must not stop the gallery
+                session = Session(calls=[], title=self.gallery[i][0],
+                                  metadata={"description": f"recording failed: "
+                                                           f"{type(e).__name__}: {e}"})
+            self.call_from_thread(self._recorded, i, session)  # waits: entry i is filled
+
+    def _recorded(self, i: int, session: Session) -> None:
+        self.gallery[i] = (self.gallery[i][0], session)
+        for screen in self.screen_stack:
+            if isinstance(screen, PickerScreen):
+                screen.recorded(i)
+        if self._wanted == i:
+            self._wanted = None
+            if isinstance(self.screen, PickerScreen):
+                self._open(i)
 
     def on_session_chosen(self, message: SessionChosen) -> None:
-        title, session = self.gallery[message.index]
-        self.push_screen(SessionScreen(session, title, gallery=True, export_dir=self.export_dir))
+        if self.gallery[message.index][1] is None:
+            with self._want_lock:
+                self._wanted = message.index
+            if isinstance(self.screen, PickerScreen):
+                self.screen.say(f"recording {self.gallery[message.index][0]!r}…: it opens "
+                                f"when ready")
+            return
+        self._open(message.index)
+
+    def _open(self, i: int) -> None:
+        title, session = self.gallery[i]
+        if session is not None:
+            self.push_screen(SessionScreen(session, title, gallery=True,
+                                           export_dir=self.export_dir))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -44,10 +44,12 @@ class Guarded:
             self._drawn = (key, lines)
         if options.height is not None:
             lines = lines[:options.height]
-        for i, line in enumerate(lines):
-            if i:
-                yield Segment.line()
+        # Every line ends in a newline, the last one too: Textual counts newlines to find
+        # the height, and a renderable after this one in a Group starts on a line of its own.
+        newline = Segment.line()
+        for line in lines:
             yield from line
+            yield newline
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         try:

@@ -143,6 +143,67 @@ def failing_steps(call: Call) -> set[int]:
     return out
 
 
+# --- call labels --------------------------------------------------------------------
+
+# The transformations a user applies (transforms' public wrappers): a level of one of
+# these kinds is part of a call's composition; eval, custom rules and the like are not.
+TRANSFORMATIONS = frozenset({"grad", "value_and_grad", "vmap", "jit", "jvp", "vjp",
+                             "linearize", "jacfwd", "jacrev", "hessian"})
+
+
+def composition(call: Call) -> list[str]:
+    """The transformations applied, outermost first: ["vmap", "grad"] for vmap(grad(f)).
+
+    Read off the deepest transformation level's label (`vmap#1/grad#2`), which
+    names every level above it; the call's own transform comes first."""
+    deepest: Level | None = None
+    for lv in call.levels:
+        if lv.kind in TRANSFORMATIONS and (deepest is None or lv.depth > deepest.depth):
+            deepest = lv
+    kinds = []
+    if deepest is not None:
+        for part in str(deepest.label).split("/"):
+            kind = part.rsplit("#", 1)[0]
+            if kind in TRANSFORMATIONS:
+                kinds.append(kind)
+    if call.transform and (not kinds or kinds[0] != call.transform):
+        kinds.insert(0, call.transform)
+    return kinds
+
+
+def composed_label(call: Call) -> str:
+    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`."""
+    label = str(call.function)
+    for kind in reversed(composition(call)):
+        label = f"{kind}({label})"
+    return label
+
+
+def call_labels(session: Session) -> list[str]:
+    """Each call's composed label; calls whose labels are equal are told apart by the
+    line that made them (`at _seed003.py:302`), else by their number among them."""
+    labels = [sanitize(composed_label(c)) for c in session.calls]
+    groups: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(label, []).append(i)
+    out = list(labels)
+    for label, members in groups.items():
+        if len(members) < 2:
+            continue
+        wheres = [_call_line(session.calls[i]) for i in members]
+        distinct = len(set(wheres)) == len(wheres) and all(wheres)
+        for n, (i, where) in enumerate(zip(members, wheres), 1):
+            out[i] = f"{label} at {where}" if distinct else f"{label} #{n}"
+    return out
+
+
+def _call_line(call: Call) -> str:
+    src = call.source
+    if src is None or not isinstance(src.line, int):
+        return ""
+    return f"{os.path.basename(str(src.file))}:{src.line}"
+
+
 # --- the navigator's rows ---------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -200,7 +261,14 @@ class Outline:
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
+        self._labels: list[str] | None = None
         self.rebuild()
+
+    def call_label(self, call: int) -> str:
+        """The call's composed label, told apart from equal ones (`call_labels`)."""
+        if self._labels is None:
+            self._labels = call_labels(self.session)
+        return self._labels[call]
 
     def index(self, call: int) -> CallIndex:
         found = self._index.get(call)
@@ -337,7 +405,7 @@ class Outline:
                 lv = call.levels[index] if index < len(call.levels) else None
                 hay = f"{lv.label} {lv.kind} {lv.trace_type}".lower() if lv else ""
             else:
-                hay = f"{call.transform}({call.function})".lower()
+                hay = self.call_label(c).lower()
             if q in hay:
                 out.append(j)
         return out
@@ -525,6 +593,8 @@ def source_context(src: SourceLocation | None, context: int = 2) -> tuple[int, l
 # --- sessions -----------------------------------------------------------------------
 
 Gallery = list[tuple[str, Session]]
+# A gallery still being recorded: a session is None until it is there.
+Entries = list[tuple[str, "Session | None"]]
 
 
 def as_gallery(sessions: object, title: str | None = None) -> Gallery:
@@ -542,6 +612,16 @@ def as_gallery(sessions: object, title: str | None = None) -> Gallery:
     if not out:
         raise ValueError("no session to show: the gallery is empty")
     return out
+
+
+def session_description(session: Session) -> str:
+    """What the recording is about, as its recorder wrote it (a gallery example's story)."""
+    return sanitize(session.metadata.get("description", "")) if session.metadata else ""
+
+
+def session_output(session: Session) -> str | None:
+    """What the recorded program printed, when that was kept (None: not kept)."""
+    return session.metadata.get("output") if session.metadata else None
 
 
 def session_summary(session: Session) -> str:

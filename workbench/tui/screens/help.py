@@ -21,7 +21,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from ..widgets.common.line_list import LineList
     from ..widgets.failure.failure_pane import FailurePane
     from ..widgets.navigator.step_list import StepList
-    from ..widgets.stages.stages_pane import StagesPane
+    from ..widgets.stages.stages_pane import STAGE_KEYS
     from .session import SessionScreen
 
     def rows(bindings) -> list[tuple[str, str]]:
@@ -34,10 +34,10 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     return [
         ("Everywhere", rows(WorkbenchApp.BINDINGS) + [("ctrl+p", "Command palette"),
                                                       ("tab, shift+tab", "Next / previous pane")]),
-        ("Session", rows(SessionScreen.BINDINGS)),
+        ("Session", rows(b for b in SessionScreen.BINDINGS if not b.action.startswith("stages("))),
         ("Lists (navigator, stages)", rows(LineList.BINDINGS)),
         ("Navigator", rows(StepList.BINDINGS) + [("enter", "Fold a call or level")]),
-        ("Stages view", rows(StagesPane.BINDINGS) +
+        ("Stages view", rows(STAGE_KEYS) +
          [("enter", "Go to the step that made this equation")]),
         ("Failure view", rows(FailurePane.BINDINGS)),
         ("Filter syntax", [("p:sin", "primitive contains 'sin'"), ("l:grad#2", "level label"),

@@ -4,34 +4,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, Input
+from textual.widgets import Header, Input, Static
 
 from transforms.record import Call, Session
 
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..model import StageMap, eqn_key, step_key
+from ..model import StageMap, eqn_key, session_description, session_output, step_key
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
 from ..widgets.common.tab_line import TabLine
+from ..widgets.common.text_lines import TextLines
 from ..widgets.devices.devices_pane import DevicesPane, has_devices
 from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
 from ..widgets.navigator.step_list import StepList
 from ..widgets.pytree.pytree_pane import PytreePane
-from ..widgets.stages.stages_pane import StagesPane
+from ..widgets.stages.stages_pane import STAGE_KEYS, StagesPane
 from ..widgets.step.step_pane import StepPane
 
-VIEWS = ("step", "stages", "pytree", "failure", "devices")
+VIEWS = ("step", "stages", "pytree", "failure", "devices", "output")
 
 
 class SessionScreen(Screen):
@@ -43,6 +45,7 @@ class SessionScreen(Screen):
         Binding("3", "view('pytree')", "Pytree"),
         Binding("4", "view('failure')", "Failure"),
         Binding("5", "view('devices')", "Devices", show=False),
+        Binding("6", "view('output')", "Output", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(True)", "Next match", show=False),
         Binding("N", "next_match(False)", "Previous match", show=False),
@@ -53,7 +56,8 @@ class SessionScreen(Screen):
         Binding("z", "zoom", "Hide/show navigator", show=False),
         Binding("o", "sessions", "Sessions", show=False),
         Binding("escape", "back", "Back", show=False),
-    ]
+    ] + [Binding(b.key, f"stages({b.action!r})", b.description, show=b.show)
+         for b in STAGE_KEYS]
 
     def __init__(self, session: Session, title: str = "session", *, gallery: bool = False,
                  export_dir: str | Path | None = None) -> None:
@@ -69,20 +73,25 @@ class SessionScreen(Screen):
         self._dirty: set[str] = set(VIEWS)
         # NB: the devices view exists only for sessions that ran on several devices.
         self.has_devices = has_devices(session)
+        self.description = session_description(session)
+        self.output = session_output(session)
 
     def compose(self) -> ComposeResult:
         yield Header()
+        if self.description:
+            yield Static(Text(self.description), id="story")
         with Horizontal(id="body"):
             yield Navigator(self.session, id="navigator")
             with Vertical(id="views"):
                 yield TabLine(self._tab_labels(), "step", id="tabs")
                 with PaneStack(initial="step-pane", id="view-switcher"):
                     yield StepPane(id="step-pane")
-                    yield StagesPane(id="stages-pane")
+                    yield StagesPane(self.session, id="stages-pane")
                     yield PytreePane(id="pytree-pane")
                     yield FailurePane(id="failure-pane")
                     if self.has_devices:
                         yield DevicesPane(id="devices-pane")
+                    yield TextLines(id="output-pane")
         yield SearchBar(id="search")
         yield StatusBar(id="status")
         yield KeyBar(id="keys")
@@ -91,7 +100,8 @@ class SessionScreen(Screen):
         failed = sum(1 for c in self.session.calls if c.errors)
         labels = [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
                   ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
-        return labels + ([("devices", "5 Devices")] if self.has_devices else [])
+        labels += [("devices", "5 Devices")] if self.has_devices else []
+        return labels + [("output", "6 Output")]
 
     def _heading(self) -> str:
         """The caller's title (a file name), and the recording's own title when it says more."""
@@ -165,7 +175,8 @@ class SessionScreen(Screen):
         view = self._active()
         index = self.steps.outline.index(self.call_index)
         if view == "step" and "step" in self._dirty:
-            self.query_one(StepPane).show(call, index, self.step_pos)
+            self.query_one(StepPane).show(call, index, self.step_pos,
+                                          self.steps.outline.call_label(self.call_index))
             self._dirty.discard("step")
         elif view == "stages":
             pane = self.query_one(StagesPane)
@@ -184,6 +195,19 @@ class SessionScreen(Screen):
         elif view == "devices" and "devices" in self._dirty:
             self.query_one(DevicesPane).show(call)
             self._dirty.discard("devices")
+        elif view == "output" and "output" in self._dirty:
+            self._show_output()
+            self._dirty.discard("output")
+
+    def _show_output(self) -> None:
+        """What the recorded program printed (the whole session's: prints are not per call)."""
+        pane = self.query_one("#output-pane", TextLines)
+        if self.output is None:
+            pane.set_lines([], "this recording kept no printed output (the gallery and "
+                               "`workbench run --watch` keep it)")
+        else:
+            pane.set_lines(self.output.rstrip("\n").split("\n") if self.output else [],
+                           "the program printed nothing")
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:
         """Put each stage's cursor on the equation this step became, where that is known."""
@@ -241,6 +265,8 @@ class SessionScreen(Screen):
     # --- actions ------------------------------------------------------------------
 
     def action_view(self, view: str) -> None:
+        """Show a view. The focus stays where it was (the navigator's arrows keep moving
+        the selection); if it was in the view being replaced, it moves into the new one."""
         if view == "devices" and not self.has_devices:
             self.say("this session ran on one device: no shardings or collectives recorded")
             return
@@ -248,11 +274,23 @@ class SessionScreen(Screen):
         inside = self.focused is not None and switcher in self.focused.ancestors_with_self
         switcher.current = f"{view}-pane"
         self.query_one(TabLine).set_active(view)
-        if view == "stages":
-            self.query_one(StagesPane).focus_text()
-        elif inside:
-            self.query_one(f"#{view}-pane").focus()
+        if inside:
+            if view == "stages":
+                self.query_one(StagesPane).focus_text()
+            else:
+                self.query_one(f"#{view}-pane").focus()
         self._refresh_active()
+        self.refresh_bindings()
+
+    async def action_stages(self, action: str) -> None:
+        """A stages-view key, wherever the focus is."""
+        await self.app.run_action(action, self.query_one(StagesPane))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stages":
+            stack = self.query(PaneStack)
+            return bool(stack) and stack.first().current == "stages-pane"
+        return True
 
     def action_zoom(self) -> None:
         """Give the views the whole width (stages side by side need it), or bring the navigator back."""
@@ -359,11 +397,14 @@ class SessionScreen(Screen):
         if self.has_devices:
             yield "Devices view", "arrays on the device mesh, collectives per stage", \
                 lambda: self.action_view("devices")
+        yield "Output view", "what the recorded program printed (6)", \
+            lambda: self.action_view("output")
         yield "Hide or show the navigator", "the views take the whole width (z)", self.action_zoom
         yield "Search", "search steps or the focused stage text (/)", self.action_search
         yield "Filter steps", "p:PRIM l:LEVEL is:error words (f)", self.action_filter
-        yield "Next failing step", "jump to the next step that failed (x)", \
-            lambda: self.steps.action_next_failure(1)
+        if self.steps.outline.failing_codes():
+            yield "Next failing step", "jump to the next step that failed (x)", \
+                lambda: self.steps.action_next_failure(1)
         yield "Toggle aligned diff", "the two stages aligned equation by equation (d)", \
             lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("diff"))
         yield "Toggle stage stats", "equations, avals, primitive histogram (t)", \

@@ -56,8 +56,7 @@ class StepList(LineList):
             folded = (c, -1) in self.outline.collapsed
             mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
             text = Text.assemble("▸ " if folded else "▾ ", mark,
-                                 (f"{call.transform}({self.one_line(call.function)})",
-                                  self._style("call")),
+                                 (self.one_line(self.outline.call_label(c)), self._style("call")),
                                  (f"  {len(call.steps)} steps", self.dim_style()))
             return text
         if kind == LEVEL:
@@ -91,6 +90,11 @@ class StepList(LineList):
 
     def _style(self, name: str):
         return self.get_component_rich_style(f"step-list--{name}", partial=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_failure":  # offered only where something failed
+            return bool(self.outline.failing_codes())
+        return True
 
     def search_rows(self, query: str) -> list[int]:
         return self.outline.search(query)

@@ -23,10 +23,10 @@ class StepPane(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(Text("select a step in the navigator", style="dim"), id="step-body")
 
-    def show(self, call: Call, index: CallIndex, step_pos: int | None) -> None:
+    def show(self, call: Call, index: CallIndex, step_pos: int | None, label: str = "") -> None:
         body = self.query_one("#step-body", Static)
         if step_pos is None:
-            body.update(guarded(lambda: _call_summary(call, index), "call"))
+            body.update(guarded(lambda: _call_summary(call, index, label), "call"))
         else:
             body.update(guarded(lambda: _step_view(call, index, step_pos), "step"))
         self.scroll_home(animate=False)
@@ -42,9 +42,9 @@ def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
     return StepView(step, labels, source, caused=caused, cause=cause)
 
 
-def _call_summary(call: Call, index: CallIndex) -> Text:
+def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
     text = Text()
-    text.append(f"{call.transform}({call.function})\n", style="bold")
+    text.append(f"{label or f'{call.transform}({call.function})'}\n", style="bold")
     if call.source is not None:
         text.append(f"called at {call.source}\n", style="dim")
     if isinstance(call.parent, int):
