@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--list", action="store_true", help="list the examples and exit")
     demo.add_argument("--no-graphs", action="store_true", help="with --export: skip images")
     demo.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    _export_dir_argument(demo)
 
     run_exits = ("the script's own exit code (0 when it ends normally, its sys.exit code, "
                  "1 for an uncaught exception with the traceback printed as Python prints it, "
@@ -77,8 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
         "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
         "raises, or Ctrl-C, still leaves the dump of what was recorded.")
     run = command("run", "run a JAX script unchanged, recording its transformations",
-                  run_description + " Without -o, opens the terminal UI on the recording.",
+                  run_description + " Without -o, opens the terminal UI on the recording; "
+                  "with --watch, records again whenever SCRIPT.py changes and shows the new "
+                  "recording in place, at the same call and step.",
                   run_exits)
+    run.add_argument("--watch", action="store_true",
+                     help="re-record when SCRIPT.py changes and refresh the open terminal UI "
+                          "in place (each run in a fresh process; what it prints is in the "
+                          "Output view)")
+    _export_dir_argument(run)
     _script_arguments(run, output_required=False)
     dump = command("dump", "like run, writing the dump (-o) with no terminal UI",
                    run_description, run_exits)
@@ -90,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "0 ok; 2 the file is missing, corrupt, truncated or from a newer schema, "
                     "or no terminal UI is available.")
     open_.add_argument("trace", metavar="TRACE.json", help="a session dump")
+    _export_dir_argument(open_)
 
     show = command("show", "print a summary of a dump (calls, levels, steps, errors)",
                    "Print a summary of a session file written by Session.save().",
@@ -135,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--validate", metavar="TRACE.json", nargs="+",
                         help="validate these dumps against the schema")
     return parser
+
+
+def _export_dir_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--export-dir", metavar="DIR",
+                   help="where the terminal UI's e/i/s keys write a call's JSON, its graph and "
+                        "the view as SVG (default: workbench-exports/ here, made when needed)")
 
 
 def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None:
@@ -245,12 +260,14 @@ def tui_opener() -> tuple[Callable[..., Any] | None, str]:
     return run, ""
 
 
-def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str) -> int:
+def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str,
+              **options: Any) -> int:
+    """options: export_dir, watch (as workbench.tui.run takes them)."""
     opener, reason = tui_opener()
     if opener is None:
         _error(f"{reason}; {alternative}")
         return EXIT_BAD_INPUT
-    result = opener(sessions, title=title)
+    result = opener(sessions, title=title, **options)
     return result if isinstance(result, int) else EXIT_OK
 
 
@@ -326,7 +343,7 @@ def _demo(args: argparse.Namespace) -> int:
             _error(problem)
             return EXIT_BAD_INPUT
     if args.export is None:
-        return _demo_tui(examples)
+        return _demo_tui(examples, args.export_dir)
     outcomes = _record_gallery(examples, quiet=args.quiet)
     broken = [o for o in outcomes if not o.ok]
     for o in broken:
@@ -342,7 +359,7 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 
-def _demo_tui(examples: list) -> int:
+def _demo_tui(examples: list, export_dir: str | None) -> int:
     """The picker at once; each example is recorded in the background (the one opened first)."""
     from workbench import gallery
     from workbench.tui import run_gallery
@@ -355,7 +372,7 @@ def _demo_tui(examples: list) -> int:
         return o.session
 
     run_gallery([(ex.title, ex.explanation) for ex in examples], record,
-                title="Gallery of the seed examples")
+                title="Gallery of the seed examples", export_dir=export_dir)
     for o in broken:
         _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
@@ -482,6 +499,8 @@ def _run(args: argparse.Namespace) -> int:
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
+    if getattr(args, "watch", False):
+        return _watch(args)
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp)
@@ -499,8 +518,34 @@ def _run(args: argparse.Namespace) -> int:
         _note(args, f"recorded {what}; wrote {args.output}")
         return result.exit_code
     _note(args, f"recorded {what}")
-    code = _open_tui(session, session.title or args.script, "use -o trace.json")
+    code = _open_tui(session, session.title or args.script, "use -o trace.json",
+                     export_dir=args.export_dir)
     return result.exit_code if code == EXIT_OK else code
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """`run --watch`: record in a fresh process now and on every change, the TUI open."""
+    from workbench import runner
+    from workbench.watch import Watch
+    if args.output is not None:
+        _error("--watch shows each recording in the terminal UI; it does not take -o")
+        return EXIT_BAD_INPUT
+    try:
+        runner.check_script(args.script)
+    except runner.ScriptError as e:
+        _error(str(e))
+        return EXIT_BAD_INPUT
+    options = [flag for flag, on in (("--stages", args.stages), ("--inline-jnp", args.inline_jnp))
+               if on]
+    watch = Watch(args.script, list(args.args), options)
+    _note(args, f"recording {args.script} (watching it for changes)")
+    first = watch.record()
+    if first.session is None:
+        _error(first.note)
+        return EXIT_BAD_INPUT
+    _note(args, f"recorded {first.note}")
+    return _open_tui(first.session, first.session.title or args.script, "use -o trace.json",
+                     export_dir=args.export_dir, watch=watch)
 
 
 def _usable_output(path: str) -> str:
@@ -520,7 +565,8 @@ def _open(args: argparse.Namespace) -> int:
     session = _load_or_report(args.trace)
     if session is None:
         return EXIT_BAD_INPUT
-    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary")
+    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary",
+                     export_dir=args.export_dir)
 
 
 def _show(args: argparse.Namespace) -> int:

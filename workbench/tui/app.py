@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from pathlib import Path
 from typing import Callable, Iterable
@@ -12,6 +13,7 @@ from textual.screen import Screen
 
 from transforms.record import Session
 
+from ..watch import Recording, Watch
 from .messages import SessionChosen
 from .model import Entries, session_description
 from .screens.help import HelpScreen
@@ -36,7 +38,7 @@ class WorkbenchApp(App):
     def __init__(self, gallery: Entries, title: str | None = None,
                  export_dir: str | Path | None = None, *,
                  descriptions: list[str] | None = None, recorder: Recorder | None = None,
-                 watch: object | None = None) -> None:
+                 watch: Watch | None = None) -> None:
         super().__init__()
         self.gallery = gallery
         self.export_dir = export_dir
@@ -60,9 +62,14 @@ class WorkbenchApp(App):
         if self.recorder is not None:
             self.run_worker(self._record_all, thread=True, group="gallery", exit_on_error=False)
         if self.watch is not None:
-            self.watch.start(self)  # type: ignore[attr-defined]
+            self.set_interval(self.watch.interval, self._check_watch)
 
     def get_default_screen(self) -> Screen:
+        if self.watch is not None:
+            # NB: the session screen goes on top of a blank one, so each new recording
+            # can switch_screen in place (the bottom screen of the stack cannot be switched).
+            self.call_later(self._open, 0)
+            return Screen()
         if len(self.gallery) == 1 and self.gallery[0][1] is not None:
             title, session = self.gallery[0]
             return SessionScreen(session, title, export_dir=self.export_dir)
@@ -96,6 +103,35 @@ class WorkbenchApp(App):
             if isinstance(self.screen, PickerScreen):
                 self._open(i)
 
+    # --- `workbench run --watch`: a new recording when the script changes ----------
+
+    def _check_watch(self) -> None:
+        if self.watch is None or not self.watch.changed():
+            return
+        if isinstance(self.screen, SessionScreen):
+            self.screen.say(f"{os.path.basename(self.watch.script)} changed: recording…")
+        self.run_worker(self._rerecord, thread=True, group="watch", exclusive=True)
+
+    def _rerecord(self) -> None:
+        recording = self.watch.record()  # type: ignore[union-attr]
+        self.call_from_thread(self._rerecorded, recording)
+
+    def _rerecorded(self, recording: Recording) -> None:
+        """Show the new session in place of the old one, at the same place."""
+        screen = self.screen
+        if recording.session is None:
+            if isinstance(screen, SessionScreen):
+                screen.say(f"{recording.note}; still showing the last recording", error=True)
+            return
+        title, _ = self.gallery[0]
+        self.gallery[0] = (title, recording.session)
+        if not isinstance(screen, SessionScreen):
+            return
+        place = screen.place()
+        new = SessionScreen(recording.session, title, export_dir=self.export_dir, place=place,
+                            note=f"re-recorded: {recording.note}")
+        self.switch_screen(new)
+
     def on_session_chosen(self, message: SessionChosen) -> None:
         if self.gallery[message.index][1] is None:
             with self._want_lock:
@@ -109,7 +145,7 @@ class WorkbenchApp(App):
     def _open(self, i: int) -> None:
         title, session = self.gallery[i]
         if session is not None:
-            self.push_screen(SessionScreen(session, title, gallery=True,
+            self.push_screen(SessionScreen(session, title, gallery=self.watch is None,
                                            export_dir=self.export_dir))
 
     def action_help(self) -> None:

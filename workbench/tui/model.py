@@ -50,6 +50,7 @@ class CallIndex:
                 steps = by_level[level] = array("q")
             steps.append(pos)
         self.steps_by_level = by_level
+        self.hidden = self._repeated_empty_levels()
         self.failing = failing_steps(call)
         self._caused: dict[int, list[int]] | None = None
         self._occurrences: dict[int, dict[tuple, list[int]]] = {}
@@ -77,6 +78,21 @@ class CallIndex:
         for pos in range(len(self.call.levels)):  # cycles in odd data: still list every level
             visit(pos)
         return order
+
+    def _repeated_empty_levels(self) -> set[int]:
+        """Positions of levels not listed: empty ones whose label another level shares
+        (a custom rule traced twice records its level twice); one of them stays."""
+        by_label: dict[str, list[int]] = {}
+        for pos in self.order:
+            by_label.setdefault(str(self.call.levels[pos].label), []).append(pos)
+        hidden: set[int] = set()
+        for positions in by_label.values():
+            if len(positions) < 2:
+                continue
+            empty = [p for p in positions
+                     if not self.steps_by_level.get(self.call.levels[p].index)]
+            hidden.update(empty if len(empty) < len(positions) else empty[1:])
+        return hidden
 
     def label(self, level: int | None) -> str:
         lv = self.level_by_index.get(level) if isinstance(level, int) else None
@@ -284,7 +300,7 @@ class Outline:
             rows.append(pack(CALL, c, 0))
             if (c, -1) in self.collapsed:
                 continue
-            groups = [(pos, call.levels[pos].index) for pos in idx.order]
+            groups = [(pos, call.levels[pos].index) for pos in idx.order if pos not in idx.hidden]
             if -1 in idx.steps_by_level:
                 groups.append((len(call.levels), -1))
             for pos, level in groups:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from rich.text import Text
 from textual import work
@@ -17,7 +17,15 @@ from transforms.record import Call, Session
 
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..model import StageMap, eqn_key, session_description, session_output, step_key
+from ..model import (
+    CALL,
+    StageMap,
+    eqn_key,
+    pack,
+    session_description,
+    session_output,
+    step_key,
+)
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack
@@ -34,6 +42,15 @@ from ..widgets.stages.stages_pane import STAGE_KEYS, StagesPane
 from ..widgets.step.step_pane import StepPane
 
 VIEWS = ("step", "stages", "pytree", "failure", "devices", "output")
+
+
+class Place(NamedTuple):
+    """The user's place in a session: selection, view, filter, navigator hidden."""
+    call: int
+    step: int | None
+    view: str
+    filter: str
+    zoomed: bool
 
 
 class SessionScreen(Screen):
@@ -60,12 +77,15 @@ class SessionScreen(Screen):
          for b in STAGE_KEYS]
 
     def __init__(self, session: Session, title: str = "session", *, gallery: bool = False,
-                 export_dir: str | Path | None = None) -> None:
+                 export_dir: str | Path | None = None, place: Place | None = None,
+                 note: str = "") -> None:
         super().__init__()
+        self._place = place  # where the user was in the session this one replaces
+        self._note = note
         self.session = session
         self.session_title = title
         self.gallery = gallery
-        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
+        self.export_dir = export.export_folder(export_dir)
         self.call_index = 0
         self.step_pos: int | None = None
         self._scope: LineList | None = None
@@ -115,6 +135,33 @@ class SessionScreen(Screen):
         self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
+        if self._place is not None:
+            self._restore(self._place)
+        if self._note:
+            self.say(self._note)
+
+    def place(self) -> Place:
+        """Where the user is: kept when a new recording replaces this session (--watch)."""
+        nav = self.query_one(Navigator)
+        return Place(self.call_index, self.step_pos, self.active_view,
+                     self.query_one("#filter", Input).value, not nav.display)
+
+    def _restore(self, place: Place) -> None:
+        calls = self.session.calls
+        if place.filter:
+            self.query_one("#filter", Input).value = place.filter
+            self.steps.set_filter(place.filter)
+        if calls:
+            call = min(place.call, len(calls) - 1)
+            steps = calls[call].steps
+            if place.step is not None and steps:
+                self.steps.select_step(call, min(place.step, len(steps) - 1))
+            else:
+                self.steps.set_cursor(self.steps.outline.find(pack(CALL, call, 0)))
+        if place.zoomed:
+            self.action_zoom()
+        if place.view != "step" and (place.view != "devices" or self.has_devices):
+            self.action_view(place.view)
 
     # --- parts ------------------------------------------------------------------
 
@@ -151,7 +198,12 @@ class SessionScreen(Screen):
             self._dirty.discard("stages")
 
     def on_step_selected(self, message: StepSelected) -> None:
-        self.call_index, self.step_pos = message.call, message.step
+        # The cursor as it is now, not as the message saw it: after a filter changes the
+        # rows, several of these may queue up, and the views must show the cursor's row.
+        call, step = self.steps.current()
+        if call != self.call_index:
+            self.on_call_selected(CallSelected(call))
+        self.call_index, self.step_pos = call, step
         self._dirty.add("step")
         self._dirty.add("stages-cursor")
         self._refresh_active()
@@ -190,7 +242,11 @@ class SessionScreen(Screen):
             self.query_one(PytreePane).show(call)
             self._dirty.discard("pytree")
         elif view == "failure" and "failure" in self._dirty:
-            self.query_one(FailurePane).show(self.call_index, call, index)
+            outline = self.steps.outline
+            failing = tuple((c.index, outline.call_label(i))
+                            for i, c in enumerate(self.session.calls) if c.errors)
+            self.query_one(FailurePane).show(self.call_index, call, index,
+                                             outline.call_label(self.call_index), failing)
             self._dirty.discard("failure")
         elif view == "devices" and "devices" in self._dirty:
             self.query_one(DevicesPane).show(call)
@@ -352,16 +408,22 @@ class SessionScreen(Screen):
         else:
             self.say("one session is open: there is no gallery to go back to")
 
+    def _stem(self, call: Call | None) -> str:
+        label = self.steps.outline.call_label(self.call_index) if call is not None else ""
+        return export.file_stem(self._heading(), call, label)
+
     def action_export_json(self) -> None:
-        self._export("JSON", lambda call: export.export_call_json(self.session, call,
-                                                                  self.export_dir))
+        self._export("JSON", lambda call: export.export_call_json(
+            self.session, call, self.export_dir, self._stem(call)))
 
     def action_export_graph(self) -> None:
-        self._export("graph", lambda call: export.export_call_graph(call, self.export_dir))
+        self._export("graph", lambda call: export.export_call_graph(
+            call, self.export_dir, self._stem(call)))
 
     def action_export_svg(self) -> None:
-        name = f"workbench-{export.slug(self.session_title)}-{self._active()}.svg"
+        name = f"{self._stem(self.call)}-{self._active()}.svg"
         try:
+            self.export_dir.mkdir(parents=True, exist_ok=True)
             path = self.app.save_screenshot(filename=name, path=str(self.export_dir))
         except OSError as e:
             self.say(f"could not save the view: {e}", error=True)
@@ -411,10 +473,13 @@ class SessionScreen(Screen):
             lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("stats"))
         yield "Show growth", "equations against batch size, e.g. Python loop vs vmap (w)", \
             lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("growth"))
-        yield "Export call as JSON", "write the current call as a session file (e)", \
+        where = f"into {self.export_dir}"
+        yield "Export call as JSON", f"write the current call as a session file {where} (e)", \
             self.action_export_json
-        yield "Export graph image", "draw the current call's graph (i)", self.action_export_graph
-        yield "Save view as SVG", "a screenshot of this view (s)", self.action_export_svg
+        yield "Export graph image", f"draw the current call's graph {where} (i)", \
+            self.action_export_graph
+        yield "Save view as SVG", f"a screenshot of this view {where} (s)", \
+            self.action_export_svg
         if self.gallery:
             yield "Sessions", "back to the session picker (o)", self.action_sessions
 

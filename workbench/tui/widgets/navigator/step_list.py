@@ -10,7 +10,9 @@ from ...messages import CallSelected, StepSelected
 from ...model import CALL, LEVEL, STEP, Outline, StepFilter, step_title
 from ..common.line_list import LineList
 
-_PHASE_MARKS = {"backward": "←", "rule": "ʳ"}
+# A step's phase, marked after its primitive; the navigator's legend explains each mark.
+PHASE_MARKS = {"backward": ("←", "backward pass (transpose)"),
+               "rule": ("ʳ", "inside a custom_jvp/custom_vjp rule")}
 
 
 class StepList(LineList):
@@ -80,9 +82,9 @@ class StepList(LineList):
         text.append(f"{step.index:>4} ", style=self.dim_style())
         text.append(self.one_line(step_title(step)),
                     style=self._style("fail") if failing else "")
-        phase = _PHASE_MARKS.get(step.phase)
+        phase = PHASE_MARKS.get(step.phase)
         if phase:
-            text.append(f" {phase}", style=self.dim_style())
+            text.append(f" {phase[0]}", style=self.dim_style())
         outs = ", ".join(v.aval for v in step.outputs[:2]) if step.outputs else ""
         if outs:
             text.append(f"  → {self.one_line(outs)}", style=self.dim_style())
