@@ -288,8 +288,8 @@ def absolute_vmap():
     the comparison's boolean conversion (recorded as the failing step, with the user's line).
     The fix expresses the choice as an array operation, jnp.where, which computes a
     per-element answer."""
-    expect_failure(jax.errors.TracerBoolConversionError,
-                   T.vmap(absolute_if), jnp.arange(-2.0, 3.0))
+    with expect_failure(jax.errors.TracerBoolConversionError):
+        T.vmap(absolute_if)(jnp.arange(-2.0, 3.0))
     print(T.vmap(absolute_where)(jnp.arange(-2.0, 3.0)))
 
 
@@ -312,9 +312,10 @@ def jit_grad_control_flow():
     abstractly: under jit(grad(f)) the tracer carries no value, and under vmap(grad(f)) a
     batch, so the `if` fails again with TracerBoolConversionError and needs jnp.where or
     lax.cond."""
-    expect_failure(jax.errors.TracerBoolConversionError, T.jit(T.grad(piecewise)), 2.0)
-    expect_failure(jax.errors.TracerBoolConversionError,
-                   T.vmap(T.grad(piecewise)), jnp.array([2.0, 4.0]))
+    with expect_failure(jax.errors.TracerBoolConversionError):
+        T.jit(T.grad(piecewise))(2.0)
+    with expect_failure(jax.errors.TracerBoolConversionError):
+        T.vmap(T.grad(piecewise))(jnp.array([2.0, 4.0]))
 
 
 @example("jit: sum_sq compiled", "003")

@@ -53,6 +53,7 @@ class CallIndex:
         self.hidden = self._repeated_empty_levels()
         self.failing = failing_steps(call)
         self._caused: dict[int, list[int]] | None = None
+        self._texts: SearchTexts | None = None
         self._occurrences: dict[int, dict[tuple, list[int]]] = {}
 
     def _tree_order(self) -> list[int]:
@@ -120,6 +121,12 @@ class CallIndex:
                 return pos
         return None
 
+    def search_texts(self) -> SearchTexts:
+        """Each step's search text, made once per distinct text (built on first search)."""
+        if self._texts is None:
+            self._texts = SearchTexts(self)
+        return self._texts
+
     def occurrences(self, level: int) -> dict[tuple, list[int]]:
         """Steps at one level grouped by (primitive, file, line), in order: for step <-> eqn."""
         found = self._occurrences.get(level)
@@ -131,6 +138,25 @@ class CallIndex:
                     found.setdefault(key, []).append(pos)
             self._occurrences[level] = found
         return found
+
+
+class SearchTexts:
+    """What search looks in, per step: `ids[pos]` indexes `texts`. Steps that differ only
+    in their index share one text, found by the identity of their parts (a loaded dump
+    shares its params and source records between steps)."""
+
+    def __init__(self, index: CallIndex):
+        found: dict[tuple, int] = {}
+        self.texts: list[str] = []
+        self.ids = array("l")
+        for step in index.call.steps:
+            key = (step.primitive, id(step.params), id(step.source), step.kind, step.phase,
+                   step.level, step.name_stack, step.error)
+            t = found.get(key)
+            if t is None:
+                t = found[key] = len(self.texts)
+                self.texts.append(step_haystack(step, index.label(step.level)))
+            self.ids.append(t)
 
 
 def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
@@ -405,19 +431,31 @@ class Outline:
         return i
 
     def search(self, query: str) -> list[int]:
-        """Rows whose step (or call, or level) text holds `query`, case-insensitive."""
+        """Rows whose step (or call, or level) text holds `query`, case-insensitive.
+
+        Each distinct step text is tested once: a big session repeats a few
+        hundred texts (primitive, params, line) over 100,000 steps."""
         q = query.lower()
         if not q:
             return []
         out = []
         calls = self.session.calls
+        hit_cache: dict[int, bool] = {}
+        shift, mask = _CALL_BITS + 2, (1 << _CALL_BITS) - 1
         for j, code in enumerate(self.rows):
-            kind, c, index = unpack(code)
-            call = calls[c]
+            kind, c = code & 3, (code >> 2) & mask
             if kind == STEP:
-                step = call.steps[index]
-                hay = step_haystack(step, self.index(c).label(step.level))
-            elif kind == LEVEL:
+                texts = self.index(c).search_texts()
+                t = texts.ids[code >> shift]
+                hit = hit_cache.get(t)
+                if hit is None:
+                    hit = hit_cache[t] = q in texts.texts[t]
+                if hit:
+                    out.append(j)
+                continue
+            call = calls[c]
+            if kind == LEVEL:
+                index = code >> shift
                 lv = call.levels[index] if index < len(call.levels) else None
                 hay = f"{lv.label} {lv.kind} {lv.trace_type}".lower() if lv else ""
             else:

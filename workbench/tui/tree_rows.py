@@ -12,6 +12,8 @@ from transforms.record import Call, TreeNode, TreePair, TreeRecord
 
 # A cell is cut to this many characters (a recorded value is at most 120).
 MAX_CELL = 80
+# Fitted to the view's width, a value column keeps at least this many.
+MIN_COLUMN = 24
 
 MARKS = {"same": " ", "differs": "~", "left_only": "-", "right_only": "+"}
 MARK_STYLES = {"same": "", "differs": "differs", "left_only": "left_only",
@@ -32,7 +34,11 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 
 
-def node_text(node: TreeNode) -> tuple[str, str]:
+def static_of(node: TreeNode) -> str:
+    return ", ".join(f"{k}={v}" for k, v in node.static) if node.static else node.aux
+
+
+def node_text(node: TreeNode, with_static: bool = True) -> tuple[str, str]:
     """A node as (text, style): a leaf's aval and concrete value, a container's type and
     static data, or what went wrong describing it."""
     kind = node.kind
@@ -47,7 +53,7 @@ def node_text(node: TreeNode) -> tuple[str, str]:
         return _cut(text), "leaf"
     if kind == "node":
         text = short_type(node.type_name)
-        static = ", ".join(f"{k}={v}" for k, v in node.static) if node.static else node.aux
+        static = static_of(node) if with_static else ""
         if static:
             text += f"  static: {static}"
         if node.note:
@@ -58,17 +64,29 @@ def node_text(node: TreeNode) -> tuple[str, str]:
     return _cut(f"<{kind}: {node.note}>"), "error"
 
 
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
 def _header(tree: TreeRecord, default: str) -> str:
     name = tree.name or default
     return f"{name} ({tree.role})" if tree.role and tree.role != name else name
 
 
-def pair_rows(pair: TreePair) -> list[TreeRow]:
-    """Title, summary, a header and one row per key path, columns aligned."""
+def pair_rows(pair: TreePair, width: int | None = None) -> list[TreeRow]:
+    """Title, summary, a header and one row per key path, columns aligned. A container's
+    static data goes on a row of its own below it; with `width`, the two value columns
+    share it (cut with `…`, never narrower than MIN_COLUMN)."""
     def cell(tree: TreeRecord, index: int | None) -> tuple[str, str]:
         if index is None or not 0 <= index < len(tree.nodes):
             return "-", "dim"
-        return node_text(tree.nodes[index])
+        return node_text(tree.nodes[index], with_static=False)
+
+    def static(tree: TreeRecord, index: int | None) -> str:
+        if index is None or not 0 <= index < len(tree.nodes):
+            return ""
+        node = tree.nodes[index]
+        return static_of(node) if node.kind == "node" else ""
 
     body = []
     for row in pair.rows:
@@ -76,21 +94,33 @@ def pair_rows(pair: TreePair) -> list[TreeRow]:
                  and row.status != "same")
         mark = (">", "first") if first else (MARKS.get(row.status, "?"),
                                              MARK_STYLES.get(row.status, ""))
+        left, right = static(pair.left, row.left), static(pair.right, row.right)
+        both = left if left == right else (f"{left or '-'}  vs  {right or '-'}"
+                                           if left or right else "")
         body.append((mark, _cut(row.path or "(root)"), cell(pair.left, row.left),
-                     cell(pair.right, row.right)))
+                     cell(pair.right, row.right), both))
     heads = ("path", _header(pair.left, "left"), _header(pair.right, "right"))
     w_path = max([len(heads[0])] + [len(r[1]) for r in body])
     w_left = max([len(heads[1])] + [len(r[2][0]) for r in body])
     w_right = max([len(heads[2])] + [len(r[3][0]) for r in body])
+    if width is not None and 6 + w_path + w_left + w_right > width:
+        w_path = min(w_path, 30)
+        share = max((width - 6 - w_path) // 2, MIN_COLUMN)
+        w_left, w_right = min(w_left, share), min(w_right, share)
     ok = pair.first_difference is None
     rows = [TreeRow(((pair.title, "title"),)),
             TreeRow(((pair.summary, "same_structure" if ok else "differs"),)),
-            TreeRow((("  ", ""), (heads[0].ljust(w_path), "head"), ("  ", ""),
-                     (heads[1].ljust(w_left), "head"), ("  ", ""), (heads[2], "head"))),
+            TreeRow((("  ", ""), (_fit(heads[0], w_path).ljust(w_path), "head"), ("  ", ""),
+                     (_fit(heads[1], w_left).ljust(w_left), "head"), ("  ", ""),
+                     (_fit(heads[2], w_right), "head"))),
             TreeRow((("─" * (w_path + w_left + w_right + 6), "dim"),))]
-    for (mark, path, (left, lstyle), (right, rstyle)) in body:
-        rows.append(TreeRow(((mark[0] + " ", mark[1]), (path.ljust(w_path), ""), ("  ", ""),
-                             (left.ljust(w_left), lstyle), ("  ", ""), (right, rstyle))))
+    for (mark, path, (left, lstyle), (right, rstyle), both) in body:
+        rows.append(TreeRow(((mark[0] + " ", mark[1]), (_fit(path, w_path).ljust(w_path), ""),
+                             ("  ", ""), (_fit(left, w_left).ljust(w_left), lstyle), ("  ", ""),
+                             (_fit(right, w_right), rstyle))))
+        if both:
+            rows.append(TreeRow((("  " + " " * w_path + "  ", ""), ("static: ", "static"),
+                                 (both, ""))))
     rows.append(TreeRow(()))
     return rows
 
@@ -124,14 +154,14 @@ def tree_rows(tree: TreeRecord) -> list[TreeRow]:
     return rows + [TreeRow(())]
 
 
-def call_tree_rows(call: Call) -> list[TreeRow]:
+def call_tree_rows(call: Call, width: int | None = None) -> list[TreeRow]:
     """Each pair (an input and its gradient) side by side, then the trees in no pair."""
     pairs = tuple(call.pairs)
     paired = {(p.left.role, p.left.name) for p in pairs}
     paired |= {(p.right.role, p.right.name) for p in pairs}
     rows: list[TreeRow] = []
     for pair in pairs:
-        rows += pair_rows(pair)
+        rows += pair_rows(pair, width)
     for tree in call.trees:
         if (tree.role, tree.name) not in paired:
             rows += tree_rows(tree)

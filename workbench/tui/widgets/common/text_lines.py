@@ -1,5 +1,11 @@
-"""TextLines: plain lines of text in a LineList (what a program printed), searchable."""
+"""TextLines: plain lines of text in a LineList (what a program printed), searchable.
+
+Long lines wrap at the view's width (a printed message is read, not scanned
+sideways); the wrapping is redone when the view is resized.
+"""
 from __future__ import annotations
+
+import textwrap
 
 from rich.text import Text
 
@@ -15,14 +21,28 @@ class TextLines(LineList):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.source: list[str] = []
         self.lines: list[str] = []
         self._empty = ""
+        self._wrapped_at = 0
 
     def set_lines(self, lines: list[str], empty: str = "") -> None:
-        self.lines = [self.one_line(line) for line in lines]
+        self.source = [self.one_line(line) for line in lines]
         self._empty = empty
-        count = len(self.lines) or (1 if empty else 0)
-        self.set_rows(count, width=max(map(len, self.lines), default=len(empty)), cursor=0)
+        self._wrap()
+
+    def _wrap(self) -> None:
+        width = max(self.scrollable_content_region.width, 20)
+        self._wrapped_at = width
+        self.lines = [part for line in self.source
+                      for part in (textwrap.wrap(line, width, drop_whitespace=False,
+                                                 replace_whitespace=False) or [""])]
+        count = len(self.lines) or (1 if self._empty else 0)
+        self.set_rows(count, width=max(map(len, self.lines), default=len(self._empty)), cursor=0)
+
+    def on_resize(self) -> None:
+        if self.source and self.scrollable_content_region.width != self._wrapped_at:
+            self._wrap()
 
     def row_text(self, row: int) -> Text:
         if not self.lines:

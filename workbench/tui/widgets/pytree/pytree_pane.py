@@ -19,7 +19,7 @@ from ..common.line_list import LineList
 # Style names of tree_rows -> the look of each.
 _STYLES = {"title": "bold", "head": "bold", "leaf": "cyan", "node": "bold",
            "dim": "dim", "error": "red", "differs": "yellow", "left_only": "red",
-           "right_only": "green", "first": "bold red", "same_structure": "green", "": ""}
+           "right_only": "green", "first": "bold red", "same_structure": "green", "static": "magenta", "": ""}
 
 
 class PytreePane(LineList):
@@ -32,15 +32,30 @@ class PytreePane(LineList):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: list[TreeRow] = []
+        self.call: Call | None = None
+        self._built_for: int | None = None
         self._extra: list[Text] = []
         self._styles = {name: Style.parse(spec) if spec else Style() for name, spec in _STYLES.items()}
 
     def show(self, call: Call) -> None:
-        self.rows = call_tree_rows(call)
+        self.call = call
+        self._built_for = self._fit_width()
+        self.rows = call_tree_rows(call, self._built_for)
         self._extra = _diagnostic_lines(call, self.app.console) if call.diagnostics else []
         width = max((sum(len(t) for t, _ in r.pieces) for r in self.rows), default=0)
         width = max([width] + [t.cell_len for t in self._extra])
         self.set_rows(len(self.rows) + len(self._extra), width=width, cursor=0)
+
+    def _fit_width(self) -> int | None:
+        width = self.scrollable_content_region.width
+        return width if width > 0 else None
+
+    def on_resize(self) -> None:
+        # The pairs' columns are fitted to the width: refit them, keeping the cursor.
+        if self.call is not None and self._fit_width() != self._built_for:
+            cursor = self.cursor
+            self.show(self.call)
+            self.set_cursor(cursor)
 
     def row_text(self, row: int) -> Text:
         if row >= len(self.rows):
