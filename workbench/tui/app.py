@@ -45,7 +45,7 @@ class WorkbenchApp(App):
         self.descriptions = descriptions or [
             session_description(s) if s is not None else "" for _, s in gallery]
         self.recorder = recorder
-        self.watch = watch  # a Watch (`workbench run --watch`): re-records on change
+        self.watcher = watch  # a Watch (`workbench run --watch`): re-records on change
         self._wanted: int | None = None  # the entry to open once it is recorded
         self._want_lock = threading.Lock()
         if title:
@@ -61,17 +61,17 @@ class WorkbenchApp(App):
             self.call_after_refresh(_freeze_long_lived)
         if self.recorder is not None:
             self.run_worker(self._record_all, thread=True, group="gallery", exit_on_error=False)
-        if self.watch is not None:
-            self.set_interval(self.watch.interval, self._check_watch)
+        if self.watcher is not None:
+            self.set_interval(self.watcher.interval, self._check_watch)
 
     def get_default_screen(self) -> Screen:
-        if self.watch is not None:
+        if self.watcher is not None:
             # NB: the session screen goes on top of a blank one, so each new recording
             # can switch_screen in place (the bottom screen of the stack cannot be switched).
             self.call_later(self._open, 0)
             return Screen()
-        if len(self.gallery) == 1 and self.gallery[0][1] is not None:
-            title, session = self.gallery[0]
+        title, session = self.gallery[0]
+        if len(self.gallery) == 1 and session is not None:
             return SessionScreen(session, title, export_dir=self.export_dir)
         return PickerScreen(self.gallery, self.descriptions)
 
@@ -106,14 +106,15 @@ class WorkbenchApp(App):
     # --- `workbench run --watch`: a new recording when the script changes ----------
 
     def _check_watch(self) -> None:
-        if self.watch is None or not self.watch.changed():
+        if self.watcher is None or not self.watcher.changed():
             return
         if isinstance(self.screen, SessionScreen):
-            self.screen.say(f"{os.path.basename(self.watch.script)} changed: recording…")
+            self.screen.say(f"{os.path.basename(self.watcher.script)} changed: recording…")
         self.run_worker(self._rerecord, thread=True, group="watch", exclusive=True)
 
     def _rerecord(self) -> None:
-        recording = self.watch.record()  # type: ignore[union-attr]
+        assert self.watcher is not None
+        recording = self.watcher.record()
         self.call_from_thread(self._rerecorded, recording)
 
     def _rerecorded(self, recording: Recording) -> None:
@@ -145,7 +146,7 @@ class WorkbenchApp(App):
     def _open(self, i: int) -> None:
         title, session = self.gallery[i]
         if session is not None:
-            self.push_screen(SessionScreen(session, title, gallery=self.watch is None,
+            self.push_screen(SessionScreen(session, title, gallery=self.watcher is None,
                                            export_dir=self.export_dir))
 
     def action_help(self) -> None:

@@ -34,7 +34,8 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     return [
         ("Everywhere", rows(WorkbenchApp.BINDINGS) + [("ctrl+p", "Command palette"),
                                                       ("tab, shift+tab", "Next / previous pane")]),
-        ("Session", rows(b for b in SessionScreen.BINDINGS if not b.action.startswith("stages("))),
+        ("Session", rows(b for b in SessionScreen.BINDINGS
+                                if not (isinstance(b, Binding) and b.action.startswith("stages(")))),
         ("Lists (navigator, stages)", rows(LineList.BINDINGS)),
         ("Navigator", rows(StepList.BINDINGS) + [("enter", "Fold a call or level")]),
         ("Stages view", rows(STAGE_KEYS) +

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, ClassVar, Iterable, NamedTuple
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
@@ -56,7 +56,7 @@ class Place(NamedTuple):
 class SessionScreen(Screen):
     """One session: pick a step on the left, see it from every side on the right."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "view('step')", "Step"),
         Binding("2", "view('stages')", "Stages"),
         Binding("3", "view('pytree')", "Pytree"),
@@ -73,8 +73,9 @@ class SessionScreen(Screen):
         Binding("z", "zoom", "Hide/show navigator", show=False),
         Binding("o", "sessions", "Sessions", show=False),
         Binding("escape", "back", "Back", show=False),
-    ] + [Binding(b.key, f"stages({b.action!r})", b.description, show=b.show)
-         for b in STAGE_KEYS]
+        *(Binding(b.key, f"stages({b.action!r})", b.description, show=b.show)
+          for b in STAGE_KEYS),
+    ]
 
     def __init__(self, session: Session, title: str = "session", *, gallery: bool = False,
                  export_dir: str | Path | None = None, place: Place | None = None,
@@ -320,6 +321,10 @@ class SessionScreen(Screen):
 
     # --- actions ------------------------------------------------------------------
 
+    def _toggle_in_stages(self, what: str) -> None:
+        self.action_view("stages")
+        self.query_one(StagesPane).action_toggle(what)
+
     def action_view(self, view: str) -> None:
         """Show a view. The focus stays where it was (the navigator's arrows keep moving
         the selection); if it was in the view being replaced, it moves into the new one."""
@@ -375,8 +380,8 @@ class SessionScreen(Screen):
         scope = self._scope or self.steps
         count = scope.search(event.value)
         scope.focus()
-        if count:
-            n = scope.next_match(True)
+        n = scope.next_match(True) if count else None
+        if count and n is not None:
             self.say(f"{count:,} matches for {event.value!r}: {n + 1}/{count}  (n next, N previous)")
         else:
             self.say(f"no match for {event.value!r}")
@@ -468,11 +473,11 @@ class SessionScreen(Screen):
             yield "Next failing step", "jump to the next step that failed (x)", \
                 lambda: self.steps.action_next_failure(1)
         yield "Toggle aligned diff", "the two stages aligned equation by equation (d)", \
-            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("diff"))
+            lambda: self._toggle_in_stages("diff")
         yield "Toggle stage stats", "equations, avals, primitive histogram (t)", \
-            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("stats"))
+            lambda: self._toggle_in_stages("stats")
         yield "Show growth", "equations against batch size, e.g. Python loop vs vmap (w)", \
-            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("growth"))
+            lambda: self._toggle_in_stages("growth")
         where = f"into {self.export_dir}"
         yield "Export call as JSON", f"write the current call as a session file {where} (e)", \
             self.action_export_json
