@@ -117,6 +117,23 @@ async def test_pytree_view_scrolls_to_the_last_row_of_a_long_tree():
         assert "out (output)" in text and "[1]: float32[4] = [-0.316695" in text  # the last
 
 
+@sync
+async def test_big_concrete_leaves_show_summary_statistics():
+    import jax.numpy as jnp
+
+    import transforms as T
+    with T.record() as session:
+        T.grad(lambda w: jnp.sum(jnp.tanh(w)))(jnp.linspace(0.0, 1.0, 1000))
+        T.vmap(lambda x: x > 0.5)(jnp.linspace(0.0, 1.0, 20))
+    app = build_app(session)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await pilot.press("3")
+        text = shown(app.screen.query_one(PytreePane))
+        assert "float32[1000] = ≈0.5 ±0.289 [≥0, ≤1]" in text
+        await select_call(app, pilot, 1)
+        assert "bool[20] = true: 10 of 20" in shown(app.screen.query_one(PytreePane))
+
+
 # --- 2: the story: description and printed output ------------------------------------
 
 @sync
