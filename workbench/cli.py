@@ -562,11 +562,16 @@ def _usable_output(path: str) -> str:
 # --- open / show ----------------------------------------------------------------
 
 def _open(args: argparse.Namespace) -> int:
-    session = _load_or_report(args.trace)
-    if session is None:
+    opener, reason = tui_opener()
+    if opener is None or not os.path.isfile(args.trace):
+        # No terminal, or no such file: say what is wrong with the file first, as `show` does.
+        if _load_or_report(args.trace) is None:
+            return EXIT_BAD_INPUT
+        _error(f"{reason}; use `workbench show {args.trace}` for a text summary")
         return EXIT_BAD_INPUT
-    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary",
-                     export_dir=args.export_dir)
+    # The terminal UI draws its first frame at once and reads the dump behind it.
+    from workbench.tui import open_dump
+    return open_dump(args.trace, export_dir=args.export_dir)
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -4,17 +4,20 @@
     workbench.tui.run([(title, session), ...])    # a gallery: a session picker first
     workbench.tui.run_gallery([(title, description), ...], record)  # the picker at once,
                                                   # record(i) -> Session run in the background
+    workbench.tui.open_dump("trace.json")         # the first frame at once, then the dump
 """
 from __future__ import annotations
 
 import gc
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from transforms.record import Session
+if TYPE_CHECKING:
+    from transforms.record import Session
 
-from .model import Entries, as_gallery
+    from .model import Entries
 
+# A session with this many records (steps, equations, tree nodes) is frozen out of the GC.
 FREEZE_STEPS = 10_000
 
 
@@ -24,8 +27,9 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
     """The app, not yet running (tests drive it with `run_test()`). `watch`: a
     `workbench.watch.Watch` that re-records the session when its script changes."""
     from .app import WorkbenchApp
+    from .model import as_gallery
     gallery = as_gallery(sessions, title)
-    big = sum(s.step_count for _, s in gallery) >= FREEZE_STEPS
+    big = sum(record_count(s) for _, s in gallery) >= FREEZE_STEPS
     if big:
         # NB: a big session is millions of long-lived objects; each full collection
         # would walk them all (tens of ms, mid-keystroke). Freeze them out of the GC.
@@ -35,6 +39,13 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
     app = WorkbenchApp(entries, title=title, export_dir=export_dir, watch=watch)
     app.freeze_after_start = big
     return app
+
+
+def record_count(session: Session) -> int:
+    """Steps, stage equations and pytree nodes: what makes a session big to hold."""
+    return session.step_count + sum(
+        sum(len(st.eqns) for st in c.stages) + sum(len(t.nodes) for t in c.trees)
+        for c in session.calls)
 
 
 def build_gallery_app(entries: Sequence[tuple[str, str]], record: Callable[[int], Session],
@@ -56,10 +67,34 @@ def run(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
     build_app(sessions, title, export_dir, watch).run()
 
 
+def build_open_app(path: str, load: Callable[[str], Session] | None = None,
+                   export_dir: str | Path | None = None):
+    """`workbench open PATH`: the first frame at once, the dump read in a worker thread
+    (load(path), transforms.record.load by default), then its session shown."""
+    from .app import WorkbenchApp
+    return WorkbenchApp([(path, None)], export_dir=export_dir,
+                        loader=(path, load or _load_dump))
+
+
+def _load_dump(path: str) -> Session:
+    # Imported in the loader's thread, after the first frame.
+    from transforms.record import load
+    return load(path)
+
+
+def open_dump(path: str, export_dir: str | Path | None = None) -> int:
+    """Run `build_open_app`; the exit code: 0, or 2 when the dump cannot be read (the app
+    then exits with the loader's message, which Textual prints on the way out)."""
+    app = build_open_app(path, export_dir=export_dir)
+    app.run()
+    return app.return_code or 0
+
+
 def run_gallery(entries: Sequence[tuple[str, str]], record: Callable[[int], Session],
                 title: str | None = None, export_dir: str | Path | None = None) -> None:
     """Open the picker at once and record the sessions behind it; returns on quit."""
     build_gallery_app(entries, record, title, export_dir).run()
 
 
-__all__ = ["build_app", "build_gallery_app", "run", "run_gallery"]
+__all__ = ["build_app", "build_gallery_app", "build_open_app", "open_dump", "run",
+           "run_gallery"]

@@ -5,23 +5,29 @@ import gc
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from transforms.record import Session
-
-from ..watch import Recording, Watch
 from .messages import SessionChosen
-from .model import Entries, session_description
-from .screens.help import HelpScreen
-from .screens.picker import PickerScreen
-from .screens.session import SessionScreen
+from .screens.loading import LoadingScreen
+
+if TYPE_CHECKING:
+    from transforms.record import Session
+
+    from ..watch import Recording, Watch
+    from .model import Entries
+
+# NB: the session and picker screens (every widget, the renderers, the record model) are
+# imported where first used, not here: `workbench open` draws its first frame before
+# reading the dump, and those imports are most of what a first frame would wait for.
 
 # Records gallery entry i (in a worker thread): `workbench demo` shows the picker at once.
-Recorder = Callable[[int], Session]
+Recorder = Callable[[int], "Session"]
+# (path, load): a dump to read in a worker thread once the first frame is up.
+Loader = tuple[str, Callable[[str], "Session"]]
 
 
 class WorkbenchApp(App):
@@ -38,18 +44,25 @@ class WorkbenchApp(App):
     def __init__(self, gallery: Entries, title: str | None = None,
                  export_dir: str | Path | None = None, *,
                  descriptions: list[str] | None = None, recorder: Recorder | None = None,
-                 watch: Watch | None = None) -> None:
+                 watch: Watch | None = None, loader: Loader | None = None) -> None:
         super().__init__()
         self.gallery = gallery
         self.export_dir = export_dir
-        self.descriptions = descriptions or [
-            session_description(s) if s is not None else "" for _, s in gallery]
+        self.descriptions = descriptions or self._descriptions(gallery)
         self.recorder = recorder
         self.watcher = watch  # a Watch (`workbench run --watch`): re-records on change
+        self.loader = loader  # (path, load): `workbench open` reads its dump after the 1st frame
         self._wanted: int | None = None  # the entry to open once it is recorded
         self._want_lock = threading.Lock()
         if title:
             self.title = title
+
+    @staticmethod
+    def _descriptions(gallery: Entries) -> list[str]:
+        if all(s is None for _, s in gallery):
+            return [""] * len(gallery)
+        from .model import session_description
+        return [session_description(s) if s is not None else "" for _, s in gallery]
 
     # With a big session, the app's own long-lived objects (widgets, styles, caches) are
     # frozen out of the GC too, once the first frame is drawn: a full collection walking
@@ -65,6 +78,14 @@ class WorkbenchApp(App):
             self.set_interval(self.watcher.interval, self._check_watch)
 
     def get_default_screen(self) -> Screen:
+        from .screens.picker import PickerScreen
+        from .screens.session import SessionScreen
+        if self.loader is not None:
+            path, _ = self.loader
+            self.call_after_refresh(
+                lambda: self.run_worker(self._load, thread=True, group="load",
+                                        exit_on_error=False))
+            return LoadingScreen(path)
         if self.watcher is not None:
             # NB: the session screen goes on top of a blank one, so each new recording
             # can switch_screen in place (the bottom screen of the stack cannot be switched).
@@ -79,6 +100,7 @@ class WorkbenchApp(App):
 
     def _record_all(self) -> None:
         """Record every pending entry, the one the user asked for first."""
+        from transforms.record import Session
         while True:
             with self._want_lock:
                 pending = [i for i, (_, s) in enumerate(self.gallery) if s is None]
@@ -94,6 +116,7 @@ class WorkbenchApp(App):
             self.call_from_thread(self._recorded, i, session)  # waits: entry i is filled
 
     def _recorded(self, i: int, session: Session) -> None:
+        from .screens.picker import PickerScreen
         self.gallery[i] = (self.gallery[i][0], session)
         for screen in self.screen_stack:
             if isinstance(screen, PickerScreen):
@@ -103,9 +126,28 @@ class WorkbenchApp(App):
             if isinstance(self.screen, PickerScreen):
                 self._open(i)
 
+    # --- `workbench open`: the dump read after the first frame ----------------------
+
+    def _load(self) -> None:
+        from .screens import session as _  # noqa: F401 - imported here, off the first frame
+        assert self.loader is not None
+        path, load = self.loader
+        try:
+            session = load(path)
+        except Exception as e:  # a corrupt dump: say why on the way out (exit code 2)
+            self.call_from_thread(self.exit, None, 2, f"workbench: {e}")
+            return
+        self.call_from_thread(self._loaded, path, session)
+
+    def _loaded(self, path: str, session: Session) -> None:
+        from .screens.session import SessionScreen
+        self.gallery[0] = (path, session)
+        self.push_screen(SessionScreen(session, path, export_dir=self.export_dir))
+
     # --- `workbench run --watch`: a new recording when the script changes ----------
 
     def _check_watch(self) -> None:
+        from .screens.session import SessionScreen
         if self.watcher is None or not self.watcher.changed():
             return
         if isinstance(self.screen, SessionScreen):
@@ -119,6 +161,7 @@ class WorkbenchApp(App):
 
     def _rerecorded(self, recording: Recording) -> None:
         """Show the new session in place of the old one, at the same place."""
+        from .screens.session import SessionScreen
         screen = self.screen
         if recording.session is None:
             if isinstance(screen, SessionScreen):
@@ -134,6 +177,7 @@ class WorkbenchApp(App):
         self.switch_screen(new)
 
     def on_session_chosen(self, message: SessionChosen) -> None:
+        from .screens.picker import PickerScreen
         if self.gallery[message.index][1] is None:
             with self._want_lock:
                 self._wanted = message.index
@@ -144,12 +188,14 @@ class WorkbenchApp(App):
         self._open(message.index)
 
     def _open(self, i: int) -> None:
+        from .screens.session import SessionScreen
         title, session = self.gallery[i]
         if session is not None:
             self.push_screen(SessionScreen(session, title, gallery=self.watcher is None,
                                            export_dir=self.export_dir))
 
     def action_help(self) -> None:
+        from .screens.help import HelpScreen
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

@@ -62,7 +62,7 @@ class SessionScreen(Screen):
         Binding("3", "view('pytree')", "Pytree"),
         Binding("4", "view('failure')", "Failure"),
         Binding("5", "view('devices')", "Devices", show=False),
-        Binding("6", "view('output')", "Output", show=False),
+        Binding("6", "view('output')", "Story: description and printed output", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(True)", "Next match", show=False),
         Binding("N", "next_match(False)", "Previous match", show=False),
@@ -122,7 +122,7 @@ class SessionScreen(Screen):
         labels = [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
                   ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
         labels += [("devices", "5 Devices")] if self.has_devices else []
-        return labels + [("output", "6 Output")]
+        return labels + [("output", "6 Story")]
 
     def _heading(self) -> str:
         """The caller's title (a file name), and the recording's own title when it says more."""
@@ -257,14 +257,23 @@ class SessionScreen(Screen):
             self._dirty.discard("output")
 
     def _show_output(self) -> None:
-        """What the recorded program printed (the whole session's: prints are not per call)."""
-        pane = self.query_one("#output-pane", TextLines)
+        """The story: what the recording shows (its description) and what the recorded
+        program printed (the whole session's: prints are not per call)."""
+        lines: list[str] = []
+        headings: set[int] = set()
+        if self.description:
+            headings.add(len(lines))
+            lines += ["What it shows", self.description, ""]
+        headings.add(len(lines))
+        lines.append("What it printed")
         if self.output is None:
-            pane.set_lines([], "this recording kept no printed output (the gallery and "
-                               "`workbench run --watch` keep it)")
+            lines.append("(this recording kept no printed output: the gallery and "
+                         "`workbench run --watch` keep it)")
+        elif not self.output.strip():
+            lines.append("(nothing)")
         else:
-            pane.set_lines(self.output.rstrip("\n").split("\n") if self.output else [],
-                           "the program printed nothing")
+            lines += self.output.rstrip("\n").split("\n")
+        self.query_one("#output-pane", TextLines).set_lines(lines, headings=headings)
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:
         """Put each stage's cursor on the equation this step became, where that is known."""
@@ -464,7 +473,7 @@ class SessionScreen(Screen):
         if self.has_devices:
             yield "Devices view", "arrays on the device mesh, collectives per stage", \
                 lambda: self.action_view("devices")
-        yield "Output view", "what the recorded program printed (6)", \
+        yield "Story view", "what the recording shows and what its program printed (6)", \
             lambda: self.action_view("output")
         yield "Hide or show the navigator", "the views take the whole width (z)", self.action_zoom
         yield "Search", "search steps or the focused stage text (/)", self.action_search

@@ -1,4 +1,4 @@
-"""TextLines: plain lines of text in a LineList (what a program printed), searchable.
+"""TextLines: plain lines of text in a LineList (a story, what a program printed), searchable.
 
 Long lines wrap at the view's width (a printed message is read, not scanned
 sideways); the wrapping is redone when the view is resized.
@@ -6,6 +6,7 @@ sideways); the wrapping is redone when the view is resized.
 from __future__ import annotations
 
 import textwrap
+from typing import Collection
 
 from rich.text import Text
 
@@ -21,22 +22,28 @@ class TextLines(LineList):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.source: list[str] = []
+        self.source: list[tuple[str, bool]] = []  # (line, is a heading)
         self.lines: list[str] = []
+        self._headings: set[int] = set()
         self._empty = ""
         self._wrapped_at = 0
 
-    def set_lines(self, lines: list[str], empty: str = "") -> None:
-        self.source = [self.one_line(line) for line in lines]
+    def set_lines(self, lines: list[str], empty: str = "", headings: Collection[int] = ()
+                  ) -> None:
+        """`headings`: positions in `lines` drawn bold (the sections of a story)."""
+        self.source = [(self.one_line(line), i in headings) for i, line in enumerate(lines)]
         self._empty = empty
         self._wrap()
 
     def _wrap(self) -> None:
         width = max(self.scrollable_content_region.width, 20)
         self._wrapped_at = width
-        self.lines = [part for line in self.source
-                      for part in (textwrap.wrap(line, width, drop_whitespace=False,
-                                                 replace_whitespace=False) or [""])]
+        self.lines, self._headings = [], set()
+        for line, heading in self.source:
+            if heading:
+                self._headings.add(len(self.lines))
+            self.lines += textwrap.wrap(line, width, drop_whitespace=False,
+                                        replace_whitespace=False) or [""]
         count = len(self.lines) or (1 if self._empty else 0)
         self.set_rows(count, width=max(map(len, self.lines), default=len(self._empty)), cursor=0)
 
@@ -47,7 +54,7 @@ class TextLines(LineList):
     def row_text(self, row: int) -> Text:
         if not self.lines:
             return Text(self._empty, style=self.dim_style())
-        return Text(self.lines[row], no_wrap=True)
+        return Text(self.lines[row], no_wrap=True, style="bold" if row in self._headings else "")
 
     def search_rows(self, query: str) -> list[int]:
         q = query.lower()

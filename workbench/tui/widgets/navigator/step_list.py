@@ -59,7 +59,7 @@ class StepList(LineList):
             mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
             text = Text.assemble("▸ " if folded else "▾ ", mark,
                                  (self.one_line(self.outline.call_label(c)), self._style("call")),
-                                 (f"  {len(call.steps)} steps", self.dim_style()))
+                                 (f"  {len(call.steps):,} steps", self.dim_style()))
             return text
         if kind == LEVEL:
             if index < len(call.levels):
