@@ -432,6 +432,7 @@ async def test_the_picker_shows_at_once_and_opens_an_entry_when_it_is_recorded()
             if isinstance(app.screen, SessionScreen):
                 break
         assert isinstance(app.screen, SessionScreen) and app.screen.session_title == "NTContainer"
+        await pilot.pause(0.2)  # let the new screen settle before the app shuts down
         # the one under way (0) finishes, then the one asked for goes before the others
         assert recorded[:2] == [0, 2]
 

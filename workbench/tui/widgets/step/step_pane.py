@@ -20,11 +20,17 @@ class StepPane(VerticalScroll, can_focus=True):
     StepPane > Static { width: auto; min-width: 100%; }
     """
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        # Made here, not in compose: the navigator may select a step before this pane's
+        # children are mounted (a screen pushed while another is settling).
+        self.body = Static(Text("select a step in the navigator", style="dim"), id="step-body")
+
     def compose(self):
-        yield Static(Text("select a step in the navigator", style="dim"), id="step-body")
+        yield self.body
 
     def show(self, call: Call, index: CallIndex, step_pos: int | None, label: str = "") -> None:
-        body = self.query_one("#step-body", Static)
+        body = self.body
         if step_pos is None:
             body.update(guarded(lambda: _call_summary(call, index, label), "call"))
         else:
