@@ -679,9 +679,13 @@ def session_output(session: Session) -> str | None:
     return session.metadata.get("output") if session.metadata else None
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def session_summary(session: Session) -> str:
     failed = sum(1 for c in session.calls if c.errors)
-    text = f"{len(session.calls)} calls, {session.step_count:,} steps"
+    text = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     return text + (f", {failed} failed" if failed else "")
 
 

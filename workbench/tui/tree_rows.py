@@ -6,6 +6,7 @@ screen and a 10,000-leaf call costs one pass over its nodes to show.
 """
 from __future__ import annotations
 
+import textwrap
 from typing import NamedTuple
 
 from transforms.record import Call, TreeNode, TreePair, TreeRecord
@@ -64,6 +65,12 @@ def node_text(node: TreeNode, with_static: bool = True) -> tuple[str, str]:
     return _cut(f"<{kind}: {node.note}>"), "error"
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [text[:width]]
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
 
@@ -76,7 +83,7 @@ def _header(tree: TreeRecord, default: str) -> str:
 def pair_rows(pair: TreePair, width: int | None = None) -> list[TreeRow]:
     """Title, summary, a header and one row per key path, columns aligned. A container's
     static data goes on a row of its own below it; with `width`, the two value columns
-    share it (cut with `…`, never narrower than MIN_COLUMN)."""
+    share it (never narrower than MIN_COLUMN), a longer value wrapping onto more rows."""
     def cell(tree: TreeRecord, index: int | None) -> tuple[str, str]:
         if index is None or not 0 <= index < len(tree.nodes):
             return "-", "dim"
@@ -115,9 +122,16 @@ def pair_rows(pair: TreePair, width: int | None = None) -> list[TreeRow]:
                      (_fit(heads[2], w_right), "head"))),
             TreeRow((("─" * (w_path + w_left + w_right + 6), "dim"),))]
     for (mark, path, (left, lstyle), (right, rstyle), both) in body:
-        rows.append(TreeRow(((mark[0] + " ", mark[1]), (_fit(path, w_path).ljust(w_path), ""),
-                             ("  ", ""), (_fit(left, w_left).ljust(w_left), lstyle), ("  ", ""),
-                             (_fit(right, w_right), rstyle))))
+        # A value wider than its column wraps onto rows below (the gradient's values are
+        # the point of the view: never cut).
+        lefts, rights = _wrap(left, w_left), _wrap(right, w_right)
+        for i in range(max(len(lefts), len(rights))):
+            first_row = i == 0
+            rows.append(TreeRow((
+                (mark[0] + " " if first_row else "  ", mark[1] if first_row else ""),
+                ((_fit(path, w_path) if first_row else "").ljust(w_path), ""), ("  ", ""),
+                ((lefts[i] if i < len(lefts) else "").ljust(w_left), lstyle), ("  ", ""),
+                (rights[i] if i < len(rights) else "", rstyle))))
         if both:
             rows.append(TreeRow((("  " + " " * w_path + "  ", ""), ("static: ", "static"),
                                  (both, ""))))

@@ -24,6 +24,7 @@ from ..model import (
     pack,
     session_description,
     session_output,
+    session_summary,
     step_key,
 )
 from ..widgets.common.key_bar import KeyBar
@@ -133,7 +134,7 @@ class SessionScreen(Screen):
 
     def on_mount(self) -> None:
         self.title = f"workbench: {self._heading()}"
-        self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
+        self.sub_title = (f"{session_summary(self.session)}"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
         if self._place is not None:

@@ -42,7 +42,7 @@ class TextLines(LineList):
         for line, heading in self.source:
             if heading:
                 self._headings.add(len(self.lines))
-            self.lines += textwrap.wrap(line, width, drop_whitespace=False,
+            self.lines += textwrap.wrap(line, width, drop_whitespace=True,
                                         replace_whitespace=False) or [""]
         count = len(self.lines) or (1 if self._empty else 0)
         self.set_rows(count, width=max(map(len, self.lines), default=len(self._empty)), cursor=0)

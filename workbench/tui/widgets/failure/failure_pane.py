@@ -78,7 +78,7 @@ def failure_view(call: Call, index: CallIndex, label: str = "",
             parts.append(_plain(error, call, index, n))
         else:  # the panel, then the user's line with its context
             parts += [panel, SourceView(error.source, source_context(error.source)), Text("")]
-    parts.append(Text("enter: go to the failing step", style="dim"))
+    parts.append(Text("x: go to the next failing step (or enter, with this view focused)", style="dim"))
     return Group(*parts)
 
 

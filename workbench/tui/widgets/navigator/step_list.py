@@ -7,7 +7,7 @@ from textual.binding import Binding
 from transforms.record import Session
 
 from ...messages import CallSelected, StepSelected
-from ...model import CALL, LEVEL, STEP, Outline, StepFilter, step_title
+from ...model import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
 
 # A step's phase, marked after its primitive; the navigator's legend explains each mark.
@@ -59,7 +59,7 @@ class StepList(LineList):
             mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
             text = Text.assemble("▸ " if folded else "▾ ", mark,
                                  (self.one_line(self.outline.call_label(c)), self._style("call")),
-                                 (f"  {len(call.steps):,} steps", self.dim_style()))
+                                 (f"  {plural(len(call.steps), 'step')}", self.dim_style()))
             return text
         if kind == LEVEL:
             if index < len(call.levels):
