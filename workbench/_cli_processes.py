@@ -68,7 +68,7 @@ def info_text(info: ProcessInfo) -> str:
     if info.status:
         text += f"; {info.status}"
         if info.message and info.message != "ended normally":
-            text += f" ({info.message})"
+            text += f": {info.message}"
     if not info.complete:
         text += "; recorded until stopped (the call in progress is not included)"
     return text

@@ -345,7 +345,7 @@ def _supervise(children: list[Child], timeout: float | None,
                     first_code = first_code or STOPPED_EXIT
                 continue
             if stop_at is not None and now >= stop_at:
-                _stop_all([c for c in children if c.ended is None], f"stopped: {stop_why}")
+                _stop_all([c for c in children if c.ended is None], stop_why)
                 stop_at = None
                 continue
             time.sleep(0.05)
@@ -403,7 +403,7 @@ def ending(returncode: int) -> str:
 def _status(child: Child) -> tuple[str, str]:
     code = child.popen.returncode
     if child.stop_reason:
-        return "stopped", f"stopped by the launcher ({child.stop_reason})"
+        return "stopped", f"stopped by the launcher: {child.stop_reason}"
     if code is not None and code < 0:
         return "killed", ending(code)
     if code:
