@@ -646,9 +646,10 @@ def _diff(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         a, b, args.a, args.b = picked
     else:
-        b = _load_or_report(args.b)
-        if b is None:
+        other = _load_or_report(args.b)
+        if other is None:
             return EXIT_BAD_INPUT
+        b = other
     d = diff_sessions(a, b)
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))

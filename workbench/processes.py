@@ -68,7 +68,7 @@ def process_label(info: ProcessInfo | None) -> str:
 def merge(sessions: Sequence[Session], title: str = "",
           metadata: dict[str, str] | None = None) -> Session:
     """Per-process sessions (each with its `process`) -> one merged run, ordered by index."""
-    records = []
+    records: list[ProcessRecord] = []
     for s in sessions:
         if s.processes:  # already merged: take its processes as they are
             records.extend(s.processes)

@@ -59,7 +59,10 @@ class ProcessScreen(SessionScreen):
             mine = self.session.process.index if self.session.process is not None else 0
             if d.step is not None and mine in (d.process_a, d.process_b):
                 self._go(d.call, d.step)
-            self.say("WARNING: " + d.describe(), error=True)
+            here = " (here)" if d.step is not None and mine in (d.process_a, d.process_b) else ""
+            where = f"call {d.call}" + (f", step {d.step}" if d.step is not None else "")
+            self.say(f"WARNING: processes {d.process_a} and {d.process_b} traced different "
+                     f"programs from {where}{here}; p: the other process", error=True)
         else:
             self.say(self._process_text() + "  (p: next process)")
 
