@@ -290,3 +290,14 @@ async def test_the_tui_opens_a_divergent_run_on_the_first_divergent_step():
         assert screen.session.process.index == 1
         assert screen.steps.current() == (0, 3)
         assert "WARNING: processes 0 and 1 traced different programs" in _status(app)
+
+
+def test_a_folder_output_takes_one_dump_per_process(tmp_path, monkeypatch):
+    monkeypatch.delenv(launch.ENV_INDEX, raising=False)
+    (tmp_path / "run").mkdir()
+    path, note = launch.dump_path(str(tmp_path / "run"), recorded())
+    assert path == str(tmp_path / "run" / "process-0.json") and "one process" in note
+    script = tmp_path / "s.py"
+    script.write_text("print('hi')\n")
+    assert main(["dump", "-q", "-o", str(tmp_path / "run"), str(script)]) == 0
+    assert load(tmp_path / "run" / "process-0.json").process is None

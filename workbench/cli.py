@@ -510,7 +510,10 @@ def _run(args: argparse.Namespace) -> int:
                    f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
     if args.output is not None:
-        problem = _usable_output(args.output)
+        from workbench.launch import is_folder
+        # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
+        problem = _usable_folder(args.output) if is_folder(args.output) and \
+            args.processes is None else _usable_output(args.output)
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT

@@ -159,7 +159,9 @@ def _control(state: _ChildState, fd: int, dump: str) -> None:
     except OSError:
         return
     if not line.startswith("stop"):
-        return  # the launcher went away (EOF): carry on
+        # EOF: the launcher died (it closes the pipe only after we ended). Nobody would
+        # stop or merge us now: end rather than wait as an orphan inside a collective.
+        os._exit(STOPPED_EXIT)
     if not state.finished:  # after the script ended, the runner's own dump is complete
         with contextlib.suppress(Exception):
             _snapshot(state, line[4:].strip()).save(dump)
@@ -460,6 +462,11 @@ def _fill_devices(sessions: list[Session]) -> None:
 
 # --- where a process of the user's own launcher writes its dump ------------------------------
 
+def is_folder(output: str) -> bool:
+    """`-o DIR/` or an existing folder: one dump per process goes inside."""
+    return os.path.isdir(output) or output.endswith(os.sep)
+
+
 def dump_path(output: str, session: Session) -> tuple[str, str]:
     """Where process i of a job writes `-o output`, and a note saying so ("" if unchanged).
 
@@ -469,15 +476,18 @@ def dump_path(output: str, session: Session) -> tuple[str, str]:
     name gets `.process-<i>` before its suffix, unless it holds `{process}`.
     """
     info = session.process
+    if is_folder(output):
+        index = info.index if info is not None else 0
+        os.makedirs(output, exist_ok=True)
+        path = os.path.join(output, processes.PROCESS_FILE.format(index=index))
+        if info is None or info.count < 2:
+            return path, f"wrote {path} (one process: the folder holds its one dump)"
+        return path, (f"process {info.index} of {info.count}: wrote {path}; "
+                      f"`workbench show {output}` reads the folder as one run")
     if info is None or info.count < 2 or launched_index() is not None:
         return output, ""
     if "{process}" in output:
         return output.replace("{process}", str(info.index)), ""
-    if os.path.isdir(output) or output.endswith(os.sep):
-        os.makedirs(output, exist_ok=True)
-        path = os.path.join(output, processes.PROCESS_FILE.format(index=info.index))
-        return path, (f"process {info.index} of {info.count}: wrote {path}; "
-                      f"`workbench show {output}` reads the folder as one run")
     stem, suffix = os.path.splitext(output)
     path = f"{stem}.process-{info.index}{suffix or '.json'}"
     return path, (f"process {info.index} of {info.count}: wrote {path} (not {output}: every "
