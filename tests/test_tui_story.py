@@ -473,7 +473,7 @@ async def test_run_watch_refreshes_the_open_ui_in_place_keeping_the_selection(tm
         await pilot.pause()
         await pilot.press("down", "down", "3")
         before = app.screen
-        place = before.place()
+        place = before.current_place()
         assert place.step is not None
         time.sleep(0.01)
         script.write_text(SCRIPT.format(fn="sin") + 'print("second run")\n')

@@ -23,9 +23,10 @@ FREEZE_STEPS = 10_000
 
 def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
               title: str | None = None, export_dir: str | Path | None = None,
-              watch: Any = None):
+              watch: Any = None, process: int = 0):
     """The app, not yet running (tests drive it with `run_test()`). `watch`: a
-    `workbench.watch.Watch` that re-records the session when its script changes."""
+    `workbench.watch.Watch` that re-records the session when its script changes;
+    `process`: the process a multi-process run opens at."""
     from .app import WorkbenchApp
     from .model import as_gallery
     gallery = as_gallery(sessions, title)
@@ -36,7 +37,8 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
         gc.collect()
         gc.freeze()
     entries: Entries = list(gallery)
-    app = WorkbenchApp(entries, title=title, export_dir=export_dir, watch=watch)
+    app = WorkbenchApp(entries, title=title, export_dir=export_dir, watch=watch,
+                       process=process)
     app.freeze_after_start = big
     return app
 
@@ -62,18 +64,23 @@ def build_gallery_app(entries: Sequence[tuple[str, str]], record: Callable[[int]
 
 def run(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
         title: str | None = None, export_dir: str | Path | None = None,
-        watch: Any = None) -> None:
-    """Open the TUI on one session or a gallery of (title, Session) pairs; returns on quit."""
-    build_app(sessions, title, export_dir, watch).run()
+        watch: Any = None, process: int = 0) -> None:
+    """Open the TUI on one session or a gallery of (title, Session) pairs; returns on quit.
+
+    A multi-process run (Session.processes) opens at process `process`; `p` switches."""
+    build_app(sessions, title, export_dir, watch, process).run()
 
 
 def build_open_app(path: str, load: Callable[[str], Session] | None = None,
-                   export_dir: str | Path | None = None):
+                   export_dir: str | Path | None = None, process: int | None = None,
+                   check: Callable[[Session], str] | None = None):
     """`workbench open PATH`: the first frame at once, the dump read in a worker thread
-    (load(path), transforms.record.load by default), then its session shown."""
+    (load(path), transforms.record.load by default), then its session shown. `check`:
+    what is wrong with the loaded session for this opening ("" if nothing), said on exit."""
     from .app import WorkbenchApp
-    return WorkbenchApp([(path, None)], export_dir=export_dir,
-                        loader=(path, load or _load_dump))
+    app = WorkbenchApp([(path, None)], export_dir=export_dir, process=process or 0,
+                       loader=(path, load or _load_dump, check))
+    return app
 
 
 def _load_dump(path: str) -> Session:
@@ -82,10 +89,12 @@ def _load_dump(path: str) -> Session:
     return load(path)
 
 
-def open_dump(path: str, export_dir: str | Path | None = None) -> int:
-    """Run `build_open_app`; the exit code: 0, or 2 when the dump cannot be read (the app
-    then exits with the loader's message, which Textual prints on the way out)."""
-    app = build_open_app(path, export_dir=export_dir)
+def open_dump(path: str, export_dir: str | Path | None = None, process: int | None = None,
+              load: Callable[[str], Session] | None = None,
+              check: Callable[[Session], str] | None = None) -> int:
+    """Run `build_open_app`; the exit code: 0, or 2 when the dump cannot be read or fails
+    `check` (the app then exits with the message, which Textual prints on the way out)."""
+    app = build_open_app(path, load, export_dir, process, check)
     app.run()
     return app.return_code or 0
 

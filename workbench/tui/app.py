@@ -19,15 +19,17 @@ if TYPE_CHECKING:
 
     from ..watch import Recording, Watch
     from .model import Entries
+    from .screens.session import SessionScreen
 
-# NB: the session and picker screens (every widget, the renderers, the record model) are
-# imported where first used, not here: `workbench open` draws its first frame before
-# reading the dump, and those imports are most of what a first frame would wait for.
+# NB: the session, process and picker screens (every widget, the renderers, the record
+# model) are imported where first used, not here: `workbench open` draws its first frame
+# before reading the dump, and those imports are most of what a first frame would wait for.
 
 # Records gallery entry i (in a worker thread): `workbench demo` shows the picker at once.
 Recorder = Callable[[int], "Session"]
-# (path, load): a dump to read in a worker thread once the first frame is up.
-Loader = tuple[str, Callable[[str], "Session"]]
+# (path, load, check): a dump to read in a worker thread once the first frame is up, and
+# what is wrong with it for this opening ("" when nothing is).
+Loader = tuple[str, Callable[[str], "Session"], "Callable[[Session], str] | None"]
 
 
 class WorkbenchApp(App):
@@ -44,14 +46,16 @@ class WorkbenchApp(App):
     def __init__(self, gallery: Entries, title: str | None = None,
                  export_dir: str | Path | None = None, *,
                  descriptions: list[str] | None = None, recorder: Recorder | None = None,
-                 watch: Watch | None = None, loader: Loader | None = None) -> None:
+                 watch: Watch | None = None, loader: Loader | None = None,
+                 process: int = 0) -> None:
         super().__init__()
         self.gallery = gallery
         self.export_dir = export_dir
+        self.process = process  # a multi-process run opens at this process
         self.descriptions = descriptions or self._descriptions(gallery)
         self.recorder = recorder
         self.watcher = watch  # a Watch (`workbench run --watch`): re-records on change
-        self.loader = loader  # (path, load): `workbench open` reads its dump after the 1st frame
+        self.loader = loader  # `workbench open` reads its dump after the first frame
         self._wanted: int | None = None  # the entry to open once it is recorded
         self._want_lock = threading.Lock()
         if title:
@@ -79,9 +83,8 @@ class WorkbenchApp(App):
 
     def get_default_screen(self) -> Screen:
         from .screens.picker import PickerScreen
-        from .screens.session import SessionScreen
         if self.loader is not None:
-            path, _ = self.loader
+            path = self.loader[0]
             self.call_after_refresh(
                 lambda: self.run_worker(self._load, thread=True, group="load",
                                         exit_on_error=False))
@@ -93,8 +96,19 @@ class WorkbenchApp(App):
             return Screen()
         title, session = self.gallery[0]
         if len(self.gallery) == 1 and session is not None:
-            return SessionScreen(session, title, export_dir=self.export_dir)
+            return self._screen_of(session, title, gallery=False,
+                                   position=self._position(session))
         return PickerScreen(self.gallery, self.descriptions)
+
+    def _screen_of(self, session: Session, title: str, gallery: bool,
+                   position: int = 0) -> SessionScreen:
+        """The screen for a session: a multi-process run's opens at one process."""
+        if session.processes:
+            from .screens.processes import ProcessScreen
+            return ProcessScreen(session, position, title, gallery=gallery,
+                                 export_dir=self.export_dir)
+        from .screens.session import SessionScreen
+        return SessionScreen(session, title, gallery=gallery, export_dir=self.export_dir)
 
     # --- the gallery, recorded in the background ---------------------------------
 
@@ -131,18 +145,21 @@ class WorkbenchApp(App):
     def _load(self) -> None:
         from .screens import session as _  # noqa: F401 - imported here, off the first frame
         assert self.loader is not None
-        path, load = self.loader
+        path, load, check = self.loader
         try:
             session = load(path)
+            problem = check(session) if check is not None else ""
         except Exception as e:  # a corrupt dump: say why on the way out (exit code 2)
-            self.call_from_thread(self.exit, None, 2, f"workbench: {e}")
+            problem = str(e)
+        if problem:
+            self.call_from_thread(self.exit, None, 2, f"workbench: {problem}")
             return
         self.call_from_thread(self._loaded, path, session)
 
     def _loaded(self, path: str, session: Session) -> None:
-        from .screens.session import SessionScreen
         self.gallery[0] = (path, session)
-        self.push_screen(SessionScreen(session, path, export_dir=self.export_dir))
+        self.push_screen(self._screen_of(session, path, gallery=False,
+                                         position=self._position(session)))
 
     # --- `workbench run --watch`: a new recording when the script changes ----------
 
@@ -171,7 +188,7 @@ class WorkbenchApp(App):
         self.gallery[0] = (title, recording.session)
         if not isinstance(screen, SessionScreen):
             return
-        place = screen.place()
+        place = screen.current_place()
         new = SessionScreen(recording.session, title, export_dir=self.export_dir, place=place,
                             note=f"re-recorded: {recording.note}")
         self.switch_screen(new)
@@ -188,11 +205,13 @@ class WorkbenchApp(App):
         self._open(message.index)
 
     def _open(self, i: int) -> None:
-        from .screens.session import SessionScreen
         title, session = self.gallery[i]
         if session is not None:
-            self.push_screen(SessionScreen(session, title, gallery=self.watcher is None,
-                                           export_dir=self.export_dir))
+            self.push_screen(self._screen_of(session, title, gallery=self.watcher is None))
+
+    def _position(self, run: Session) -> int:
+        indices = sorted(p.info.index for p in run.processes)
+        return indices.index(self.process) if self.process in indices else 0
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

@@ -142,7 +142,7 @@ class SessionScreen(Screen):
         if self._note:
             self.say(self._note)
 
-    def place(self) -> Place:
+    def current_place(self) -> Place:
         """Where the user is: kept when a new recording replaces this session (--watch)."""
         nav = self.query_one(Navigator)
         return Place(self.call_index, self.step_pos, self.active_view,
@@ -251,7 +251,7 @@ class SessionScreen(Screen):
                                              outline.call_label(self.call_index), failing)
             self._dirty.discard("failure")
         elif view == "devices" and "devices" in self._dirty:
-            self.query_one(DevicesPane).show(call)
+            self.query_one(DevicesPane).show(call, self.session.process)
             self._dirty.discard("devices")
         elif view == "output" and "output" in self._dirty:
             self._show_output()
