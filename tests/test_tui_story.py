@@ -492,3 +492,31 @@ async def test_run_watch_refreshes_the_open_ui_in_place_keeping_the_selection(tm
         assert "re-recorded" in text_of(screen.query_one(StatusBar))
         await pilot.press("6")
         assert "second run" in shown(screen.query_one("#output-pane", TextLines))
+
+
+def test_tree_rows_are_made_on_demand_and_searched_by_their_text():
+    import dataclasses
+
+    from transforms.record import TreeNode
+    from workbench.tui.tree_rows import call_tree_rows, wrap
+    call = example("ntcontainer_fixed").calls[2]
+    rows = call_tree_rows(call, width=60)
+    texts = [rows[i].plain for i in range(len(rows))]
+    assert any("[[1., 1.]," in t for t in texts)  # wrapped, not cut
+    for query in ("array", "static", "gradient", "zzz"):
+        found = rows.search(query)
+        assert found == [i for i, t in enumerate(texts) if query in t.lower()], query
+    # a value found across a wrap: its entry's first row
+    assert rows.search("[[1., 1.], [1., 1.], [1., 1.]]")
+    assert wrap("float32[3] = [1., 2., 3.]", 12) == ["float32[3] =", "[1., 2., 3.]"]
+    assert wrap("float32[3] = [1., 2., 3.]", 9) == ["float32[3", "] = [1.,", "2., 3.]"]
+    # 10,000 leaves: rows for all of them, without making each row's pieces
+    tree = call.trees[0]
+    leaves = [TreeNode(0, None, 0, "", "", "node", "dict", children=tuple(range(1, 10_001)))] + [
+        TreeNode(i + 1, 0, 1, f"['w{i}']", f"['w{i}']", "leaf", "jax.Array", aval="float32[]",
+                 value=str(i)) for i in range(10_000)]
+    big = dataclasses.replace(call, trees=(dataclasses.replace(tree, nodes=tuple(leaves)),),
+                              pairs=())
+    many = call_tree_rows(big)
+    assert len(many) == 10_003 and many[10_001].plain.endswith("['w9999']: float32[] = 9999")
+    assert many.search("w9999") == [10_001]

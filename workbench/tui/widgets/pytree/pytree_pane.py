@@ -13,7 +13,7 @@ from rich.text import Text
 from transforms.record import Call
 
 from ....render.failure import DiagnosticsView
-from ...tree_rows import TreeRow, call_tree_rows
+from ...tree_rows import TreeRows, call_tree_rows
 from ..common.line_list import LineList
 
 # Style names of tree_rows -> the look of each.
@@ -31,7 +31,7 @@ class PytreePane(LineList):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.rows: list[TreeRow] = []
+        self.rows = TreeRows([])
         self.call: Call | None = None
         self._built_for: int | None = None
         self._extra: list[Text] = []
@@ -42,8 +42,7 @@ class PytreePane(LineList):
         self._built_for = self._fit_width()
         self.rows = call_tree_rows(call, self._built_for)
         self._extra = _diagnostic_lines(call, self.app.console) if call.diagnostics else []
-        width = max((sum(len(t) for t, _ in r.pieces) for r in self.rows), default=0)
-        width = max([width] + [t.cell_len for t in self._extra])
+        width = max([self.rows.width] + [t.cell_len for t in self._extra])
         self.set_rows(len(self.rows) + len(self._extra), width=width, cursor=0)
 
     def _fit_width(self) -> int | None:
@@ -68,7 +67,7 @@ class PytreePane(LineList):
 
     def search_rows(self, query: str) -> list[int]:
         q = query.lower()
-        found = [i for i, r in enumerate(self.rows) if q in "".join(t for t, _ in r.pieces).lower()]
+        found = self.rows.search(q)
         base = len(self.rows)
         return found + [base + i for i, t in enumerate(self._extra) if q in t.plain.lower()]
 
