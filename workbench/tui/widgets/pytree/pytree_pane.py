@@ -40,13 +40,19 @@ class PytreePane(LineList):
     def show(self, call: Call) -> None:
         self.call = call
         self._built_for = self._fit_width()
+        if self._built_for is None:  # not laid out yet: built when it is (on_resize)
+            self.rows = TreeRows([])
+            self.set_rows(0)
+            return
         self.rows = call_tree_rows(call, self._built_for)
         self._extra = _diagnostic_lines(call, self.app.console) if call.diagnostics else []
         width = max([self.rows.width] + [t.cell_len for t in self._extra])
         self.set_rows(len(self.rows) + len(self._extra), width=width, cursor=0)
 
     def _fit_width(self) -> int | None:
-        width = self.scrollable_content_region.width
+        # The widget's width less its padding and a vertical scrollbar, whether one is shown
+        # yet or not: the scrollbar appearing must not refit (rebuild) the rows.
+        width = self.size.width - self.styles.gutter.width - self.styles.scrollbar_size_vertical
         return width if width > 0 else None
 
     def on_resize(self) -> None:
