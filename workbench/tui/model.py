@@ -122,7 +122,8 @@ class CallIndex:
         return None
 
     def search_texts(self) -> SearchTexts:
-        """Each step's search text, made once per distinct text (built on first search)."""
+        """Each step's search text, made once per distinct text (built when first needed,
+        or beforehand in slices: `Outline.prepare_search`)."""
         if self._texts is None:
             self._texts = SearchTexts(self)
         return self._texts
@@ -143,20 +144,41 @@ class CallIndex:
 class SearchTexts:
     """What search looks in, per step: `ids[pos]` indexes `texts`. Steps that differ only
     in their index share one text, found by the identity of their parts (a loaded dump
-    shares its params and source records between steps)."""
+    shares its params and source records between steps). Built in slices (`build`), so
+    the TUI can make it in idle moments before the first search needs it."""
+
+    SLICE = 5_000  # steps per slice: a few milliseconds
 
     def __init__(self, index: CallIndex):
-        found: dict[tuple, int] = {}
+        self.index = index
+        self._found: dict[tuple, int] = {}
         self.texts: list[str] = []
         self.ids = array("l")
-        for step in index.call.steps:
+
+    @property
+    def done(self) -> bool:
+        return len(self.ids) >= len(self.index.call.steps)
+
+    def build(self, steps: int | None = None) -> bool:
+        """Index the next `steps` steps (all of them by default); whether it is done."""
+        call, found, texts, ids = self.index.call, self._found, self.texts, self.ids
+        start = len(ids)
+        end = len(call.steps) if steps is None else min(len(call.steps), start + steps)
+        label = self.index.label
+        for step in call.steps[start:end]:
             key = (step.primitive, id(step.params), id(step.source), step.kind, step.phase,
                    step.level, step.name_stack, step.error)
             t = found.get(key)
             if t is None:
-                t = found[key] = len(self.texts)
-                self.texts.append(step_haystack(step, index.label(step.level)))
-            self.ids.append(t)
+                t = found[key] = len(texts)
+                texts.append(step_haystack(step, label(step.level)))
+            ids.append(t)
+        return self.done
+
+    def hits(self, q: str) -> bytes:
+        """A flag per distinct text: whether it holds q (lower-cased already)."""
+        self.build()
+        return bytes(q in text for text in self.texts)
 
 
 def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
@@ -430,39 +452,56 @@ class Outline:
                 return j
         return i
 
+    def prepare_search(self, steps: int = SearchTexts.SLICE) -> bool:
+        """Index up to `steps` more steps for search; whether every call is indexed."""
+        for c in range(min(len(self.session.calls), 1 << _CALL_BITS)):
+            texts = self.index(c).search_texts()
+            if not texts.done:
+                texts.build(steps)
+                return False
+        return True
+
     def search(self, query: str) -> list[int]:
         """Rows whose step (or call, or level) text holds `query`, case-insensitive.
 
-        Each distinct step text is tested once: a big session repeats a few
-        hundred texts (primitive, params, line) over 100,000 steps."""
+        Each distinct step text is tested once (a big session repeats a few hundred
+        texts, primitive, params and line, over 100,000 steps); then each step row
+        is two array lookups."""
         q = query.lower()
         if not q:
             return []
-        out = []
-        calls = self.session.calls
-        hit_cache: dict[int, bool] = {}
+        rows, calls = self.rows, self.session.calls
         shift, mask = _CALL_BITS + 2, (1 << _CALL_BITS) - 1
-        for j, code in enumerate(self.rows):
-            kind, c = code & 3, (code >> 2) & mask
-            if kind == STEP:
-                texts = self.index(c).search_texts()
-                t = texts.ids[code >> shift]
-                hit = hit_cache.get(t)
-                if hit is None:
-                    hit = hit_cache[t] = q in texts.texts[t]
-                if hit:
-                    out.append(j)
-                continue
+        flags: dict[int, tuple[array, bytes]] = {}
+        for c in {(code >> 2) & mask for code in rows if code & 3 == CALL}:
+            texts = self.index(c).search_texts()
+            flags[c] = (texts.ids, texts.hits(q))
+        out: list[int] = []
+        others: list[int] = []  # call and level rows: few, tested one by one
+        start = 0
+        n = len(rows)
+        while start < n:
+            # The rows of one call run from its CALL row to the next one.
+            c = (rows[start] >> 2) & mask
+            end = start + 1
+            while end < n and rows[end] & 3 != CALL:
+                end += 1
+            ids, hit = flags[c]
+            out += [j for j in range(start, end)
+                    if (code := rows[j]) & 3 == STEP and hit[ids[code >> shift]]]
+            others += [j for j in range(start, end) if rows[j] & 3 != STEP]
+            start = end
+        for j in others:
+            kind, c, index = unpack(rows[j])
             call = calls[c]
             if kind == LEVEL:
-                index = code >> shift
                 lv = call.levels[index] if index < len(call.levels) else None
                 hay = f"{lv.label} {lv.kind} {lv.trace_type}".lower() if lv else ""
             else:
                 hay = self.call_label(c).lower()
             if q in hay:
                 out.append(j)
-        return out
+        return sorted(out) if others else out
 
 
 # --- step texts ---------------------------------------------------------------------

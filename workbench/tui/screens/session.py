@@ -45,6 +45,10 @@ from ..widgets.step.step_pane import StepPane
 VIEWS = ("step", "stages", "pytree", "failure", "devices", "output")
 
 
+# Sessions with this many steps index them for search in the background (idle slices).
+PREPARE_SEARCH_STEPS = 20_000
+
+
 class Place(NamedTuple):
     """The user's place in a session: selection, view, filter, navigator hidden."""
     call: int
@@ -141,6 +145,14 @@ class SessionScreen(Screen):
             self._restore(self._place)
         if self._note:
             self.say(self._note)
+        if self.session.step_count >= PREPARE_SEARCH_STEPS:
+            # Index the steps for search in idle slices of a few ms, so the first `/` on a
+            # big session does not pay for it.
+            self._preparing = self.set_interval(0.02, self._prepare_search)
+
+    def _prepare_search(self) -> None:
+        if self.steps.outline.prepare_search():
+            self._preparing.stop()
 
     def current_place(self) -> Place:
         """Where the user is: kept when a new recording replaces this session (--watch)."""
