@@ -11,4 +11,7 @@ class StatusBar(Static):
     """
 
     def say(self, text: str, error: bool = False) -> None:
-        self.update(Text(text.replace("\n", " "), style="bold red" if error else ""))
+        # One row, whatever it says: no layout pass (a search's or a match's note would
+        # otherwise lay the whole screen out again).
+        self.update(Text(text.replace("\n", " "), style="bold red" if error else "",
+                         no_wrap=True, overflow="ellipsis"), layout=False)
