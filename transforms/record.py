@@ -641,11 +641,17 @@ def loads(text: str, source: str = "<string>") -> Session:
         raise SessionLoadError(f"{source}: malformed session data (nested too deeply)") from None
 
 
+_LITERALS = ("null", "true", "false", "NaN", "Infinity", "-Infinity")
+
+
 def _session_from_text(text: str, source: str) -> Session:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        ended_early = e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+        # NB: a file cut inside a literal (`nu` of null) fails at the literal's start.
+        rest = text[e.pos:].rstrip()
+        ended_early = (e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+                       or any(word.startswith(rest) for word in _LITERALS) and bool(rest))
         what = "truncated" if ended_early else "corrupt"
         raise SessionLoadError(
             f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
