@@ -23,7 +23,10 @@ import sys
 from typing import Any, Callable, Sequence
 
 import transforms
-from transforms.record import Call, Session, write_atomically
+from transforms.record import Call, Session, Step, write_atomically
+
+from .safe_text import first_line as _first_line
+from .safe_text import terminal as _t
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -207,12 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"workbench: {message}", file=sys.stderr)
+    print(f"workbench: {_t(message, lines=True)}", file=sys.stderr)
 
 
 def _note(args: argparse.Namespace, message: str) -> None:
     if not getattr(args, "quiet", False):
-        print(f"workbench: {message}", file=sys.stderr, flush=True)
+        print(f"workbench: {_t(message, lines=True)}", file=sys.stderr, flush=True)
 
 
 def _load_or_report(path: str) -> Session | None:
@@ -517,38 +520,61 @@ def _show(args: argparse.Namespace) -> int:
                    f"(it has {len(calls)}: 0..{len(calls) - 1})")
             return EXIT_BAD_INPUT
         calls = [calls[args.call]]
-    print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
-          f"(jax {session.jax_version}, python {session.python_version})")
+    _print_lines([f"{_t(args.trace)}: {len(session.calls)} calls, {session.step_count} steps "
+                  f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
     if session.title:
-        print(f"title: {session.title}")
+        _print_lines([f"title: {_t(session.title)}"])
     for call in calls:
-        print("\n".join(summarize_call(call, with_steps=args.steps)))
+        _print_lines(summarize_call(call, with_steps=args.steps))
     return EXIT_OK
+
+
+# Each printed line is made terminal-safe once more as it is printed: nothing from a
+# recording reaches the terminal raw, whatever a formatter forgot.
+LINE_LIMIT = 20_000
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    print("\n".join(_t(line, LINE_LIMIT) for line in lines))
 
 
 def summarize_call(call: Call, with_steps: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
-    where = f" at {call.source}" if call.source else ""
-    lines = [f"call {call.index}: {call.transform}({call.function}){where}  [{status}]"]
+    where = f" at {_t(call.source)}" if call.source else ""
+    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
+    by_level: dict[int, list[Step]] = {}
+    for s in call.steps:
+        by_level.setdefault(s.level, []).append(s)
     for level in call.levels:
-        count = sum(1 for s in call.steps if s.level == level.index)
-        lines.append(f"  {'  ' * level.depth}{level.label}  {level.trace_type}  {count} steps")
+        steps = by_level.get(level.index, [])
+        lines.append(f"  {_indent(level.depth)}{_t(level.label)}  {_t(level.trace_type)}  "
+                     f"{len(steps)} steps")
         if with_steps:
-            lines.extend(_step_lines(call, level.index, level.depth))
+            lines.extend(_step_lines(steps, level.depth))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
-        lines.append(f"  error{at}: {error.type_name}: {error.message.splitlines()[0]}")
+        message = _first_line(error.message) or "(no message)"
+        lines.append(f"  error{at}: {_t(error.type_name)}: {message}")
     return lines
 
 
-def _step_lines(call: Call, level: int, depth: int) -> list[str]:
-    pad = "  " * (depth + 2)
+# Levels nest at most this deep on screen; a dump's depth is only checked to be sane.
+MAX_INDENT = 20
+
+
+def _indent(depth: int) -> str:
+    return "  " * min(depth, MAX_INDENT)
+
+
+def _step_lines(steps: list[Step], depth: int) -> list[str]:
+    pad = "  " + _indent(depth + 1)
     lines = []
-    for step in call.steps_at(level):
+    for step in steps:
         ins = ", ".join(v.describe() for v in step.inputs)
         outs = ", ".join(v.describe() for v in step.outputs)
-        lines.append(f"{pad}#{step.index} {step.title} [{step.phase}] ({ins}) -> ({outs})")
+        lines.append(f"{pad}#{step.index} {_t(step.title)} [{_t(step.phase)}] "
+                     f"({_t(ins)}) -> ({_t(outs)})")
     return lines
 
 
@@ -566,7 +592,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))
     else:
-        print("\n".join(format_diff(d, args.a, args.b, verbose=args.verbose)))
+        _print_lines(format_diff(d, args.a, args.b, verbose=args.verbose))
     if not d.related:
         if args.json:
             _error(f"{args.a} and {args.b} look unrelated: no call matches")

@@ -15,6 +15,8 @@ from typing import Iterable, Sequence
 from transforms.diff import diff_stages, short_aval
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
 
+from .. import safe_text
+
 # --- the graph as data -------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -830,34 +832,9 @@ def _wrap(text: str, width: int, max_lines: int = 20) -> str:
 
 # --- DOT text ----------------------------------------------------------------------
 
-_SPECIAL = {"\\": "\\\\", '"': '\\"', "&": "&amp;", "<": "&lt;", ">": "&gt;", "{": "&#123;",
-            "}": "&#125;", "|": "&#124;", "\n": "\\n", "\t": " "}
-_NEEDS_ESCAPE = re.compile(r'[\\"&<>{}|\n\r\t\x00-\x1f\x7f-\U0010ffff]')
-
-
-def _escape_char(m: re.Match) -> str:
-    c = m.group(0)
-    hit = _SPECIAL.get(c)
-    if hit is not None:
-        return hit
-    if c == "\r":
-        return "\\n"
-    if ord(c) < 32 or ord(c) == 127:
-        return "&#65533;"  # a control character: shown as the replacement character
-    if 0xD800 <= ord(c) <= 0xDFFF:
-        return "&#65533;"  # a lone surrogate cannot be written as UTF-8
-    return f"&#{ord(c)};"
-
-
-def dot_string(text: str) -> str:
-    """A DOT double-quoted string whose label shows `text` exactly, in pure ASCII.
-
-    Backslashes and quotes are escaped for DOT; `& < > { } |` and non-ASCII become
-    HTML character references (Graphviz decodes them in every label, record shapes
-    included); newlines become line breaks (`\\r\\n` and `\\r` too).
-    """
-    text = text.replace("\r\n", "\n")
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+# Every label and id goes through the shared DOT escaping (workbench/safe_text.py): pure
+# ASCII, no control character left, cut below Graphviz's 16,384-character label limit.
+dot_string = safe_text.dot
 
 
 def _attrs(pairs: Iterable[tuple[str, str]]) -> str:
