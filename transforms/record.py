@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import gc
 import json
 import os
@@ -507,10 +508,13 @@ class Session:
                 "calls": body["calls"]}
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write atomically: the file appears complete or not at all."""
+        """Write atomically: the file appears complete or not at all (see write_atomically)."""
+        write_atomically(path, self.to_json_text())
+
+    def to_json_text(self) -> str:
+        """The dump's text, as save() writes it."""
         with gc_paused():
-            text = json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
-        write_atomically(path, text)
+            return json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
 
 
 @contextlib.contextmanager
@@ -544,8 +548,23 @@ def new_file_mode() -> int:
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
+    """Write `text` to what `path` names: a regular file atomically, a FIFO or device by streaming.
+
+    A symlink is followed (its target is written, the link stays); a regular file (or
+    a new one) is replaced by a temp file beside it, so it appears complete or not at
+    all; a FIFO, a terminal or another device is written into, never replaced (as
+    root, replacing /dev/null would break the machine); a folder raises
+    IsADirectoryError. An OSError (disk full, read-only) leaves no temp file behind.
+    """
+    path = os.path.realpath(os.fspath(path))
+    kind = special_file_kind(path)
+    if kind == "directory":
+        raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+    if kind:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         os.fchmod(fd, new_file_mode())
@@ -558,6 +577,23 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def special_file_kind(path: str | os.PathLike) -> str:
+    """"" for a regular file or nothing at all; else "directory", "fifo", "device", "socket"."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
 
 
 def load(path: str | os.PathLike) -> Session:

@@ -27,6 +27,7 @@ from transforms.record import Call, Session, Step, write_atomically
 
 from .safe_text import first_line as _first_line
 from .safe_text import terminal as _t
+from .saving import fallback_paths, save_recording, usable_output
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -464,40 +465,52 @@ def _run(args: argparse.Namespace) -> int:
                    f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
     if args.output is not None:
-        problem = _usable_output(args.output)
+        problem = usable_output(args.output)
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
-                                   inline_jnp=args.inline_jnp)
+                                   inline_jnp=args.inline_jnp,
+                                   note=lambda message: _note(args, message))
     except runner.ScriptError as e:
         _error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
     what = f"{len(session.calls)} calls, {session.step_count} steps"
     if result.interrupted:
-        what += " (interrupted: what was recorded until Ctrl-C)"
+        what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
     elif result.error is not None:
         what += " (up to the script's failure)"
     if args.output is not None:
-        session.save(args.output)
-        _note(args, f"recorded {what}; wrote {args.output}")
+        _save(args, session, what)
         return result.exit_code
     _note(args, f"recorded {what}")
     code = _open_tui(session, session.title or args.script, "use -o trace.json")
     return result.exit_code if code == EXIT_OK else code
 
 
+def _save(args: argparse.Namespace, session: Session, what: str) -> None:
+    """Save the recording, saying where it went; the script's exit code stays the command's.
+
+    NB: these notes are printed even with --quiet: they say where the recording is."""
+    outcome = save_recording(session, args.output, lambda message: _note(args, message))
+    if outcome.path == args.output:
+        _note(args, f"recorded {what}; wrote {args.output}")
+    elif outcome.path is not None:
+        _error(f"recorded {what}; could not write {args.output} ({outcome.problem}), so "
+               f"the recording was saved to {outcome.path}")
+    elif outcome.abandoned:
+        _error(f"recorded {what}; {outcome.problem}: nothing was written "
+               f"(an existing {args.output} is kept)")
+    else:
+        _error(f"recorded {what}; could not write {args.output} ({outcome.problem}) nor any "
+               f"fallback ({', '.join(fallback_paths(args.output)) or 'none'}): the recording "
+               f"is lost")
+
+
 def _usable_output(path: str) -> str:
-    if os.path.isdir(path):
-        return f"{path}: is a folder; give a file name for the dump"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"{path}: the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK):
-        return f"{path}: the folder {folder} is not writable"
-    return ""
+    return usable_output(path)
 
 
 # --- open / show ----------------------------------------------------------------
