@@ -91,7 +91,12 @@ def _dot_char(m: re.Match[str]) -> str:
 
 
 def dot(text: object, limit: int = DOT_LIMIT) -> str:
-    """A DOT double-quoted string whose label shows `text` safely, in pure ASCII.
+    """A DOT double-quoted string whose label shows `text` safely (see dot_escape)."""
+    return '"' + dot_escape(text, limit) + '"'
+
+
+def dot_escape(text: object, limit: int = DOT_LIMIT) -> str:
+    """The inside of a DOT double-quoted string whose label shows `text` safely, in pure ASCII.
 
     Lines are kept (`\\n` is DOT's line break); the whole label is cut to `limit`.
     Backslashes and quotes are escaped for DOT; `& < > { } |` and non-ASCII become
@@ -100,7 +105,7 @@ def dot(text: object, limit: int = DOT_LIMIT) -> str:
     """
     s = text if isinstance(text, str) else _str(text)
     s = cut(s.replace("\r\n", "\n").replace("\t", " "), limit)
-    return '"' + _DOT_NEEDS_ESCAPE.sub(_dot_char, terminal(s, limit + 64, lines=True)) + '"'
+    return _DOT_NEEDS_ESCAPE.sub(_dot_char, terminal(s, limit + 64, lines=True))
 
 
 def _str(value: object) -> str:
@@ -110,4 +115,4 @@ def _str(value: object) -> str:
         return f"<{type(value).__name__}: str() raised {type(e).__name__}>"
 
 
-__all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "first_line", "svg", "terminal"]
+__all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "dot_escape", "first_line", "svg", "terminal"]
