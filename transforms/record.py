@@ -608,7 +608,8 @@ def load(path: str | os.PathLike) -> Session:
     path = os.fspath(path)
     shown = _echo(path, 200)
     try:
-        with open(path, "rb") as f:
+        # NB: O_NONBLOCK, so that opening a FIFO does not wait for a writer.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise SessionLoadError(f"{shown}: not a regular file (a session file is one)")
