@@ -18,6 +18,7 @@ from transforms.record import TreeNode, TreePair, TreeRecord
 
 from ..safe_text import terminal as _t
 from ._safe import safe
+from .diagnostics import DiagnosticsView
 
 _MARKS = {"same": " ", "differs": "~", "left_only": "-", "right_only": "+"}
 _MARK_STYLES = {"same": "", "differs": "yellow", "left_only": "red", "right_only": "green"}
@@ -185,8 +186,6 @@ class CallTreesView:
         yield safe(self._build, "pytrees")
 
     def _build(self) -> RenderableType:
-        from .failure import DiagnosticsView  # a sibling renderer; imported when drawn
-
         call = self.call
         pairs = tuple(getattr(call, "pairs", ()))
         paired = {(p.left.role, p.left.name) for p in pairs}
