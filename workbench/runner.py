@@ -148,12 +148,12 @@ def describe_run(session: Session, path: str, args: Sequence[str], exit_code: in
 
 # A dump takes about 0.6 KB a step: past this many steps (about 60 MB) the user is told once.
 SIZE_NOTICE_STEPS = 100_000
+SIZE_NOTICE_EVERY = 1.0  # seconds between counts
 BYTES_PER_STEP = 600
 
 
 @contextlib.contextmanager
-def _size_notice(session: Session, note: Callable[[str], None] | None,
-                 every: float = 1.0) -> Iterator[None]:
+def _size_notice(session: Session, note: Callable[[str], None] | None) -> Iterator[None]:
     """Tell `note` once when the recording passes SIZE_NOTICE_STEPS (checked every second).
 
     NB: a watcher thread, not a hook in the recorder: recording must not print, or
@@ -165,7 +165,7 @@ def _size_notice(session: Session, note: Callable[[str], None] | None,
     done = threading.Event()
 
     def watch() -> None:
-        while not done.wait(every):
+        while not done.wait(SIZE_NOTICE_EVERY):
             steps = sum(len(c.steps) for c in list(session.calls))
             if steps >= SIZE_NOTICE_STEPS:
                 note(f"the recording has passed {steps:,} steps (a dump of about "
