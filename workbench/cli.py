@@ -69,9 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_exits = ("the script's own exit code (0 when it ends normally, its sys.exit code, "
                  "1 for an uncaught exception with the traceback printed as Python prints it, "
-                 "130 for Ctrl-C); the dump is written in every case; 2 the script could not "
-                 "be run at all (no such file, a syntax error) or bad usage: nothing ran and "
-                 "no dump is written.")
+                 "130, 143, 129 for Ctrl-C, SIGTERM, SIGHUP); the dump is written in every "
+                 "case: when -o cannot be written (disk full, folder gone or read-only) it goes "
+                 "to a fallback path that is printed, and the exit code stays the script's; 2 "
+                 "the script could not be run at all (no such file, a syntax error) or bad "
+                 "usage (-o names a folder): nothing ran and no dump is written.")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
         "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
@@ -79,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         "`transforms` for the duration of the run (also for libraries that call them as "
         "jax.grad(...) at call time), then restored. The script's output and exit code are "
         "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
-        "raises, or Ctrl-C, still leaves the dump of what was recorded.")
+        "raises, or Ctrl-C (or SIGTERM, SIGHUP), still leaves the dump of what was recorded; "
+        "a single Ctrl-C during the final save does not stop it. -o may name a symlink (its "
+        "target is written), a FIFO or a device (streamed into, never replaced).")
     run = command("run", "run a JAX script unchanged, recording its transformations",
                   run_description + " Without -o, opens the terminal UI on the recording.",
                   run_exits)

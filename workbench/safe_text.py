@@ -65,6 +65,11 @@ def terminal(text: object, limit: int = DEFAULT_LIMIT, *, lines: bool = False) -
     return _UNSAFE_ONE_LINE.sub(_escape, cut(s, limit))
 
 
+def has_unsafe(text: str) -> bool:
+    """Does `text` hold anything terminal() would escape?"""
+    return _UNSAFE_ONE_LINE.search(text) is not None
+
+
 def first_line(text: object, limit: int = DEFAULT_LIMIT) -> str:
     """The first line of a message, made safe; "" for an empty one (`raise ValueError()`)."""
     s = text if isinstance(text, str) else _str(text)
@@ -115,4 +120,5 @@ def _str(value: object) -> str:
         return f"<{type(value).__name__}: str() raised {type(e).__name__}>"
 
 
-__all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "dot_escape", "first_line", "svg", "terminal"]
+__all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "dot_escape", "first_line", "has_unsafe", "svg",
+           "terminal"]
