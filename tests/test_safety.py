@@ -466,10 +466,12 @@ def test_o_writes_to_a_device_node_without_replacing_it(tmp_path):
     assert stat.S_ISCHR(os.lstat(null).st_mode)
 
 
-def test_o_refuses_a_directory(tmp_path):
-    done = run("dump", script(tmp_path, RECORDS), "-o", str(tmp_path))
-    assert done.returncode == 2
-    assert "is a folder; give a file name for the dump" in done.stderr
+def test_o_naming_a_folder_writes_inside_it_and_never_replaces_it(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    done = run("dump", script(tmp_path, RECORDS), "-o", str(folder))
+    assert done.returncode == 0, done.stderr
+    assert folder.is_dir() and len(transforms.load(folder / "process-0.json").calls) == 3
 
 
 def test_a_long_recording_is_noted_once(tmp_path, monkeypatch):

@@ -27,6 +27,7 @@ import transforms
 from transforms.record import Session
 
 from . import saving
+from .launch import process_recording
 
 PATCHED = ("grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
            "jacrev", "hessian")
@@ -117,7 +118,8 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
     code, interrupted = 0, False
     with _as_main_script(path, args) as namespace, saving.stops_as_ctrl_c() as stopped_by:
         with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail) as session:
-            with jax_patched(), _size_notice(session, note):
+            with jax_patched(), process_recording(session, path, args), \
+                    _size_notice(session, note):
                 try:
                     exec(code_object, namespace)
                 except SystemExit as e:
