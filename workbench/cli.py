@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "case: when -o cannot be written (disk full, folder gone or read-only) it goes "
                  "to a fallback path that is printed, and the exit code stays the script's; 2 "
                  "the script could not be run at all (no such file, a syntax error) or bad "
-                 "usage (-o names a folder): nothing ran and no dump is written.")
+                 "usage: nothing ran and no dump is written.")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
         "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
