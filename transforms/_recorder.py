@@ -143,12 +143,13 @@ class SessionRecorder:
 @contextlib.contextmanager
 def recording_off() -> Iterator[None]:
     """Nothing done inside is recorded: for the traces stages and growth make themselves."""
-    tokens = (_off.set(True), _call.set(None), _levels.set([]))
+    off, call, levels = _off.set(True), _call.set(None), _levels.set([])
     try:
         yield
     finally:
-        for var, token in zip((_off, _call, _levels), tokens):
-            var.reset(token)
+        _levels.reset(levels)
+        _call.reset(call)
+        _off.reset(off)
 
 
 @contextlib.contextmanager
