@@ -541,3 +541,13 @@ def test_threads_record_into_their_own_sessions():
         for t in threads:
             t.join()
     assert counts == {0: 1, 1: 2, 2: 3} and main.calls == []
+
+
+@pytest.mark.parametrize("name", [TITLE_ATTACK, OSC8, BIDI, SURROGATE], ids=range(4))
+def test_graph_errors_name_a_call_safely(tmp_path, capsys, name):
+    path = _saved(tmp_path, hostile_session(name))
+    assert cli.main(["graph", path, "--view", "jaxpr", "-o", str(tmp_path / "g.svg")]) == 2
+    err = capsys.readouterr().err
+    assert f"call 0 (grad {safe_text.terminal(name)}) has no stages" in err
+    assert "\x1b" not in err and "\u202e" not in err
+    err.encode("utf-8")
