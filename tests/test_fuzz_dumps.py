@@ -1,6 +1,6 @@
 """A dump is untrusted input: mutated real dumps either load and render everywhere, or are refused.
 
-Seeded and bounded in CPU time (the mutations and readers are in tests/dump_fuzz.py;
+Seeded and bounded (48 mutants, at most 30 s of CPU) (the mutations and readers are in tests/dump_fuzz.py;
 `python tests/dump_fuzz.py 5000` runs a long search). For each mutant of a real
 recording (truncated, bytes flipped, JSON values of other types, indices and sizes
 nudged or made huge, rows duplicated, nested or cut, keys dropped, renamed or
@@ -22,8 +22,8 @@ from transforms.record import loads
 from workbench import cli, schema
 
 SEED = 17
-MAX_MUTANTS = 400
-CPU_SECONDS = 3.0  # per Python: the mutants stop when this much CPU time is spent
+MUTANTS = 48        # about 0.1 s of CPU each: a few seconds per Python
+CPU_SECONDS = 30.0  # a bound in case readers get slow: the loop stops there
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_every_real_dump_loads_renders_and_validates(dumps):
 def test_mutated_dumps_load_and_render_or_are_refused_briefly(dumps):
     loaded = refused = 0
     start = time.process_time()
-    for name, text in dump_fuzz.mutants(dumps, SEED, MAX_MUTANTS):
+    for name, text in dump_fuzz.mutants(dumps, SEED, MUTANTS):
         try:
             outcome = dump_fuzz.try_dump(text)
         except Exception as e:
@@ -57,7 +57,7 @@ def test_mutated_dumps_load_and_render_or_are_refused_briefly(dumps):
         if time.process_time() - start > CPU_SECONDS:
             break
     # Both outcomes are exercised, so the test can fail either way.
-    assert loaded >= 5 and refused >= 5, (loaded, refused)
+    assert loaded >= 3 and refused >= 3, (loaded, refused)
 
 
 def test_the_cli_agrees_with_the_loader_on_mutants(dumps, tmp_path, capsys):
