@@ -6,9 +6,11 @@ everything into `record.Call`. Only what the record module defines survives.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
-import threading
+import sys
 import weakref
+from types import FrameType
 from typing import Any, Iterator
 
 import jax
@@ -32,14 +34,78 @@ TRACE_KINDS = {
 }
 
 
-class _State(threading.local):
-    def __init__(self):
-        self.session: SessionRecorder | None = None
-        self.call: CallBuilder | None = None
-        self.levels: list[LevelState] = []
+class _Block:
+    """One open `record()` block: its recorder and the frame that entered it."""
+    __slots__ = ("recorder", "frame")
+
+    def __init__(self, recorder: SessionRecorder, frame: FrameType | None):
+        self.recorder, self.frame = recorder, frame
+
+
+# Recording state is context-local (contextvars), so asyncio tasks and threads each
+# record into their own session. NB: a tuple of the open blocks, not one value with
+# its previous one saved: a block that exits out of order (generators interleaved)
+# removes only itself, and never restores a session that has already closed.
+_blocks: contextvars.ContextVar[tuple[_Block, ...]] = contextvars.ContextVar(
+    "transforms_record_blocks", default=())
+_off: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_recording_off",
+                                                            default=False)
+_call: contextvars.ContextVar[CallBuilder | None] = contextvars.ContextVar(
+    "transforms_call", default=None)
+_levels: contextvars.ContextVar[list[LevelState] | None] = contextvars.ContextVar(
+    "transforms_levels", default=None)
+
+
+class _State:
+    """The recording state as attributes (read by _api.py), kept in context variables.
+
+    `session` is the recorder of the innermost open block whose frame is running (a
+    generator resumed inside its own `with record()` records there), else of the
+    block entered last (a pytest fixture that yields inside one)."""
+
+    @property
+    def session(self) -> SessionRecorder | None:
+        if _off.get():
+            return None
+        blocks = _blocks.get()
+        if not blocks:
+            return None
+        if len(blocks) == 1:
+            return blocks[0].recorder
+        frames = {id(b.frame) for b in blocks}
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame) in frames:
+                return [b for b in blocks if b.frame is frame][-1].recorder
+            frame = frame.f_back
+        return blocks[-1].recorder
+
+    @property
+    def call(self) -> CallBuilder | None:
+        return _call.get()
+
+    @call.setter
+    def call(self, value: CallBuilder | None) -> None:
+        _call.set(value)
+
+    @property
+    def levels(self) -> list[LevelState]:
+        levels = _levels.get()
+        if levels is None:
+            levels = []
+            _levels.set(levels)
+        return levels
 
 
 _state = _State()
+
+
+def _entering_frame() -> FrameType | None:
+    """The frame whose `with` statement entered record(): the first outside contextlib."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == contextlib.__file__:
+        frame = frame.f_back
+    return frame
 
 
 def active_session() -> SessionRecorder | None:
@@ -77,12 +143,13 @@ class SessionRecorder:
 @contextlib.contextmanager
 def recording_off() -> Iterator[None]:
     """Nothing done inside is recorded: for the traces stages and growth make themselves."""
-    prev = (_state.session, _state.call, _state.levels)
-    _state.session, _state.call, _state.levels = None, None, []
+    off, call, levels = _off.set(True), _call.set(None), _levels.set([])
     try:
         yield
     finally:
-        _state.session, _state.call, _state.levels = prev
+        _levels.reset(levels)
+        _call.reset(call)
+        _off.reset(off)
 
 
 @contextlib.contextmanager
@@ -99,12 +166,21 @@ def record(*, inline_jnp: bool = False, stages: bool = False,
     `detail="full"` every sub-jaxpr is kept with its text.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
-    prev = (_state.session, _state.call, _state.levels)
-    _state.session, _state.call, _state.levels = recorder, None, []
+    block = _Block(recorder, _entering_frame())
+    prev = (_call.get(), _levels.get())
+    _blocks.set((*_blocks.get(), block))
+    _call.set(None)
+    _levels.set([])
     try:
         yield recorder.session
     finally:
-        _state.session, _state.call, _state.levels = prev
+        blocks = _blocks.get()
+        innermost = bool(blocks) and blocks[-1] is block
+        _blocks.set(tuple(b for b in blocks if b is not block))
+        if innermost:  # in order: the state of the block around it comes back
+            _call.set(prev[0])
+            _levels.set(prev[1])
+        block.frame = None
 
 
 def function_name(fun: Any) -> str:

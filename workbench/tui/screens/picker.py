@@ -9,6 +9,7 @@ from textual.screen import Screen
 from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
 
+from ...safe_text import terminal
 from ..messages import SessionChosen
 from ..model import Entries, sanitize, session_summary
 from ..widgets.common.key_bar import KeyBar
@@ -50,7 +51,7 @@ class PickerScreen(Screen):
     def _line(self, i: int) -> Text:
         title, session = self.entries[i]
         summary = "recording…" if session is None else session_summary(session)
-        return Text.assemble((title, "bold"), ("  " + summary, "dim"))
+        return Text.assemble((terminal(title, 300), "bold"), ("  " + summary, "dim"))
 
     def on_mount(self) -> None:
         self.title = "workbench: sessions"

@@ -15,6 +15,7 @@ from textual.widgets import Header, Input, Static
 
 from transforms.record import Call, Session
 
+from ... import safe_text
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
 from ..model import (
@@ -137,7 +138,7 @@ class SessionScreen(Screen):
         return own if self.session_title == "session" else f"{self.session_title} — {own}"
 
     def on_mount(self) -> None:
-        self.title = f"workbench: {self._heading()}"
+        self.title = f"workbench: {safe_text.terminal(self._heading(), 300)}"
         self.sub_title = (f"{session_summary(self.session)}"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
@@ -452,8 +453,8 @@ class SessionScreen(Screen):
         try:
             self.export_dir.mkdir(parents=True, exist_ok=True)
             path = self.app.save_screenshot(filename=name, path=str(self.export_dir))
-        except OSError as e:
-            self.say(f"could not save the view: {e}", error=True)
+        except Exception as e:  # a full disk, a read-only folder, text SVG cannot hold
+            self.say(f"could not save the view: {type(e).__name__}: {e}", error=True)
             return
         self.say(f"saved this view to {path}")
 
@@ -467,8 +468,9 @@ class SessionScreen(Screen):
         except export.Unavailable as e:
             self.app.call_from_thread(self.say, str(e), True)
             return
-        except (OSError, ValueError, TypeError) as e:
-            self.app.call_from_thread(self.say, f"{what} export failed: {e}", True)
+        except Exception as e:  # Graphviz refusing a graph, a full disk: a message, not a crash
+            self.app.call_from_thread(self.say, f"{what} export failed: {type(e).__name__}: "
+                                                f"{e}", True)
             return
         self.app.call_from_thread(self.say, f"wrote call {call.index} as {what} to {path}")
 
