@@ -195,14 +195,8 @@ def _subjaxpr_nesting(eqns: Iterable[Any], where: str) -> None:
 
 
 def _histogram(histogram: tuple, where: str) -> None:
-    """Counts of at least one, most frequent first (views scale bars by the first)."""
-    previous = MAX_INDEX
     for bar in histogram:
         _bounded(bar.count, f"{where}.histogram ({_short(bar.primitive)})")
-        if not 1 <= bar.count <= previous:
-            raise DumpFormatError(f"{where}.histogram: {_short(bar.primitive)} counts "
-                                  f"{_num(bar.count)}, out of order (most frequent first)")
-        previous = bar.count
 
 
 # --- shared values ---------------------------------------------------------------------
