@@ -107,9 +107,11 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         return transformed(*args, **kwargs)
     call = _state.call
     if call is not None:
-        call.nested_transform(TransformSpec(kind, fun, transformed, options, settings),
-                              args, kwargs)
-        return _invoke_nested(call, kind, transformed, args, kwargs)
+        spec = TransformSpec(kind, fun, transformed, options, settings)
+        call.nested_transform(spec, args, kwargs)  # its own stages and gradient trees
+        out = _invoke_nested(call, kind, transformed, args, kwargs)
+        call.nested_returned(spec, args, kwargs, out)
+        return out
     call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
     call.spec = TransformSpec(kind, fun, transformed, options, settings)
     if forward is not None:

@@ -31,6 +31,7 @@ SHARED = (
     "ValueRecord",
     "tuple[ValueRecord, ...]",
     "JaxprRecord",
+    "tuple[Stage, ...]",  # a signature's stages, shared by every call with it
 )
 
 SCALARS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool,

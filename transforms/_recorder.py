@@ -155,13 +155,15 @@ def check_retrace(fun: Any) -> None:
 
 def note_jit_arguments(fun: Any, args: tuple, kwargs: dict) -> None:
     """What jit bound (the concrete arguments) before tracing `fun`: their shardings."""
-    from ._stages import concrete_shardings
-    _capturing.jit_bound = (fun, concrete_shardings(args, kwargs))
+    from ._stages import concrete_shardings, mesh_context
+    # NB: here, before JAX traces, the mesh context can be read (inside jit it cannot)
+    _capturing.jit_bound = (fun, concrete_shardings(args, kwargs), mesh_context())
 
 
-def _take_jit_arguments(fun: Any) -> tuple | None:
+def _take_jit_arguments(fun: Any) -> tuple:
+    """(argument placements or None, mesh context or None) noted for this function."""
     bound, _capturing.jit_bound = _capturing.jit_bound, None
-    return bound[1] if bound is not None and bound[0] is fun else None
+    return bound[1:] if bound is not None and bound[0] is fun else (None, None)
 
 
 @contextlib.contextmanager
@@ -276,10 +278,10 @@ class CallBuilder:
                 return
             self.stage_plan = _stages.StagePlan(spec, *args)
             if spec.kind == "jit":
-                bound = _take_jit_arguments(spec.fun)
+                placements, mesh = _take_jit_arguments(spec.fun)
                 main = self.stage_plan.main
-                main.point = _stages.sharded_point(main.point, bound)
-                main.mesh = _stages.mesh_context()
+                main.point = _stages.sharded_point(main.point, placements)
+                main.mesh = mesh
         except Exception as e:  # a fault of ours: this call keeps a record of it, not stages
             self.stage_plan = None
             self.shared_stages = (_stages.failed_capture(spec, e),)
@@ -297,6 +299,10 @@ class CallBuilder:
         """A transformation called inside this call gets stages of its own."""
         if self.stage_plan is not None:
             self.stage_plan.nested_call(spec, args, kwargs)
+
+    def nested_returned(self, spec: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """A transformation called inside this call returned: its gradient trees."""
+        self.trees.note_nested(spec.kind, spec.fun, spec.options, args, kwargs, out)
 
     def _stages_fixer(self) -> Any:
         """How a finished call takes stages resolved later: its shardings follow them."""
@@ -446,10 +452,10 @@ class CallBuilder:
         shared = self.recorder.stages
         shared.captures += 1
         if captured.later is not None:
-            shared.wait(None if failed else self.stage_key, captured.later.with_inner(
-                captured.stages), self.index, self._stages_fixer(), self.spec)
+            shared.wait(None if failed else self.stage_key, captured.later.with_inner(captured),
+                        self.index, self._stages_fixer(), self.spec)
             return ()
-        stages = tuple(captured.stages)
+        stages = captured.all_stages()
         if not failed:
             shared.keep(self.stage_key, stages, self.spec)
         return stages

@@ -31,6 +31,7 @@ import inspect
 import sys
 import threading
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -500,7 +501,10 @@ class StagePlan:
         if not waiting:
             return None
         group = waiting.pop(0)
-        group.tape = Tape(_recorder.function_name(fun), args, kwargs)
+        try:
+            group.tape = Tape(_recorder.function_name(fun), args, kwargs)
+        except Exception:  # arguments that will not flatten: JAX reports it, f has no stage
+            return None
         return group.tape
 
     def release(self) -> None:
@@ -684,6 +688,10 @@ class Captured:
     """A call's stages; for a top-level jit, the compiled part still to come (`later`)."""
     stages: list[Stage]
     later: DeferredJit | None = None
+    nested: list[Stage] = dataclasses.field(default_factory=list)  # transformations inside
+
+    def all_stages(self) -> tuple[Stage, ...]:
+        return tuple(self.stages) + tuple(self.nested)
 
 
 def capture(plan: StagePlan, call_error: str = "") -> Captured:
@@ -695,7 +703,9 @@ def capture(plan: StagePlan, call_error: str = "") -> Captured:
             captured = _capture_group(plan.main, plan, call_error, set())
             names = {s.name for s in captured.stages}
             for group in plan.groups[1:]:
-                captured.stages.extend(_capture_group(group, plan, "", names).stages)
+                found = _capture_group(group, plan, "", names).stages
+                names.update(s.name for s in found)
+                captured.nested.extend(found)
             return captured
     except Exception as e:  # a fault of ours must not fail the user's call: record it
         return Captured([failed_capture(plan.main.spec, e)])
@@ -866,9 +876,11 @@ class DeferredJit:
     error: str = ""
     mesh: Callable[[], Any] | None = None  # re-enters the call's mesh context
     inner: tuple[Stage, ...] = ()          # the stages captured when the call ended
+    nested: tuple[Stage, ...] = ()         # of the transformations called inside
 
-    def with_inner(self, stages: list[Stage]) -> DeferredJit:
-        return dataclasses.replace(self, inner=tuple(stages))
+    def with_inner(self, captured: Captured) -> DeferredJit:
+        return dataclasses.replace(self, inner=tuple(captured.stages),
+                                   nested=tuple(captured.nested))
 
     def finish(self) -> tuple[Stage, ...]:
         """The call's stages, now that JAX's trace is over. Never raises."""
@@ -876,9 +888,9 @@ class DeferredJit:
         outer, _source_texts = _source_texts, {}
         try:
             with _young_garbage_collected_once():
-                return self.inner + tuple(self.stages())
+                return self.inner + tuple(self.stages()) + self.nested
         except Exception as e:  # a fault of ours: recorded on the call
-            return self.inner + (failed_capture(self.spec, e),)
+            return self.inner + (failed_capture(self.spec, e),) + self.nested
         finally:
             _source_texts = outer
 
@@ -924,21 +936,30 @@ class _Placed:
 _NOT_PLACED = object()
 
 
-def concrete_shardings(args: tuple, kwargs: dict) -> tuple:
-    """The committed arrays' shardings, leaf by leaf, of what jit bound (no arrays kept)."""
+def concrete_shardings(args: tuple, kwargs: dict) -> tuple[list, dict] | None:
+    """Per argument, its leaves' placements (committed arrays only): no arrays are kept.
+
+    NB: leaves only (a flatten, as the recorder does for every call), never
+    an unflatten; None when the arguments do not flatten.
+    """
     def placed(x: Any) -> Any:
         if isinstance(x, jax.Array) and not isinstance(x, _i.Tracer) and x.committed:
             return _Placed(tuple(x.shape), x.sharding)
         return _NOT_PLACED
-    return jax.tree_util.tree_map(placed, (tuple(args), dict(kwargs)))
+    try:
+        leaves = jax.tree_util.tree_leaves
+        return ([[placed(x) for x in leaves(a)] for a in args],
+                {k: [placed(x) for x in leaves(v)] for k, v in kwargs.items()})
+    except Exception:  # a node whose flatten raises: JAX reports it itself
+        return None
 
 
 def sharded_point(point: tuple, bound: tuple | None) -> tuple:
     """The call's argument types with the shardings of the arrays jit was given.
 
-    `bound` is what jit bound its signature with (the concrete arguments, static
-    ones as stand-ins): each committed array's sharding goes on the type at
-    the same place in the same argument.
+    `bound` is what jit bound its signature with (per argument, its leaves'
+    placements): each committed array's sharding goes on the type at the same
+    place in the same argument.
     """
     if bound is None:
         return point
@@ -949,13 +970,12 @@ def sharded_point(point: tuple, bound: tuple | None) -> tuple:
     return tuple(new_args), new_kwargs
 
 
-def _with_shardings(typed: Any, concrete: Any) -> Any:
+def _with_shardings(typed: Any, placements: list) -> Any:
     t_leaves, tree = jax.tree_util.tree_flatten(typed)
-    c_leaves = jax.tree_util.tree_leaves(concrete)
-    if len(t_leaves) != len(c_leaves):
+    if len(t_leaves) != len(placements):
         return typed
     out = []
-    for t, c in zip(t_leaves, c_leaves):
+    for t, c in zip(t_leaves, placements):
         if isinstance(t, jax.ShapeDtypeStruct) and isinstance(c, _Placed) and c.shape == t.shape:
             t = jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=c.sharding, weak_type=t.weak_type)
         out.append(t)
@@ -964,11 +984,11 @@ def _with_shardings(typed: Any, concrete: Any) -> Any:
 
 def mesh_context() -> Callable[[], Any] | None:
     """A factory re-entering the mesh context active now (jit's cache is keyed on it)."""
-    legacy = _i.legacy_mesh()
     try:
+        legacy = _i.legacy_mesh()
         mesh = jax.sharding.get_mesh()
-    except Exception:  # no concrete mesh context on this JAX
-        mesh = None
+    except Exception:  # inside a trace, or no mesh context on this JAX
+        return None
     mesh = None if mesh is None or getattr(mesh, "empty", True) else mesh
     if legacy is None and mesh is None:
         return None
@@ -976,8 +996,10 @@ def mesh_context() -> Callable[[], Any] | None:
     @contextlib.contextmanager
     def entered() -> Iterator[None]:
         with contextlib.ExitStack() as stack:
-            if legacy is not None:
-                stack.enter_context(legacy)
+            if legacy is not None:  # the user entered it; re-entering it is ours: no warning
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    stack.enter_context(legacy)
             if mesh is not None:
                 stack.enter_context(jax.set_mesh(mesh))
             yield
