@@ -71,7 +71,6 @@ class Tape:
     def __init__(self, function: str, args: tuple, kwargs: dict):
         self.function = function
         leaves, self.in_tree = jax.tree_util.tree_flatten((args, kwargs))
-        self.leaves = leaves  # static leaves are replayed as they were
         self._var: dict[int, int] = {}
         self._keep: list[Any] = []
         self.n_vars = 0
@@ -143,6 +142,7 @@ class Tape:
         self.out_refs = tuple(map(self._ref, leaves))
         self.finished = True
         self._open.clear()
+        self.release()  # no entry comes after: the traced values need not stay alive
 
     def abandon(self, error: BaseException) -> None:
         """The function raised: its program did not finish."""
@@ -152,6 +152,7 @@ class Tape:
                 f"did not finish")
             self.finished = True
             self._open.clear()
+            self.release()
 
     def release(self) -> None:
         """Drop the live objects (the traced values) once the call is over."""
