@@ -121,7 +121,10 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         outer = call.new_level("outer", _i.current_trace(), None)
         if kind == "vjp_backward":
             outer.set_phase("backward")
+        tape = call.watch_outer(outer, args, kwargs)  # stages: what the call executed
         out = run_level(outer, transformed, args, kwargs)
+        if tape is not None:
+            tape.finish(out)
     except BaseException:
         call.finish(failed=True)
         raise

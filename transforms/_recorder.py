@@ -295,6 +295,28 @@ class CallBuilder:
         level.tape = tape
         return tape
 
+    def watch_outer(self, level: LevelState, args: tuple, kwargs: dict) -> Any:
+        """The call's outermost level: what it executes is the transformed program."""
+        plan = self.stage_plan
+        if plan is None:
+            return None
+        tape = plan.enter_outer(level.jax_trace, args, kwargs)
+        level.tape = tape
+        return tape
+
+    def watch_rule_level(self, level: LevelState) -> None:
+        """A custom rule's body binding on the call's outermost trace: part of what it ran."""
+        plan = self.stage_plan
+        tape = plan.main.outer_tape if plan is not None else None
+        if tape is None or tape.finished:
+            return
+        if level.jax_trace is not self.level_states[0].jax_trace:
+            return
+        if tape.busy:  # the rule runs inside an outer step (vmap of a custom_jvp): not a tape
+            tape.problem = tape.problem or "a custom rule ran inside one of the call's steps"
+            return
+        level.tape = tape
+
     def nested_transform(self, spec: Any, args: tuple, kwargs: dict) -> None:
         """A transformation called inside this call gets stages of its own."""
         if self.stage_plan is not None:
@@ -635,6 +657,7 @@ class RuleSpec:
         jax_trace = _i.current_trace()
         level = call.new_level(self.kind, jax_trace, parent, self.function)
         level.set_phase("rule")
+        call.watch_rule_level(level)
         return run_level(level, f, args, kwargs)
 
 

@@ -427,6 +427,10 @@ def _point_text(fun: Any, args: tuple) -> str:
     return ", ".join(parts)
 
 
+# Eager calls whose executed primitives are their transformation's program, as
+# jax.make_jaxpr(jax.<kind>(f)) stages it (each primitive bound in the same order).
+_EXECUTED = frozenset({"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian"})
+
 # The most transformations inside one call that get stages of their own.
 MAX_NESTED_GROUPS = 16
 
@@ -441,6 +445,7 @@ class _Group:
     point_text: str = ""
     mesh: Callable[[], Any] | None = None  # a top-level jit's mesh context
     live: tuple | None = None  # the concrete (args, kwargs) of an eager call, until captured
+    outer_tape: Tape | None = None  # what an eager call executed: its transformed program
 
 
 class StagePlan:
@@ -506,6 +511,24 @@ class StagePlan:
         except Exception:  # arguments that will not flatten: JAX reports it, f has no stage
             return None
         return group.tape
+
+    def enter_outer(self, trace: Any, args: tuple, kwargs: dict) -> Tape | None:
+        """An eager call's own level: its tape is the whole transformed program that ran.
+
+        NB: not when a Python scalar is an argument: eager dispatch bakes it into
+        the program as a literal, where make_jaxpr of the transformation traces it.
+        """
+        spec = self.main.spec
+        if spec.kind not in _EXECUTED or type(trace).__name__ != "EvalTrace":
+            return None
+        if any(isinstance(x, (bool, int, float, complex))
+               for x in jax.tree_util.tree_leaves((args, kwargs))):
+            return None
+        try:
+            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs)
+        except Exception:  # arguments that will not flatten: no such stage
+            return None
+        return self.main.outer_tape
 
     def release(self) -> None:
         for group in self.groups:
@@ -755,7 +778,8 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
                 at = group.live if i == 0 and group.live is not None else point
                 stages += _ad_stages(spec, h, at, expr, named, blocked)
                 stage, h = _transform_stage(spec, h, point, outer_expr, outer_named, blocked,
-                                            call_error if i == 0 else "")
+                                            call_error if i == 0 else "",
+                                            group.outer_tape if i == 0 else None)
                 stages.append(stage)
             if stages and stages[-1].available is False and h is None:
                 blocked = blocked or f"not reached: {_stage_reason(stages[-1])}"
@@ -812,12 +836,28 @@ def _function_stage(tape: Tape | None, point: tuple | None, expr: str, f: Any,
 
 
 def _transform_stage(spec: Any, h: Callable | None, point: tuple | None, expr: str, named: str,
-                     blocked: str, call_error: str) -> tuple[Stage, Callable | None]:
-    """jax.<kind> with the recorded options, applied to the replayed function."""
+                     blocked: str, call_error: str, executed: Tape | None = None
+                     ) -> tuple[Stage, Callable | None]:
+    """jax.<kind> with the recorded options, applied to the replayed function.
+
+    For an eager call, `executed` is what the call itself ran: the same
+    primitives, in the same order, as make_jaxpr of the transformation binds,
+    staged without transforming anything again.
+    """
     label = _Label(expr, named, "transformed", spec.kind)
     rebuilt = _rebuilder(spec)
     if h is None or point is None:
         return _failed(label, "", call_error or blocked), None
+    if executed is not None and executed.replayable and not executed.ambiguous \
+            and rebuilt is not None:
+        def ran(*args, **kwargs):
+            return executed.replay(*args, **kwargs)
+        _name_like(ran, h)
+        args, kwargs = point
+        stage = _stage_of(label, "jax.make_jaxpr(<the primitives this call executed>)",
+                          lambda: jax.make_jaxpr(ran)(*args, **kwargs))
+        if stage.available:
+            return stage, rebuilt[0](h)
     if rebuilt is None:
         return _failed(label, "", f"not captured: {spec.kind}'s recorded options are not "
                        f"literals, and the workbench does not run the user's function again "

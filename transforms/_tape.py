@@ -78,11 +78,17 @@ class Tape:
         self.in_types: list[Any] = []
         self.closure_types: list[Any] = []  # values of enclosing traces the function used
         self._closure_vars: list[int] = []
+        self.ambiguous = False  # one object stood for two values: which one an entry read is unknown
         for i, x in enumerate(leaves):
             if is_array_like(x):
                 self.in_positions.append(i)
                 self.in_types.append(abstract(x))
-                self._new_var(x)
+                if id(x) in self._var:  # the same array passed twice: keep the first
+                    self.ambiguous = True
+                    self._keep.append(x)
+                    self._var_count_only()
+                else:
+                    self._new_var(x)
         self.point = jax.tree_util.tree_unflatten(  # (args, kwargs), arrays as their types
             self.in_tree, [abstract(x) if is_array_like(x) else x for x in leaves])
         self.entries: list[Entry] = []
@@ -95,10 +101,15 @@ class Tape:
 
     # -- filled while the call runs --------------------------------------------------
     def _new_var(self, x: Any) -> int:
+        if id(x) in self._var:  # an output that is an earlier value itself (a no-op)
+            self.ambiguous = True
         n = self._var[id(x)] = self.n_vars
         self.n_vars += 1
         self._keep.append(x)
         return n
+
+    def _var_count_only(self) -> None:
+        self.n_vars += 1
 
     def _ref(self, x: Any) -> tuple:
         if is_array_like(x):
@@ -158,6 +169,11 @@ class Tape:
         """Drop the live objects (the traced values) once the call is over."""
         self._keep.clear()
         self._var.clear()
+
+    @property
+    def busy(self) -> bool:
+        """A step at this level is being processed now."""
+        return bool(self._open)
 
     # -- after the call -----------------------------------------------------------
     @property
