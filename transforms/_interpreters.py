@@ -253,7 +253,7 @@ class staged_at:
         self._source, self._depth = source, depth
 
     def __enter__(self) -> None:
-        contexts = [source_info_util.user_context(self._source.traceback)]
+        contexts: list[Any] = [source_info_util.user_context(self._source.traceback)]
         for entry in getattr(self._source.name_stack, "stack", ())[self._depth:]:
             push = (source_info_util.transform_name_stack
                     if type(entry).__name__ == "Transform" else source_info_util.extend_name_stack)

@@ -1026,10 +1026,10 @@ def mesh_context() -> Callable[[], Any] | None:
     """A factory re-entering the mesh context active now (jit's cache is keyed on it)."""
     try:
         legacy = _i.legacy_mesh()
-        mesh = jax.sharding.get_mesh()
+        found: Any = jax.sharding.get_mesh()
     except Exception:  # inside a trace, or no mesh context on this JAX
         return None
-    mesh = None if mesh is None or getattr(mesh, "empty", True) else mesh
+    mesh = None if found is None or getattr(found, "empty", True) else found
     if legacy is None and mesh is None:
         return None
 
@@ -1093,6 +1093,10 @@ class _Point:
 
     def make_jaxpr(self, fun: Callable) -> Callable:
         return _make_jaxpr(fun, self.held)
+
+    @property
+    def aux(self) -> Any:  # NB: Any: jax.linearize/vjp overload on a literal has_aux
+        return self.has_aux
 
     @classmethod
     def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict) -> _Point:
@@ -1164,7 +1168,7 @@ class _Point:
             first = _built(labels["linearized"], closed, method, seconds)
         if concrete and first.available:
             inside["linear"] = _stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(
-                jax.linearize(self.fun, *self.primals, has_aux=self.has_aux)[1])(*self.primals))
+                jax.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))
         linear = inside.get("linear") or _failed(
             labels["linear"], "", f"not reached: jax.linearize failed ({first.reason})")
         return [first, linear] if "linearized" in roles else [linear]
@@ -1180,7 +1184,7 @@ class _Point:
         method = "jax.make_jaxpr(jax.vjp(<recorded f>, *primals)[1])"
         if self.concrete:
             def backward() -> Any:
-                out = jax.vjp(self.fun, *self.primals, has_aux=self.has_aux)
+                out = jax.vjp(self.fun, *self.primals, has_aux=self.aux)
                 return jax.make_jaxpr(out[1])(out[0])
             return _stage_of(label, method, backward)
         inside: dict[str, Stage] = {}

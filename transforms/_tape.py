@@ -41,7 +41,7 @@ def is_array_like(x: Any) -> bool:
 
 def abstract(x: Any) -> jax.ShapeDtypeStruct:
     """The value's type as make_jaxpr takes it (weak types kept)."""
-    aval = x.aval if isinstance(x, _i.Tracer) else jax.typeof(x)  # a float: weak float32
+    aval: Any = x.aval if isinstance(x, _i.Tracer) else jax.typeof(x)  # a float: weak float32
     return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
 
 
@@ -194,7 +194,7 @@ class Tape:
     def replay(self, *args: Any, **kwargs: Any) -> Any:
         """Bind the recorded primitives on the current trace: f's program, without f."""
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        if tree != self.in_tree:
+        if tree != self.in_tree:  # type: ignore[operator]
             raise TypeError(f"the replay of {self.function} takes arguments structured as "
                             f"{self.in_tree}, got {tree}")
         env: dict[int, Any] = {}

@@ -153,7 +153,8 @@ def _stage_pair(call: Call, first: str | None, second: str | None) -> tuple[Stag
         return call.stages[pair[0]], call.stages[pair[1]]
     if second is None:  # the named stage against its function's whole transformed program
         before = find_stage(call, first)
-        own = [s for s in jaxpr_stages(call) if stage_function(s.name) == stage_function(first)]
+        own = [s for s in jaxpr_stages(call)
+               if stage_function(s.name) == stage_function(before.name)]
         transformed = [s for s in own if s.role == "transformed"]
         after = (transformed or own)[-1]
         if after is before:
