@@ -324,7 +324,15 @@ class CallBuilder:
             self.stage_plan.nested_call(spec, args, kwargs)
 
     def nested_returned(self, spec: Any, args: tuple, kwargs: dict, out: Any) -> None:
-        """A transformation called inside this call returned: its gradient trees."""
+        """A transformation called inside this call returned: its gradient trees.
+
+        Not for the wrappers of the call's own chain (vmap(grad(f))'s grad): the
+        call's trees already describe them.
+        """
+        from ._stages import chain_of
+        if self._spec is not None and any(spec.transformed is s.transformed
+                                          for s in chain_of(self._spec)):
+            return
         self.trees.note_nested(spec.kind, spec.fun, spec.options, args, kwargs, out)
 
     def _stages_fixer(self) -> Any:
