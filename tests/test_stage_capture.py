@@ -336,3 +336,79 @@ def test_a_capture_that_would_retrace_is_refused_not_run():
     f_stage = find_stage(session.calls[0].stages, "f")
     assert not f_stage.available
     assert "stages never run the user's function again" in f_stage.reason
+
+
+# --- the workbench on a default dump ----------------------------------------------------
+
+TRAIN = """
+import jax, jax.numpy as jnp
+runs = []
+def loss(params, x, y):
+    runs.append(1)
+    return jnp.mean((jnp.tanh(x @ params["w"] + params["b"]) - y) ** 2)
+@jax.jit
+def step(params, x, y):
+    value, grads = jax.value_and_grad(loss)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), value
+params = {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}
+for _ in range(3):
+    params, value = step(params, jnp.ones((4, 3)), jnp.zeros((4, 2)))
+g = jax.grad(loss)
+for _ in range(3):
+    g(params, jnp.ones((4, 3)), jnp.zeros((4, 2)))
+print("loss ran", len(runs), "times")
+"""
+
+
+@pytest.fixture(scope="module")
+def default_dump(tmp_path_factory):
+    from workbench.cli import main
+    folder = tmp_path_factory.mktemp("run")
+    script = folder / "train.py"
+    script.write_text(TRAIN)
+    dump = folder / "t.json"
+    assert main(["run", "-q", "-o", str(dump), str(script)]) == 0
+    return dump
+
+
+def test_a_default_workbench_run_dump_carries_stages(default_dump, capsys):
+    session = load(default_dump)
+    assert [c.transform for c in session.calls] == ["jit", "grad", "grad", "grad"]
+    assert all(c.stages for c in session.calls)
+    assert session.calls[2].stages is session.calls[1].stages
+    from workbench.cli import main
+    assert main(["show", str(default_dump)]) == 0
+    out = capsys.readouterr().out
+    assert "    value_and_grad(loss)     21 eqns" in out
+    assert "    transpose(linear(f))  11 eqns" in out
+    assert "  stages: 6, shared with call 1 (same signature)" in out
+
+
+def test_run_without_stages(tmp_path):
+    from workbench.cli import main
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    dump = tmp_path / "t.json"
+    assert main(["run", "-q", "--no-stages", "-o", str(dump), str(script)]) == 0
+    assert all(not c.stages for c in load(dump).calls)
+
+
+@pytest.mark.parametrize("view", ["jaxpr", "stages", "tower", "pytree", "devices"])
+@pytest.mark.parametrize("call", [0, 1])
+def test_graph_works_on_a_default_dump_for_every_view(default_dump, tmp_path, view, call):
+    from workbench.cli import main
+    out = tmp_path / f"{view}.svg"
+    assert main(["graph", str(default_dump), "--view", view, "--call", str(call),
+                 "-o", str(out)]) == 0
+    assert out.read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_graph_stages_without_a_pair_lists_the_stage_names(tmp_path, capsys):
+    from workbench.cli import main
+    with transforms.record() as session:
+        transforms.jit(lambda x: x * 2)(X)
+    path = tmp_path / "jit.json"
+    session.save(path)
+    assert main(["graph", str(path), "--view", "stages", "-o", str(tmp_path / "s.svg")]) == 2
+    err = capsys.readouterr().err
+    assert "has no function with two jaxpr stages to compare (jaxpr stages: f)" in err
