@@ -776,7 +776,8 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
                 stages += jit_stages
             else:
                 at = group.live if i == 0 and group.live is not None else point
-                stages += _ad_stages(spec, h, at, expr, named, blocked)
+                stages += _ad_stages(spec, h, at, expr, named, blocked,
+                                     at_values=bool(tape is not None and tape.branches()))
                 stage, h = _transform_stage(spec, h, point, outer_expr, outer_named, blocked,
                                             call_error if i == 0 else "",
                                             group.outer_tape if i == 0 else None)
@@ -1049,7 +1050,13 @@ def mesh_context() -> Callable[[], Any] | None:
 # --- autodiff stages -----------------------------------------------------------
 
 def _ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str, named_in: str,
-               blocked: str) -> list[Stage]:
+               blocked: str, at_values: bool = False) -> list[Stage]:
+    """jvp, linearize, linear and transpose stages of h at the point.
+
+    `at_values`: f branched in Python, so its program is the branch taken at
+    the call's values: the linear and backward maps are JAX's at those values
+    (`jax.linearize(f, x)[1]`, run eagerly). Otherwise they are traced.
+    """
     roles = AD_STAGES.get(spec.kind, ())
     if not roles:
         return []
@@ -1068,7 +1075,7 @@ def _ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str,
     if h is None or point is None:
         return [_failed(labels[r], "", blocked or "not reached") for r in roles]
     try:
-        p = _Point.of(spec, h, *point)
+        p = _Point.of(spec, h, *point, at_values=at_values)
     except Exception as e:  # e.g. argnums out of range: every autodiff stage says so
         return [_failed(labels[r], "", _reason(e)) for r in roles]
     stages = [p.jvp_stage(labels["jvp"])] if "jvp" in roles else []
@@ -1090,6 +1097,7 @@ class _Point:
     primals: tuple
     has_aux: bool
     held: tuple = ()  # types of the fixed arguments known only by type: extra inputs
+    at_values: bool = False  # linear maps at the call's values (see _ad_stages)
 
     def make_jaxpr(self, fun: Callable) -> Callable:
         return _make_jaxpr(fun, self.held)
@@ -1099,7 +1107,8 @@ class _Point:
         return self.has_aux
 
     @classmethod
-    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict) -> _Point:
+    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict,
+           at_values: bool = False) -> _Point:
         if spec.kind in _CALLED:
             f_args, f_kwargs, has_aux = args, {}, bool(kwargs.get("has_aux", False))
             positions: tuple[int, ...] = tuple(range(len(args)))
@@ -1122,7 +1131,7 @@ class _Point:
             return h(*a, **k)
         _name_like(of_primals, h)
         held = tuple(x for x, t in zip(leaves, typed) if t)
-        return cls(of_primals, primals, has_aux, held)
+        return cls(of_primals, primals, has_aux, held, at_values)
 
     def jvp_stage(self, label: _Label) -> Stage:
         def jvp(primals, tangents):
@@ -1133,8 +1142,8 @@ class _Point:
 
     @property
     def concrete(self) -> bool:
-        """All values known: linear maps are JAX's at these values (scalar residuals inlined)."""
-        return not self.held and not _group_closures and not any(
+        """Linear maps at the call's values (scalar residuals inlined, as JAX does there)."""
+        return self.at_values and not self.held and not _group_closures and not any(
             isinstance(x, (jax.ShapeDtypeStruct, _i.Tracer))
             for x in jax.tree_util.tree_leaves(self.primals))
 
