@@ -1075,7 +1075,8 @@ def _ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str,
     if h is None or point is None:
         return [_failed(labels[r], "", blocked or "not reached") for r in roles]
     try:
-        p = _Point.of(spec, h, *point, at_values=at_values)
+        args, kwargs = point
+        p = _Point.of(spec, h, args, kwargs, at_values=at_values)
     except Exception as e:  # e.g. argnums out of range: every autodiff stage says so
         return [_failed(labels[r], "", _reason(e)) for r in roles]
     stages = [p.jvp_stage(labels["jvp"])] if "jvp" in roles else []
