@@ -321,9 +321,12 @@ def hostile_graph():
 
 
 def visible(text):
-    # What a label shows: newlines are line breaks, control characters the replacement one.
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
-    return "".join("\ufffd" if (ord(c) < 32 and c != "\n") or ord(c) == 127 else c for c in text)
+    # What a label shows: newlines are line breaks, tabs spaces, other control characters
+    # their visible escapes (workbench/safe_text.py), never the characters themselves.
+    text = text.replace("\r\n", "\n").replace("\t", " ")
+    named = {"\r": "\\r"}
+    return "".join(named.get(c, f"\\x{ord(c):02x}") if (ord(c) < 32 and c != "\n") or ord(c) == 127
+                   else c for c in text)
 
 
 @needs_dot

@@ -6,9 +6,11 @@ everything into `record.Call`. Only what the record module defines survives.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
-import threading
+import sys
 import weakref
+from types import FrameType
 from typing import Any, Iterator
 
 import jax
@@ -31,14 +33,78 @@ TRACE_KINDS = {
 }
 
 
-class _State(threading.local):
-    def __init__(self):
-        self.session: SessionRecorder | None = None
-        self.call: CallBuilder | None = None
-        self.levels: list[LevelState] = []
+class _Block:
+    """One open `record()` block: its recorder and the frame that entered it."""
+    __slots__ = ("recorder", "frame")
+
+    def __init__(self, recorder: SessionRecorder, frame: FrameType | None):
+        self.recorder, self.frame = recorder, frame
+
+
+# Recording state is context-local (contextvars), so asyncio tasks and threads each
+# record into their own session. NB: a tuple of the open blocks, not one value with
+# its previous one saved: a block that exits out of order (generators interleaved)
+# removes only itself, and never restores a session that has already closed.
+_blocks: contextvars.ContextVar[tuple[_Block, ...]] = contextvars.ContextVar(
+    "transforms_record_blocks", default=())
+_off: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_recording_off",
+                                                            default=False)
+_call: contextvars.ContextVar[CallBuilder | None] = contextvars.ContextVar(
+    "transforms_call", default=None)
+_levels: contextvars.ContextVar[list[LevelState] | None] = contextvars.ContextVar(
+    "transforms_levels", default=None)
+
+
+class _State:
+    """The recording state as attributes (read by _api.py), kept in context variables.
+
+    `session` is the recorder of the innermost open block whose frame is running (a
+    generator resumed inside its own `with record()` records there), else of the
+    block entered last (a pytest fixture that yields inside one)."""
+
+    @property
+    def session(self) -> SessionRecorder | None:
+        if _off.get():
+            return None
+        blocks = _blocks.get()
+        if not blocks:
+            return None
+        if len(blocks) == 1:
+            return blocks[0].recorder
+        frames = {id(b.frame) for b in blocks}
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame) in frames:
+                return [b for b in blocks if b.frame is frame][-1].recorder
+            frame = frame.f_back
+        return blocks[-1].recorder
+
+    @property
+    def call(self) -> CallBuilder | None:
+        return _call.get()
+
+    @call.setter
+    def call(self, value: CallBuilder | None) -> None:
+        _call.set(value)
+
+    @property
+    def levels(self) -> list[LevelState]:
+        levels = _levels.get()
+        if levels is None:
+            levels = []
+            _levels.set(levels)
+        return levels
 
 
 _state = _State()
+
+
+def _entering_frame() -> FrameType | None:
+    """The frame whose `with` statement entered record(): the first outside contextlib."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == contextlib.__file__:
+        frame = frame.f_back
+    return frame
 
 
 def active_session() -> SessionRecorder | None:
@@ -123,12 +189,12 @@ class _SharedStages:
                 if index < len(calls):
                     calls[index] = fix(calls[index], stages)
 
-class _Capturing(threading.local):
-    refuse_retrace = False
-    jit_bound: tuple | None = None  # (fun, sharded argument types) jit just bound
-
-
-_capturing = _Capturing()
+# Stage capture's own state, in context variables as the recording state is.
+_refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "transforms_refuse_retrace", default=False)
+# (fun, argument placements, mesh context) noted where jit binds its signature
+_jit_bound: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "transforms_jit_bound", default=None)
 
 
 class RetraceRefused(RuntimeError):
@@ -138,16 +204,16 @@ class RetraceRefused(RuntimeError):
 @contextlib.contextmanager
 def refusing_retrace() -> Iterator[None]:
     """While capturing from JAX's caches: a trace of a recorded function raises instead."""
-    prev, _capturing.refuse_retrace = _capturing.refuse_retrace, True
+    token = _refuse_retrace.set(True)
     try:
         yield
     finally:
-        _capturing.refuse_retrace = prev
+        _refuse_retrace.reset(token)
 
 
 def check_retrace(fun: Any) -> None:
     """Called by the jit entry: refuse to run the user's function for stage capture."""
-    if _capturing.refuse_retrace:
+    if _refuse_retrace.get():
         raise RetraceRefused(
             f"JAX's tracing cache had no entry for {function_name(fun)} at these arguments, and "
             f"stages never run the user's function again")
@@ -157,24 +223,26 @@ def note_jit_arguments(fun: Any, args: tuple, kwargs: dict) -> None:
     """What jit bound (the concrete arguments) before tracing `fun`: their shardings."""
     from ._stages import concrete_shardings, mesh_context
     # NB: here, before JAX traces, the mesh context can be read (inside jit it cannot)
-    _capturing.jit_bound = (fun, concrete_shardings(args, kwargs), mesh_context())
+    _jit_bound.set((fun, concrete_shardings(args, kwargs), mesh_context()))
 
 
 def _take_jit_arguments(fun: Any) -> tuple:
     """(argument placements or None, mesh context or None) noted for this function."""
-    bound, _capturing.jit_bound = _capturing.jit_bound, None
+    bound = _jit_bound.get()
+    _jit_bound.set(None)
     return bound[1:] if bound is not None and bound[0] is fun else (None, None)
 
 
 @contextlib.contextmanager
 def recording_off() -> Iterator[None]:
     """Nothing done inside is recorded: for the traces stages and growth make themselves."""
-    prev = (_state.session, _state.call, _state.levels)
-    _state.session, _state.call, _state.levels = None, None, []
+    off, call, levels = _off.set(True), _call.set(None), _levels.set([])
     try:
         yield
     finally:
-        _state.session, _state.call, _state.levels = prev
+        _levels.reset(levels)
+        _call.reset(call)
+        _off.reset(off)
 
 
 @contextlib.contextmanager
@@ -194,13 +262,22 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     its text.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
-    prev = (_state.session, _state.call, _state.levels)
-    _state.session, _state.call, _state.levels = recorder, None, []
+    block = _Block(recorder, _entering_frame())
+    prev = (_call.get(), _levels.get())
+    _blocks.set((*_blocks.get(), block))
+    _call.set(None)
+    _levels.set([])
     try:
         yield recorder.session
     finally:
-        _state.session, _state.call, _state.levels = prev
-        recorder.finish_stages()
+        blocks = _blocks.get()
+        innermost = bool(blocks) and blocks[-1] is block
+        _blocks.set(tuple(b for b in blocks if b is not block))
+        if innermost:  # in order: the state of the block around it comes back
+            _call.set(prev[0])
+            _levels.set(prev[1])
+        block.frame = None
+        recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
 
 
 def function_name(fun: Any) -> str:

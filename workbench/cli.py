@@ -23,7 +23,11 @@ import sys
 from typing import Any, Callable, Sequence
 
 import transforms
-from transforms.record import Call, Session, write_atomically
+from transforms.record import Call, Session, Step, write_atomically
+
+from .safe_text import first_line as _first_line
+from .safe_text import terminal as _t
+from .saving import fallback_paths, save_recording, usable_output
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -65,9 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_exits = ("the script's own exit code (0 when it ends normally, its sys.exit code, "
                  "1 for an uncaught exception with the traceback printed as Python prints it, "
-                 "130 for Ctrl-C); the dump is written in every case; 2 the script could not "
-                 "be run at all (no such file, a syntax error) or bad usage: nothing ran and "
-                 "no dump is written.")
+                 "130, 143, 129 for Ctrl-C, SIGTERM, SIGHUP); the dump is written in every "
+                 "case: when -o cannot be written (disk full, folder gone or read-only) it goes "
+                 "to a fallback path that is printed, and the exit code stays the script's; 2 "
+                 "the script could not be run at all (no such file, a syntax error) or bad "
+                 "usage: nothing ran and no dump is written.")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
         "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
@@ -75,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         "`transforms` for the duration of the run (also for libraries that call them as "
         "jax.grad(...) at call time), then restored. The script's output and exit code are "
         "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
-        "raises, or Ctrl-C, still leaves the dump of what was recorded.")
+        "raises, or Ctrl-C (or SIGTERM, SIGHUP), still leaves the dump of what was recorded; "
+        "a single Ctrl-C during the final save does not stop it. -o may name a symlink (its "
+        "target is written), a FIFO or a device (streamed into, never replaced).")
     run = command("run", "run a JAX script unchanged, recording its transformations",
                   run_description + " Without -o, opens the terminal UI on the recording.",
                   run_exits)
@@ -258,12 +266,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"workbench: {message}", file=sys.stderr)
+    print(f"workbench: {_t(message, lines=True)}", file=sys.stderr)
 
 
 def _note(args: argparse.Namespace, message: str) -> None:
     if not getattr(args, "quiet", False):
-        print(f"workbench: {message}", file=sys.stderr, flush=True)
+        print(f"workbench: {_t(message, lines=True)}", file=sys.stderr, flush=True)
 
 
 def _load_or_report(path: str) -> Session | None:
@@ -518,7 +526,7 @@ def _run(args: argparse.Namespace) -> int:
         from workbench.launch import is_folder
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
         problem = _usable_folder(args.output) if is_folder(args.output) and \
-            args.processes is None else _usable_output(args.output)
+            args.processes is None else usable_output(args.output)
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
@@ -527,25 +535,50 @@ def _run(args: argparse.Namespace) -> int:
         return run_processes(args, _note, _error, _open_tui)
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
-                                   inline_jnp=args.inline_jnp)
+                                   inline_jnp=args.inline_jnp,
+                                   note=lambda message: _note(args, message))
     except runner.ScriptError as e:
         _error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
     what = f"{len(session.calls)} calls, {session.step_count} steps"
     if result.interrupted:
-        what += " (interrupted: what was recorded until Ctrl-C)"
+        what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
     elif result.error is not None:
         what += " (up to the script's failure)"
     if args.output is not None:
         from workbench.launch import dump_path
-        path, where = dump_path(args.output, session)
-        session.save(path)
-        _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
+        try:
+            path, where = dump_path(args.output, session)
+        except OSError:  # a folder that cannot be made: the save falls back, and says so
+            path, where = os.path.join(args.output, "process-0.json"), ""
+        _save(args, session, what, path, where)
         return result.exit_code
     _note(args, f"recorded {what}")
     code = _open_tui(session, session.title or args.script, "use -o trace.json")
     return result.exit_code if code == EXIT_OK else code
+
+
+def _save(args: argparse.Namespace, session: Session, what: str, path: str,
+          where: str = "") -> None:
+    """Save the recording to `path`, saying where it went; the exit code stays the script's.
+
+    `where`: what to say when it was written there (a process's dump in a folder).
+    NB: the notes of a failure are printed even with --quiet: they say where the
+    recording is."""
+    outcome = save_recording(session, path, lambda message: _note(args, message))
+    if outcome.path == path:
+        _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
+    elif outcome.path is not None:
+        _error(f"recorded {what}; could not write {path} ({outcome.problem}), so "
+               f"the recording was saved to {outcome.path}")
+    elif outcome.abandoned:
+        _error(f"recorded {what}; {outcome.problem}: nothing was written "
+               f"(an existing {path} is kept)")
+    else:
+        _error(f"recorded {what}; could not write {path} ({outcome.problem}) nor any "
+               f"fallback ({', '.join(fallback_paths(path)) or 'none'}): the recording "
+               f"is lost")
 
 
 def _process_options(args: argparse.Namespace) -> str:
@@ -564,14 +597,7 @@ def _process_options(args: argparse.Namespace) -> str:
 
 
 def _usable_output(path: str) -> str:
-    if os.path.isdir(path):
-        return f"{path}: is a folder; give a file name for the dump"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"{path}: the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK):
-        return f"{path}: the folder {folder} is not writable"
-    return ""
+    return usable_output(path)
 
 
 # --- open / show ----------------------------------------------------------------
@@ -604,15 +630,24 @@ def _show(args: argparse.Namespace) -> int:
                    f"(it has {len(calls)}: 0..{len(calls) - 1})")
             return EXIT_BAD_INPUT
         calls = [calls[args.call]]
-    print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
-          f"(jax {session.jax_version}, python {session.python_version})")
+    _print_lines([f"{_t(args.trace)}: {len(session.calls)} calls, {session.step_count} steps "
+                  f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
     if session.title:
-        print(f"title: {session.title}")
+        _print_lines([f"title: {_t(session.title)}"])
     first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
-        print("\n".join(summarize_call(call, with_steps=args.steps)))
-        print("\n".join(stage_lines(call, first_with)))
+        _print_lines(summarize_call(call, with_steps=args.steps))
+        _print_lines(stage_lines(call, first_with))
     return EXIT_OK
+
+
+# Each printed line is made terminal-safe once more as it is printed: nothing from a
+# recording reaches the terminal raw, whatever a formatter forgot.
+LINE_LIMIT = 20_000
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    print("\n".join(_t(line, LINE_LIMIT) for line in lines))
 
 
 def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[str]:
@@ -652,26 +687,40 @@ def _stage_summary(stage: Any) -> str:
 def summarize_call(call: Call, with_steps: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
-    where = f" at {call.source}" if call.source else ""
-    lines = [f"call {call.index}: {call.transform}({call.function}){where}  [{status}]"]
+    where = f" at {_t(call.source)}" if call.source else ""
+    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
+    by_level: dict[int, list[Step]] = {}
+    for s in call.steps:
+        by_level.setdefault(s.level, []).append(s)
     for level in call.levels:
-        count = sum(1 for s in call.steps if s.level == level.index)
-        lines.append(f"  {'  ' * level.depth}{level.label}  {level.trace_type}  {count} steps")
+        steps = by_level.get(level.index, [])
+        lines.append(f"  {_indent(level.depth)}{_t(level.label)}  {_t(level.trace_type)}  "
+                     f"{len(steps)} steps")
         if with_steps:
-            lines.extend(_step_lines(call, level.index, level.depth))
+            lines.extend(_step_lines(steps, level.depth))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
-        lines.append(f"  error{at}: {error.type_name}: {error.message.splitlines()[0]}")
+        message = _first_line(error.message) or "(no message)"
+        lines.append(f"  error{at}: {_t(error.type_name)}: {message}")
     return lines
 
 
-def _step_lines(call: Call, level: int, depth: int) -> list[str]:
-    pad = "  " * (depth + 2)
+# Levels nest at most this deep on screen; a dump's depth is only checked to be sane.
+MAX_INDENT = 20
+
+
+def _indent(depth: int) -> str:
+    return "  " * min(depth, MAX_INDENT)
+
+
+def _step_lines(steps: list[Step], depth: int) -> list[str]:
+    pad = "  " + _indent(depth + 1)
     lines = []
-    for step in call.steps_at(level):
+    for step in steps:
         ins = ", ".join(v.describe() for v in step.inputs)
         outs = ", ".join(v.describe() for v in step.outputs)
-        lines.append(f"{pad}#{step.index} {step.title} [{step.phase}] ({ins}) -> ({outs})")
+        lines.append(f"{pad}#{step.index} {_t(step.title)} [{_t(step.phase)}] "
+                     f"({_t(ins)}) -> ({_t(outs)})")
     return lines
 
 
@@ -698,7 +747,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))
     else:
-        print("\n".join(format_diff(d, args.a, args.b, verbose=args.verbose)))
+        _print_lines(format_diff(d, args.a, args.b, verbose=args.verbose))
     if not d.related:
         if args.json:
             _error(f"{args.a} and {args.b} look unrelated: no call matches")
@@ -756,19 +805,28 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _validate(paths: list[str], schema: Any) -> int:
+    """Each dump through the loader (its checks), then the schema of the dump's own layout.
+
+    So `schema --validate` accepts exactly the files `transforms.load` reads: a dump
+    written by an older workbench (fewer fields, named in its `fields` header) is checked
+    against the schema of that layout, and a version 1 dump is read by the old decoder."""
     code = EXIT_OK
-    session_schema = schema.session_schema()
     for path in paths:
         if _load_or_report(path) is None:  # the loader's message says what is wrong
             code = EXIT_BAD_INPUT
             continue
         with open(path, encoding="utf-8") as f:
-            problems = schema.validate(json.load(f), session_schema)
+            data = json.load(f)
+        if data.get("schema_version") == 1:
+            print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
+                  f"still reads; the schema describes version {transforms.SCHEMA_VERSION})")
+            continue
+        problems = schema.validate(data, schema.session_schema(data["fields"]))
         if problems:
             code = EXIT_BAD_INPUT
             _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))
         else:
-            print(f"{path}: valid")
+            print(f"{_t(path)}: valid")
     return code
 
 

@@ -11,6 +11,7 @@ from transforms.diff import default_pair, stage_function, stage_groups
 from transforms.record import Call, Session, SessionLoadError, Stage
 from workbench.processes import load_run, owners, process_session
 
+from .. import safe_text
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
 from .graphviz import (
@@ -229,7 +230,7 @@ def cli_graph(args: argparse.Namespace) -> int:
                      force=getattr(args, "force", False), timeout=getattr(args, "timeout", None),
                      quiet=getattr(args, "quiet", False), process=getattr(args, "process", None))
     except ExportError as e:
-        print(f"workbench graph: {e}", file=sys.stderr)
+        print(f"workbench graph: {safe_text.terminal(e, lines=True)}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"workbench graph: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
@@ -277,7 +278,8 @@ def export_session_graphs(session: Session, folder: str | os.PathLike, stem: str
                 written.append(os.fspath(e.dot_path))
             except ExportError as e:  # e.g. a stage that failed: the other views still go
                 if not quiet:
-                    print(f"workbench: {out.name}: {e}", file=sys.stderr)
+                    print(f"workbench: {out.name}: {safe_text.terminal(e, lines=True)}",
+                          file=sys.stderr)
     return written
 
 

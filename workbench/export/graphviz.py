@@ -17,6 +17,8 @@ import graphviz as gv
 from transforms.diff import diff_stages, short_aval, stage_function
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
 
+from .. import safe_text
+
 # --- the graph as data -------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -838,33 +840,9 @@ def _wrap(text: str, width: int, max_lines: int = 20) -> str:
 
 # --- DOT text ----------------------------------------------------------------------
 
-_SPECIAL = {"\\": "\\\\", '"': '\\"', "&": "&amp;", "<": "&lt;", ">": "&gt;", "{": "&#123;",
-            "}": "&#125;", "|": "&#124;", "\n": "\\n", "\t": " "}
-_NEEDS_ESCAPE = re.compile(r'[\\"&<>{}|\n\r\t\x00-\x1f\x7f-\U0010ffff]')
-
-
-def _escape_char(m: re.Match) -> str:
-    c = m.group(0)
-    hit = _SPECIAL.get(c)
-    if hit is not None:
-        return hit
-    if c == "\r":
-        return "\\n"
-    if ord(c) < 32 or ord(c) == 127:
-        return "&#65533;"  # a control character: shown as the replacement character
-    if 0xD800 <= ord(c) <= 0xDFFF:
-        return "&#65533;"  # a lone surrogate cannot be written as UTF-8
-    return f"&#{ord(c)};"
-
-
-def dot_escape(text: str) -> str:
-    """The inside of a DOT double-quoted string whose label shows `text` exactly, in ASCII.
-
-    Backslashes and quotes are escaped for DOT; `& < > { } |` and non-ASCII become
-    HTML character references (Graphviz decodes them in every label, record shapes
-    included); newlines become line breaks (`\\r\\n` and `\\r` too).
-    """
-    return _NEEDS_ESCAPE.sub(_escape_char, text.replace("\r\n", "\n"))
+# Every label and id goes through the shared DOT escaping (workbench/safe_text.py): pure
+# ASCII, no control character left, cut below Graphviz's 16,384-character label limit.
+dot_escape = safe_text.dot_escape
 
 
 def dot_string(text: str) -> str:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
+import sys
 from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from transforms.diff import default_pair
 from transforms.record import Call, Level, Session, SourceLocation, Stage, Step
+
+from .. import safe_text
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -35,8 +39,9 @@ def unpack(code: int) -> tuple[int, int, int]:
 class CallIndex:
     """Per-call lookups built once, on first use: levels in tree order, steps per level."""
 
-    def __init__(self, call: Call):
+    def __init__(self, call: Call, source_roots: tuple[str, ...] = ()):
         self.call = call
+        self.source_roots = source_roots  # folders the call's source lines may be read from
         self.level_by_index: dict[int, Level] = {}
         for lv in call.levels:
             self.level_by_index.setdefault(lv.index, lv)
@@ -206,7 +211,8 @@ class Outline:
     def index(self, call: int) -> CallIndex:
         found = self._index.get(call)
         if found is None:
-            found = self._index[call] = CallIndex(self.session.calls[call])
+            found = self._index[call] = CallIndex(self.session.calls[call],
+                                                  source_roots(self.session))
         return found
 
     def rebuild(self) -> None:
@@ -502,23 +508,57 @@ def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
 MAX_SOURCE_BYTES = 4_000_000
 
 
+# A dump names its source files, and a dump is untrusted: lines are read only from
+# Python files (never /etc/passwd, whatever a step says) under the folder of the script
+# the session ran, the current folder, or a folder on sys.path (where its modules come from).
+SOURCE_SUFFIXES = (".py", ".pyw")
+
+
+def source_roots(session: Session) -> tuple[str, ...]:
+    """The folders a session's source lines may be read from."""
+    roots = [os.getcwd(), *(p for p in sys.path if p)]
+    script = session.metadata.get("script", "") if isinstance(session.metadata, dict) else ""
+    if isinstance(script, str) and script.endswith(SOURCE_SUFFIXES):
+        roots.insert(0, os.path.dirname(script))
+    return tuple(dict.fromkeys(os.path.realpath(r) for r in roots if isinstance(r, str)))
+
+
+def readable_source(path: str, roots: tuple[str, ...]) -> str | None:
+    """The real path of a source file the TUI may show, or None (see SOURCE_SUFFIXES)."""
+    if "\x00" in path or not path.endswith(SOURCE_SUFFIXES):
+        return None
+    real = os.path.realpath(path)
+    if not real.endswith(SOURCE_SUFFIXES):
+        return None
+    if not any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+        return None
+    return real
+
+
 @functools.lru_cache(maxsize=64)
 def _file_lines(path: str) -> tuple[str, ...] | None:
     """A source file's lines, read once per session of the TUI (steps share a few files)."""
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_SOURCE_BYTES:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return tuple(f.read().split("\n"))
+        # NB: O_NONBLOCK, so that a FIFO named as a source does not block the open.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+                return None
+            data = f.read(MAX_SOURCE_BYTES + 1)
+        return tuple(data.decode("utf-8", errors="replace").split("\n"))
     except (OSError, ValueError):
         return None
 
 
-def source_context(src: SourceLocation | None, context: int = 2) -> tuple[int, list[str]] | None:
-    """(first line number, lines) around a source line, read safely; None if it cannot be read."""
+def source_context(src: SourceLocation | None, context: int = 2,
+                   roots: tuple[str, ...] = ()) -> tuple[int, list[str]] | None:
+    """(first line number, lines) around a source line, read safely; None if it cannot be read.
+
+    Only from a Python file under one of `roots` (readable_source)."""
     if src is None or not isinstance(src.line, int) or src.line < 1:
         return None
-    lines = _file_lines(src.file) if isinstance(src.file, str) else None
+    path = readable_source(src.file, roots) if isinstance(src.file, str) else None
+    lines = _file_lines(path) if path is not None else None
     if lines is None or src.line > len(lines):
         return None
     first = max(1, src.line - context)
@@ -556,14 +596,9 @@ def session_summary(session: Session) -> str:
 
 
 def sanitize(text: object, limit: int = 4000) -> str:
-    """One line of display text: control characters shown as `?`, long text cut."""
-    s = str(text)
-    if len(s) > limit:
-        s = s[:limit] + "…"
-    return _CONTROL.sub("?", s)
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    """One line of display text, safe on a terminal (workbench/safe_text.py): control,
+    bidi and zero-width characters and lone surrogates shown as escapes, long text cut."""
+    return safe_text.terminal(text, limit)
 
 
 def first_line(text: object) -> str:

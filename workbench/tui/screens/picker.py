@@ -7,6 +7,7 @@ from textual.screen import Screen
 from textual.widgets import Header, OptionList
 from textual.widgets.option_list import Option
 
+from ...safe_text import terminal
 from ..messages import SessionChosen
 from ..model import Gallery, session_summary
 from ..widgets.common.key_bar import KeyBar
@@ -23,7 +24,7 @@ class PickerScreen(Screen):
         yield Header()
         options = []
         for i, (title, session) in enumerate(self.gallery):
-            line = Text.assemble((title, "bold"), ("  " + session_summary(session), "dim"))
+            line = Text.assemble((terminal(title, 300), "bold"), ("  " + session_summary(session), "dim"))
             options.append(Option(line, id=str(i)))
         yield OptionList(*options, id="sessions")
         yield KeyBar(id="keys")

@@ -14,6 +14,7 @@ from textual.widgets import Header, Input
 
 from transforms.record import Call, Session
 
+from ... import safe_text
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
 from ..model import StageMap, eqn_key, step_key
@@ -101,7 +102,7 @@ class SessionScreen(Screen):
         return own if self.session_title == "session" else f"{self.session_title} — {own}"
 
     def on_mount(self) -> None:
-        self.title = f"workbench: {self._heading()}"
+        self.title = f"workbench: {safe_text.terminal(self._heading(), 300)}"
         self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
@@ -329,8 +330,8 @@ class SessionScreen(Screen):
         name = f"workbench-{export.slug(self.session_title)}-{self._active()}.svg"
         try:
             path = self.app.save_screenshot(filename=name, path=str(self.export_dir))
-        except OSError as e:
-            self.say(f"could not save the view: {e}", error=True)
+        except Exception as e:  # a full disk, a read-only folder, text SVG cannot hold
+            self.say(f"could not save the view: {type(e).__name__}: {e}", error=True)
             return
         self.say(f"saved this view to {path}")
 
@@ -344,8 +345,9 @@ class SessionScreen(Screen):
         except export.Unavailable as e:
             self.app.call_from_thread(self.say, str(e), True)
             return
-        except (OSError, ValueError, TypeError) as e:
-            self.app.call_from_thread(self.say, f"{what} export failed: {e}", True)
+        except Exception as e:  # Graphviz refusing a graph, a full disk: a message, not a crash
+            self.app.call_from_thread(self.say, f"{what} export failed: {type(e).__name__}: "
+                                                f"{e}", True)
             return
         self.app.call_from_thread(self.say, f"wrote call {call.index} as {what} to {path}")
 

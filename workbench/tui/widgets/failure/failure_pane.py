@@ -66,7 +66,8 @@ def failure_view(call: Call, index: CallIndex) -> RenderableType:
         if panel is None:
             parts.append(_plain(error, call, index, n))
         else:  # the panel, then the user's line with its context
-            parts += [panel, SourceView(error.source, source_context(error.source)), Text("")]
+            source = source_context(error.source, roots=index.source_roots)
+            parts += [panel, SourceView(error.source, source), Text("")]
     parts.append(Text("enter: go to the failing step", style="dim"))
     return Group(*parts)
 
@@ -97,7 +98,7 @@ def _plain(error: ErrorRecord, call: Call, index: CallIndex, n: int) -> Renderab
         step = call.steps[pos]
         where.append(f", step #{step.index} {step_title(step)}")
     parts.append(where)
-    parts.append(SourceView(error.source, source_context(error.source)))
+    parts.append(SourceView(error.source, source_context(error.source, roots=index.source_roots)))
     hint = hint_for(error)
     if hint:
         parts.append(Text.assemble(("hint: ", "bold green"), hint))

@@ -38,7 +38,7 @@ def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
     cause_pos = index.step_position(step.cause)
     cause = call.steps[cause_pos] if cause_pos is not None else None
     caused = [call.steps[p] for p in index.caused_by(step.index)[:8]]
-    source = SourceView(step.source, source_context(step.source))
+    source = SourceView(step.source, source_context(step.source, roots=index.source_roots))
     return StepView(step, labels, source, caused=caused, cause=cause)
 
 
