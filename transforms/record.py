@@ -171,6 +171,7 @@ class Stage:
     # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
     collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
     shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
+    note: str = ""            # how to read an available stage (e.g. "the branch taken at x=2.0")
 
     @property
     def eqn_count(self) -> int | None:

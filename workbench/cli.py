@@ -184,9 +184,12 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
     p.add_argument("-o", "--output", metavar="TRACE.json",
                    help="write the dump here (atomically)"
                         + ("; required" if output_required else ""))
-    p.add_argument("--stages", action="store_true",
-                   help="also keep each call's jaxprs before/after every transformation "
-                        "(slower: traces each function again)")
+    p.add_argument("--no-stages", dest="stages", action="store_false",
+                   help="keep no jaxprs before/after each transformation (by default each "
+                        "call keeps them, captured once per signature from what the call "
+                        "traced; the script's functions never run again)")
+    p.add_argument("--stages", dest="stages", action="store_true",
+                   help=argparse.SUPPRESS)  # the default; accepted for older command lines
     p.add_argument("--inline-jnp", action="store_true",
                    help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
     p.add_argument("-q", "--quiet", action="store_true",
@@ -212,8 +215,10 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                         "everything goes to the script (`SCRIPT.py -- -o theirs.txt`).")
 
 
-_SCRIPT_FLAGS = {"--stages": "stages", "--inline-jnp": "inline_jnp", "-q": "quiet",
-                 "--quiet": "quiet"}
+# flag -> (attribute, value) for the options that may follow SCRIPT.py
+_SCRIPT_FLAGS = {"--stages": ("stages", True), "--no-stages": ("stages", False),
+                 "--inline-jnp": ("inline_jnp", True), "-q": ("quiet", True),
+                 "--quiet": ("quiet", True)}
 
 
 _SCRIPT_VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {
@@ -230,7 +235,7 @@ def _take_trailing_options(args: argparse.Namespace) -> str:
             rest.pop(0)
             break
         if head in _SCRIPT_FLAGS:
-            setattr(args, _SCRIPT_FLAGS[rest.pop(0)], True)
+            setattr(args, *_SCRIPT_FLAGS[rest.pop(0)])
         elif head in ("-o", "--output"):
             if len(rest) < 2:
                 return f"{head} needs a file name"
@@ -706,8 +711,10 @@ def _show(args: argparse.Namespace) -> int:
                   f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
     if session.title:
         _print_lines([f"title: {_t(session.title)}"])
+    first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
         _print_lines(summarize_call(call, with_steps=args.steps))
+        _print_lines(stage_lines(call, first_with))
     return EXIT_OK
 
 
@@ -718,6 +725,40 @@ LINE_LIMIT = 20_000
 
 def _print_lines(lines: Sequence[str]) -> None:
     print("\n".join(_t(line, LINE_LIMIT) for line in lines))
+
+
+def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[str]:
+    """Each stage with its equation count (or what it holds, or why it is missing).
+
+    Calls that share a signature share one stages tuple: after the first, one line.
+    """
+    if not call.stages:
+        return ["  stages: none (recorded with stages off)"]
+    if first_with is not None:
+        first = first_with.setdefault(id(call.stages), call.index)
+        if first != call.index:
+            return [f"  stages: {len(call.stages)}, shared with call {first} (same signature)"]
+    width = min(36, max(len(s.name) for s in call.stages))
+    lines = [f"  stages: {len(call.stages)}"]
+    for s in call.stages:
+        lines.append(f"    {s.name:<{width}}  {_stage_summary(s)}")
+    notes = dict.fromkeys(s.note for s in call.stages if s.note)
+    lines.extend(f"    note: {note}" for note in notes)
+    return lines
+
+
+def _stage_summary(stage: Any) -> str:
+    if not stage.available:
+        reason = (stage.reason or "unavailable").splitlines()[0]
+        return "unavailable: " + (reason if len(reason) <= 100 else reason[:99] + "…")
+    if stage.jaxpr is not None:
+        return f"{stage.jaxpr.eqn_count} eqns"
+    if stage.text is not None:
+        collectives = f", {len(stage.collectives)} collectives" if stage.collectives else ""
+        return f"{stage.text.count(chr(10)) + 1} lines{collectives}"
+    if stage.metrics:
+        return ", ".join(f"{m.name}={m.value:g}" for m in stage.metrics[:3])
+    return ""
 
 
 def summarize_call(call: Call, with_steps: bool = False) -> list[str]:

@@ -103,7 +103,7 @@ def check_script(path: str) -> types.CodeType:
                           f"{detail}") from None
 
 
-def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
+def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
                inline_jnp: bool = False, detail: str = "default",
                note: Callable[[str], None] | None = None) -> RunResult:
     """Run path as `python path args...` would, recording; never raises for the script's faults.

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import graphviz as gv
 
-from transforms.diff import diff_stages, short_aval
+from transforms.diff import diff_stages, short_aval, stage_function
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
 
 from .. import safe_text
@@ -569,7 +569,7 @@ def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None
     Returns (names or None, a note saying why the plain variable names are used).
     """
     n = len(stage.in_vars)
-    if call is None or not n:
+    if call is None or not n or not _of_the_call(stage):
         return None, ""
     leaves = _leaf_paths(call, "input")
     if not leaves:
@@ -590,7 +590,7 @@ def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None
 
 def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:
     n = len(stage.out_vars)
-    if call is None or not n:
+    if call is None or not n or not _of_the_call(stage):
         return None, ""
     if stage.role == "transposed" or (stage.transform in ("grad",) and stage.role == "transformed"
                                       and stage.name.startswith("grad")):
@@ -606,6 +606,12 @@ def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | Non
         if n == len(grads):
             return tuple(f"grad {p}" for p in grads), ""
     return None, ""
+
+
+def _of_the_call(stage: Stage) -> bool:
+    """A stage of the call's own chain (named from f), whose trees are the call's; not one of
+    a transformation called inside it (`value_and_grad(loss)` in a jitted step)."""
+    return stage_function(stage.name) == "f"
 
 
 def _leaf_paths(call: Call, role: str) -> list[str]:

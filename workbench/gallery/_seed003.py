@@ -227,13 +227,13 @@ def per_example_grads():
     print(b_grads)
 
 
-@example("Printing tracers under vmap, grad and jit", "003", stages=False)
+@example("Printing tracers under vmap, grad and jit", "003")
 def print_tracers():
     """Printing an argument inside a transformed function shows the tracer that stands in for
     it: a VmapTracer carrying the batch under vmap, a GradTracer with one concrete primal under
     grad, a JitTracer with only a type under jit. print runs once per trace, not once per
-    element: it is a side effect at trace time. (Recorded without stages, which would trace
-    the function again and print again.)"""
+    element: it is a side effect at trace time. (Its stages come from those same traces:
+    the workbench never runs f again, so each print happens once, as without it.)"""
     def f(x):
         print("x =", x)
         print("jax.typeof(x) =", jax.typeof(x))
@@ -243,7 +243,7 @@ def print_tracers():
     T.jit(f)(3.0)
 
 
-@example("Peeking at vmap's batch through .val", "003", stages=False)
+@example("Peeking at vmap's batch through .val", "003")
 def tracer_val():
     """vmap's tracers know the whole batch of values: .val (unsupported internals) shows it
     mid-trace. What traced code cannot do is specialize on those values."""

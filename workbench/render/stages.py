@@ -260,6 +260,8 @@ class StageView:
         parts: list[RenderableType] = [Text.assemble((stage.name, "bold"), "  ", stage.title)]
         if stage.method:
             parts.append(Text(stage.method, style="dim"))
+        if stage.note:
+            parts.append(Text(stage.note, style="yellow"))
         if not stage.available:
             parts.append(Text(f"unavailable: {stage.reason}", style="red"))
             return Group(*parts)

@@ -16,6 +16,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from transforms.diff import default_pair
 from transforms.record import Call, Level, Session, SourceLocation, Stage, Step
 
 from .. import safe_text
@@ -653,6 +654,9 @@ def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
     """Before and after: the user's function and the call's whole transformed program."""
     if not stages:
         return 0, 0
+    pair = default_pair(stages)
+    if pair is not None:
+        return pair
     jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
     left = jaxprs[0] if jaxprs else 0
     transformed = [i for i in jaxprs if stages[i].role == "transformed"]

@@ -120,8 +120,8 @@ class StagesPane(Vertical):
         call = self.call
         head = self.query_one("#stage-head", Static)
         if call is None or not call.stages:
-            head.update(Text("this call recorded no stages (record(stages=True) keeps them)",
-                             style="dim"))
+            head.update(Text("this call recorded no stages (recorded with stages off: "
+                             "record(stages=False) or workbench run --no-stages)", style="dim"))
             return
         n = len(call.stages)
 
@@ -139,6 +139,9 @@ class StagesPane(Vertical):
             text.append(f"\n{diff.summary()}", style="dim")
         elif isinstance(diff, str) and diff:
             text.append(f"\n{first_line(diff)}", style="dim")
+        note = call.stages[self.a].note or call.stages[self.b].note
+        if note:  # e.g. the branch of Python control flow these stages are
+            text.append(f"\n{first_line(note)}", style="yellow")
         head.update(text)
 
     def action_pick(self, side: str, delta: int) -> None:
