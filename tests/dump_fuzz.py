@@ -194,7 +194,8 @@ def render_everywhere(session: Session) -> None:
     from workbench.export.graphviz import to_dot
     from workbench.tui.model import CallIndex, Outline, source_roots
     from workbench.tui.widgets.failure.failure_pane import failure_view
-    from workbench.tui.widgets.pytree.pytree_pane import pytree_view
+    from workbench.tui.tree_rows import call_tree_rows
+    from workbench.tui.widgets.pytree.pytree_pane import _diagnostic_lines
     from workbench.tui.widgets.step.step_pane import _step_view
 
     console = Console(width=120, file=io.StringIO(), color_system=None, record=True)
@@ -210,7 +211,11 @@ def render_everywhere(session: Session) -> None:
         for pos in range(0, len(call.steps), max(1, len(call.steps) // 20)):
             console.print(_step_view(call, index, pos))
         console.print(failure_view(call, index))
-        console.print(pytree_view(call))
+        rows = call_tree_rows(call, 120)  # the pytree view's rows, as it draws them
+        for row in range(len(rows)):
+            console.print("".join(piece for piece, _ in rows[row].pieces))
+        for line in _diagnostic_lines(call, console):
+            console.print(line)
         _print_stages(console, call)
         _print_devices(console, call)
         for view in VIEWS:
