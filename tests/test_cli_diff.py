@@ -20,7 +20,8 @@ def _stage(name: str, prims: tuple[str, ...]) -> Stage:
     for p in prims:
         hist[p] = hist.get(p, 0) + 1
     return Stage(name, jaxpr=JaxprRecord(name, "", len(prims), primitives=prims),
-                 histogram=tuple(PrimitiveCount(p, n) for p, n in hist.items()))
+                 histogram=tuple(PrimitiveCount(p, n) for p, n in  # most frequent first, as recorded
+                                 sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
 def _call(index: int, function: str, prims: tuple[str, ...], transform: str = "grad") -> Call:
