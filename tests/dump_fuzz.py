@@ -193,8 +193,8 @@ def render_everywhere(session: Session) -> None:
     from workbench.export._api import VIEWS
     from workbench.export.graphviz import to_dot
     from workbench.tui.model import CallIndex, Outline, source_roots
-    from workbench.tui.widgets.failure.failure_pane import failure_view
     from workbench.tui.tree_rows import call_tree_rows
+    from workbench.tui.widgets.failure.failure_pane import failure_view
     from workbench.tui.widgets.pytree.pytree_pane import _diagnostic_lines
     from workbench.tui.widgets.step.step_pane import _step_view
 
