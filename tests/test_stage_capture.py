@@ -379,8 +379,12 @@ def test_a_default_workbench_run_dump_carries_stages(default_dump, capsys):
     from workbench.cli import main
     assert main(["show", str(default_dump)]) == 0
     out = capsys.readouterr().out
-    assert "    value_and_grad(loss)     21 eqns" in out
-    assert "    transpose(linear(f))  11 eqns" in out
+    # the counts are JAX's own (they differ between JAX versions): show prints what was recorded
+    stages = {s.name: s for s in session.calls[0].stages + session.calls[1].stages}
+    inner = stages["value_and_grad(loss)"].eqn_count
+    backward = stages["transpose(linear(f))"].eqn_count
+    assert f"    value_and_grad(loss)     {inner} eqns" in out
+    assert f"    transpose(linear(f))  {backward} eqns" in out
     assert "  stages: 6, shared with call 1 (same signature)" in out
 
 
