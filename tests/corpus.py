@@ -40,7 +40,20 @@ class Case:
     doc: str = ""
 
     def run(self, T: ModuleType) -> Any:
-        return self.build(T)(*self.args, **self.kwargs)
+        return uncached(self.build(T))(*self.args, **self.kwargs)
+
+
+def uncached(fn: Any) -> Any:
+    """`fn`, a jitted function, with JAX's cache for its function cleared: its next call traces.
+
+    transforms.jit shares JAX's caches (recording changes nothing JAX does),
+    and these module functions are jitted by many tests: without this a
+    call inside record() would be served from JAX's cache, recording nothing.
+    """
+    clear = getattr(fn, "clear_cache", None)
+    if clear is not None:
+        clear()
+    return fn
 
 
 CASES: list[Case] = []

@@ -22,6 +22,10 @@ from jax import core as jax_core
 # NB: jax._src: traceback filtering has no public registration; without it our
 # wrapper frames would show in the tracebacks JAX filters for users.
 from jax._src import traceback_util as _traceback_util
+
+# NB: jax._src: jax.jit names a jaxpr (and its jitted object's `function_name`)
+# with this: a partial is named after the function it wraps.
+from jax._src.util import fun_name as _jax_fun_name
 from jax.extend import core as jex_core
 from jax.extend import linear_util as lu
 from jax.extend import source_info_util
@@ -108,6 +112,11 @@ class RecordingTrace(Trace):
     NB: unlike JAX's traces this one makes no tracers of its own: the tracers
     user code sees are the parent's, so JAX's identity checks
     (`x._trace.tag is self.tag`) keep working unchanged.
+
+    Every method of JAX's `Trace` base class is handled as TRACE_METHODS says
+    (the base's own versions raise `must override`, and `__getattr__` never
+    runs for a name the class defines); names the base lacks are forwarded by
+    `__getattr__`.
     """
 
     def __init__(self, parent: Trace, level: Any):
@@ -144,8 +153,19 @@ class RecordingTrace(Trace):
         level.end_step(pending, out, primitive.multiple_results)
         return out
 
-    def stage_value(self, val):
-        return self.parent.stage_value(val)
+    def process_call(self, call_primitive, f, tracers, params, /):
+        # `core.call`-style primitives (jax 0.10; gone from the base in 0.12).
+        # NB: we stay current: EvalTrace's impl runs `f` with the current
+        # trace, so the body's primitives are recorded at this level.
+        level = self.level
+        pending = level.begin_step(call_primitive, tracers, params, "call")
+        try:
+            out = self.parent.process_call(call_primitive, f, tracers, params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, True)
+        return out
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
         level = self.level
@@ -177,32 +197,96 @@ class RecordingTrace(Trace):
         level.end_step(pending, out, True)
         return out
 
+    def stage_value(self, val):
+        return self.parent.stage_value(val)
+
+    def full_raise(self, x):
+        return self.parent.full_raise(x)
+
     def __getattr__(self, name: str):
-        # Forward every method we do not override (stage_value appeared in
-        # 0.10.1, process_call left in 0.12, more will come); record the
-        # process_* family as call steps so nothing passes unseen.
+        # Names JAX's Trace base class does not define (a concrete trace's
+        # process_custom_transpose, process_map, tag, ...): forwarded; the
+        # process_* family recorded as call steps so nothing passes unseen.
         parent = object.__getattribute__(self, "parent")
         attr = getattr(parent, name)
         if name.startswith("process_") and callable(attr):
-            return self._recording_forwarder(name, attr)
+            return _recording_forwarder(self, name, attr)
         return attr
 
-    def _recording_forwarder(self, name: str, method: Callable):
-        level = self.level
 
-        def forward(primitive, *args, **params):
-            tracers = args[-1] if args and isinstance(args[-1], (list, tuple)) else ()
-            pending = level.begin_step(primitive, tracers, params, "call")
-            try:
-                with set_current_trace(self.parent):
-                    out = method(primitive, *args, **params)
-            except BaseException as e:
-                level.fail_step(pending, e)
-                raise
-            level.end_step(pending, out, True)
-            return out
-        forward.__name__ = name
-        return forward
+def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> Callable:
+    """Record a process_* method we know nothing about as a call step, then forward it."""
+    level = trace.level
+
+    def forward(primitive, *args, **params):
+        tracers = next((a for a in reversed(args) if isinstance(a, (list, tuple))), ())
+        step_params = params or next((a for a in args if isinstance(a, dict)), {})
+        pending = level.begin_step(primitive, tracers, step_params, "call")
+        try:
+            with set_current_trace(trace.parent):
+                out = method(primitive, *args, **params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, True)
+        return out
+    forward.__name__ = name
+    return forward
+
+
+# How RecordingTrace handles each attribute of JAX's Trace base class:
+#   recorded   overridden here: recorded as a step, then forwarded to the parent
+#   forwarded  overridden here: the parent's answer
+#   own        the base's own behaviour is right for a RecordingTrace (its own
+#              validity flag and weakref; `main` reads `tag`, which
+#              __getattr__ forwards; requires_low is set from the parent)
+# tests/test_interpreters.py fails when the installed JAX's Trace has a name
+# missing here: a JAX release added a method, decide how to handle it.
+TRACE_METHODS: dict[str, str] = {
+    "process_primitive": "recorded",
+    "process_call": "recorded",
+    "process_custom_jvp_call": "recorded",
+    "process_custom_vjp_call": "recorded",
+    "stage_value": "forwarded",
+    "full_raise": "forwarded",
+    "invalidate": "own",
+    "is_valid": "own",
+    "main": "own",
+    "requires_low": "own",
+    "_invalidated": "own",
+    "_weakref": "own",
+}
+
+
+def trace_base_names() -> set[str]:
+    """Every non-dunder attribute of the installed JAX's Trace base class."""
+    return {name for klass in Trace.__mro__ if klass is not object
+            for name in vars(klass) if not (name.startswith("__") and name.endswith("__"))}
+
+
+def _forward_unknown_base_methods() -> list[str]:
+    """Forward any method the base defines and TRACE_METHODS does not know.
+
+    NB: without this a new base method would raise `must override` under
+    recording. Recorded if it is a process_* method, else forwarded.
+    """
+    added = []
+    for name in sorted(trace_base_names() - TRACE_METHODS.keys()):
+        if not callable(getattr(Trace, name, None)) or name in vars(RecordingTrace):
+            continue
+
+        def method(self, *args, __name=name, **kwargs):
+            attr = getattr(self.parent, __name)
+            if __name.startswith("process_"):
+                return _recording_forwarder(self, __name, attr)(*args, **kwargs)
+            return attr(*args, **kwargs)
+        method.__name__ = name
+        setattr(RecordingTrace, name, method)
+        added.append(name)
+    return added
+
+
+UNKNOWN_TRACE_METHODS = _forward_unknown_base_methods()
 
 
 def is_inline_jit_params(params: dict) -> bool:
@@ -236,3 +320,9 @@ def _record_rule(fun, spec):
 def install(level) -> Any:
     """A context manager making a recorder for `level` the current trace."""
     return set_current_trace(RecordingTrace(level.jax_trace, level))
+
+
+
+def jax_function_name(fun: Any) -> str:
+    """The name JAX gives a function it traces (`my_function` for partial(my_function))."""
+    return _jax_fun_name(fun)
