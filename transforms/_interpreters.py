@@ -12,8 +12,10 @@ comment says `# NB: jax._src`.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import os
+import types
 from typing import Any, Callable
 
 import jax
@@ -44,7 +46,55 @@ JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
 # messages and jaxpr source info point at user code, not at our wrappers.
 source_info_util.register_exclusion(PACKAGE_DIR + os.sep)
 _traceback_util.register_exclusion(PACKAGE_DIR + os.sep)
-api_boundary = _traceback_util.api_boundary
+
+
+def _is_ours(frame: types.FrameType) -> bool:
+    return frame.f_code.co_filename.startswith(PACKAGE_DIR + os.sep)
+
+
+def _without_our_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    entries = [(t.tb_frame, t.tb_lasti, t.tb_lineno) for t in _walk(tb)]
+    out = None
+    for frame, lasti, lineno in reversed(entries):
+        if not _is_ours(frame):
+            out = types.TracebackType(out, frame, lasti, lineno)
+    return out
+
+
+def _walk(tb: types.TracebackType | None):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def api_boundary(fun: Callable) -> Callable:
+    """Our frames taken out of the traceback of whatever `fun` raises; JAX's left to JAX.
+
+    Not JAX's own api_boundary: under it JAX's inner boundaries would not
+    filter, and the outer one filters every JAX frame, including those JAX
+    leaves in for users (jacfwd's `jacfun`). Here JAX filters its frames as it
+    would without us, and only ours are removed (or, where JAX marks frames
+    `__tracebackhide__` for IPython, marked). With JAX_TRACEBACK_FILTERING=off
+    nothing is removed.
+    """
+
+    @functools.wraps(fun)
+    def boundary(*args, **kwargs):
+        try:
+            return fun(*args, **kwargs)
+        except Exception as e:
+            # NB: jax._src: JAX's filtering mode (off, tracebackhide, ...).
+            mode = _traceback_util._filtering_mode()
+            if mode == "off":
+                raise
+            if mode == "tracebackhide":
+                for t in _walk(e.__traceback__):
+                    if _is_ours(t.tb_frame):
+                        t.tb_frame.f_locals["__tracebackhide__"] = True
+                raise
+            e.with_traceback(_without_our_frames(e.__traceback__))
+            raise
+    return boundary
 
 
 def current_trace() -> Trace:

@@ -19,7 +19,6 @@ JAX's error; a failing stage never stops the others.
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import functools
@@ -37,6 +36,7 @@ from jax.extend.core import DropVar, Literal, jaxpr_as_fun, valid_jaxtype
 from . import _api, _recorder, _sharding  # NB: _api and _recorder import this module
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
+from ._trees import literal
 from .record import (
     EqnRecord,
     Growth,
@@ -475,7 +475,7 @@ def _evaluator(closed: Any, shape: Any, split: _Split, fallback: Callable) -> Ca
 def _literal_options(options: tuple) -> dict | None:
     """The options a wrapper recorded (as reprs), or None if one is not a literal."""
     try:
-        return {key: ast.literal_eval(text) for key, text in options}
+        return {key: literal(text) for key, text in options}
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
