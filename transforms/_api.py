@@ -320,7 +320,7 @@ def _invoke_keeping_origin(kind: str, fun: Any, options: tuple, run: Callable, p
     session = _state.session
     top_level = session is not None and _state.call is None
     out = _invoke(kind, fun, options, run, primals, kwargs)
-    if not top_level:
+    if not top_level or session is None:
         return out
     wrap(out[1], (weakref.ref(session), len(session.session.calls) - 1, _FunctionRef(fun),
                   options))
@@ -583,7 +583,7 @@ def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature
     hooked = _PreTraceSignature(list(signature.parameters.values()),
                                 return_annotation=signature.return_annotation,
                                 __validate_parameters__=False)
-    hooked._on_bind = on_bind
+    hooked._on_bind = on_bind  # type: ignore[attr-defined]
     return hooked
 
 
@@ -601,6 +601,8 @@ def _check_before_trace(fun_ref: Callable, options: tuple, args: tuple, kwargs: 
     check_inputs(args, kwargs, parameter_names(fun, args), raised)
     if not raised:
         return
-    call = _state.session.begin_call("jit", fun, options, args, kwargs)
+    session = _state.session
+    assert session is not None  # bind checks it before calling us
+    call = session.begin_call("jit", fun, options, args, kwargs)
     call.record_error(raised[0], None)
     call.finish(failed=True)

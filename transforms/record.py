@@ -219,7 +219,9 @@ class GrowthSeries:
         ok = sorted((p for p in self.points if p.eqn_count is not None), key=lambda p: p.size)
         if len(ok) < 2 or ok[-1].size == ok[-2].size:
             return None
-        return (ok[-1].eqn_count - ok[-2].eqn_count) / (ok[-1].size - ok[-2].size)
+        last, before = ok[-1].eqn_count, ok[-2].eqn_count
+        assert last is not None and before is not None  # filtered above
+        return (last - before) / (ok[-1].size - ok[-2].size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +233,8 @@ class Growth:
 
 class Step(NamedTuple):
     """One primitive (or event) as one level saw it."""
-    index: int
+    # NB: the field `index` shadows tuple.index, which mypy reports; the name stays.
+    index: int  # type: ignore[assignment]
     level: int
     primitive: str
     kind: str = "primitive"   # primitive | call | custom_jvp_call | custom_vjp_call | error
@@ -327,7 +330,8 @@ class TreeNode(NamedTuple):
 
     NB: a NamedTuple, as Step is: trees are built on every recorded call.
     """
-    index: int
+    # NB: the field `index` shadows tuple.index, which mypy reports; the name stays.
+    index: int  # type: ignore[assignment]
     parent: int | None
     depth: int
     key: str                  # its entry in the parent: ".array", "[0]", "['W']"; "" at the root
@@ -478,6 +482,52 @@ class CollectiveRecord:
     op_name: str = ""         # metadata op_name: the JAX operation it came from
 
 
+# --- processes of a multi-process (jax.distributed) run --------------------------
+
+@dataclass(frozen=True, slots=True)
+class DeviceRecord:
+    """One device of the global device list, with the process that owns it."""
+    id: int                   # JAX's device id (CPU ids of process p start at p * 2048)
+    process: int              # the process index owning it (`device.process_index`)
+    kind: str = ""            # `device.device_kind`, e.g. "cpu"
+    platform: str = ""        # e.g. "cpu", "gpu", "tpu"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """Which process of a `jax.distributed` job a recording comes from, and how it ended."""
+    index: int                # jax.process_index()
+    count: int                # jax.process_count()
+    local_devices: tuple[int, ...] = ()   # ids of the devices this process drives
+    devices: tuple[DeviceRecord, ...] = ()  # every global device, in jax.devices() order
+    host: str = ""            # the machine it ran on
+    pid: int = 0              # its operating-system process id
+    coordinator: str = ""     # the coordinator's address, as the launcher gave it
+    status: str = ""          # set by the launcher: ok | failed (non-zero exit) | killed
+                              # (a signal) | stopped (ended by the launcher: --timeout, or
+                              # another process died); "" when no launcher saw it end
+    exit_code: int | None = None  # as a shell reports it: 137 for SIGKILL
+    message: str = ""         # what happened, in words: "killed by SIGKILL"
+    recorded: bool = True     # False: the process wrote no dump (killed before saving)
+    complete: bool = True     # False: stopped inside the script, so the call it was in
+                              # (and everything after) is not in its recording
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRecord:
+    """One process's recording inside a merged session (see Session.processes)."""
+    info: ProcessInfo
+    calls: tuple[Call, ...] = ()
+    title: str = ""
+    metadata: tuple[tuple[str, str], ...] = ()
+    jax_version: str = ""
+    python_version: str = ""
+
+    @property
+    def step_count(self) -> int:
+        return sum(len(c.steps) for c in self.calls)
+
+
 @dataclass(slots=True)
 class Session:
     """Every call recorded inside one `transforms.record()` block.
@@ -490,10 +540,15 @@ class Session:
     schema_version: int = SCHEMA_VERSION  # of the file it was loaded from; saving writes the newest
     title: str = ""           # what was recorded: a gallery example's title, a script's command line
     metadata: dict[str, str] = field(default_factory=dict)  # e.g. script, argv, description
+    # A process of a jax.distributed job: which one, its devices, how it ended.
+    process: ProcessInfo | None = None
+    # A merged multi-process run: one record per process (the top-level calls are then
+    # empty); workbench/processes.py gives each as a Session of its own.
+    processes: tuple[ProcessRecord, ...] = ()
 
     @property
     def step_count(self) -> int:
-        return sum(len(c.steps) for c in self.calls)
+        return sum(len(c.steps) for c in self.calls) + sum(p.step_count for p in self.processes)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The dump as JSON data: see transforms/_codec.py for the layout."""
@@ -652,9 +707,10 @@ def _decode(cls: type, data: Any) -> Any:
 
 def _field_types(cls: type) -> list[tuple[str, str]]:
     if dataclasses.is_dataclass(cls):
-        return [(f.name, f.type) for f in dataclasses.fields(cls)]
+        return [(f.name, str(f.type)) for f in dataclasses.fields(cls)]
     # NamedTuple keeps string annotations as typing.ForwardRef.
-    return [(name, _annotation_text(cls.__annotations__[name])) for name in cls._fields]
+    return [(name, _annotation_text(cls.__annotations__[name]))
+            for name in cls._fields]  # type: ignore[attr-defined]  # a NamedTuple's
 
 
 def _annotation_text(annotation: Any) -> str:
@@ -695,7 +751,7 @@ def _as_list(value: Any) -> list:
     return value
 
 
-_RECORD_TYPES = {
+_RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
                 PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,
@@ -705,3 +761,4 @@ _RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRo
                                                      Diagnostic)})
 _RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
                                                      CollectiveRecord)})
+_RECORD_TYPES.update({cls.__name__: cls for cls in (DeviceRecord, ProcessInfo, ProcessRecord)})

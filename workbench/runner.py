@@ -25,6 +25,8 @@ import jax
 import transforms
 from transforms.record import Session
 
+from .launch import process_recording
+
 PATCHED = ("grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
            "jacrev", "hessian")
 
@@ -65,7 +67,7 @@ def jax_patched() -> Iterator[None]:
                if (name == "transforms" or name.startswith("transforms."))
                and getattr(m, "jax", None) is jax]
     for module in rebound:
-        module.jax = own
+        setattr(module, "jax", own)  # noqa: B010 - a module's global
     for name in PATCHED:
         setattr(jax, name, getattr(transforms, name))
     try:
@@ -74,7 +76,7 @@ def jax_patched() -> Iterator[None]:
         for name, fun in originals.items():
             setattr(jax, name, fun)
         for module in rebound:
-            module.jax = jax
+            setattr(module, "jax", jax)  # noqa: B010 - a module's global
 
 
 def check_script(path: str) -> types.CodeType:
@@ -111,7 +113,7 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
     code, interrupted = 0, False
     with _as_main_script(path, args) as namespace:
         with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail) as session:
-            with jax_patched():
+            with jax_patched(), process_recording(session, path, args):
                 try:
                     exec(code_object, namespace)
                 except SystemExit as e:
