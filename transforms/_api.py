@@ -207,7 +207,7 @@ def _invoke_star(kind: str, fun: Any, options: tuple, transformed: Callable,
 
 
 def _transformed(kind: str, jax_transform: Callable, fun: Any, options: tuple,
-                 **kwargs: Any) -> _Transformed:
+                 **kwargs: Any) -> Callable:
     plain = _build(kind, jax_transform, fun, options, **kwargs)
     if not callable(fun):  # JAX accepted it (it raises later, when called): keep JAX's
         return plain
@@ -393,12 +393,12 @@ def _recording_pullback(pullback: Any, origin: tuple) -> None:
     """
     fun = getattr(pullback, "fun", None)
     if dataclasses.is_dataclass(pullback) and type(fun) is functools.partial:
-        pullback.fun = _recording(fun, "vjp_fun", origin, 0)
+        setattr(pullback, "fun", _recording(fun, "vjp_fun", origin, 0))  # noqa: B010
 
 
 def _recording_pushforward(f_jvp: Any, origin: tuple) -> None:
     """JAX's Partial(_HashableCallableShim(partial(_lift_linearized, ...)), consts), its partial swapped."""
-    shim = getattr(f_jvp, "func", None)
+    shim: Any = getattr(f_jvp, "func", None)
     inner = getattr(shim, "fun", None)
     if type(f_jvp) is jax.tree_util.Partial and type(inner) is functools.partial:
         shim.fun = _recording(inner, "linearize_jvp", origin, len(f_jvp.args))
@@ -407,7 +407,7 @@ def _recording_pushforward(f_jvp: Any, origin: tuple) -> None:
 def _call_vjp_fun(partial: _RecordingPartial, found: tuple, *args, **kwargs) -> Any:
     """The VJP's function: its product, the backward Partial, records its own call."""
     backward = functools.partial.__call__(partial, *args, **kwargs)
-    shim = getattr(backward, "func", None)
+    shim: Any = getattr(backward, "func", None)
     inner = getattr(shim, "fun", None)
     if type(backward) is jax.tree_util.Partial and type(inner) is functools.partial:
         shim.fun = _recording(inner, "vjp_backward", found[1], len(backward.args))
@@ -461,7 +461,7 @@ class _JitEntry:
         self.__dict__.update({k: v for k, v in getattr(fun, "__dict__", {}).items()
                               if k != "__wrapped__"})
         self.__name__ = _i.jax_function_name(fun)  # JAX names the jaxpr with it
-        self._fun = weakref.ref(fun)
+        self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._options = options
         self._kwargs = kwargs
