@@ -52,49 +52,89 @@ def _is_ours(frame: types.FrameType) -> bool:
     return frame.f_code.co_filename.startswith(PACKAGE_DIR + os.sep)
 
 
-def _without_our_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    entries = [(t.tb_frame, t.tb_lasti, t.tb_lineno) for t in _walk(tb)]
-    out = None
-    for frame, lasti, lineno in reversed(entries):
-        if not _is_ours(frame):
-            out = types.TracebackType(out, frame, lasti, lineno)
-    return out
-
-
 def _walk(tb: types.TracebackType | None):
     while tb is not None:
         yield tb
         tb = tb.tb_next
 
 
-def api_boundary(fun: Callable) -> Callable:
-    """Our frames taken out of the traceback of whatever `fun` raises; JAX's left to JAX.
+def _hidden_as_jax_would(tb: types.TracebackType | None) -> list[bool]:
+    """Per traceback entry: would JAX hide it, had our frames not been there? Ours: always.
 
-    Not JAX's own api_boundary: under it JAX's inner boundaries would not
-    filter, and the outer one filters every JAX frame, including those JAX
-    leaves in for users (jacfwd's `jacfun`). Here JAX filters its frames as it
-    would without us, and only ours are removed (or, where JAX marks frames
-    `__tracebackhide__` for IPython, marked). With JAX_TRACEBACK_FILTERING=off
-    nothing is removed.
+    NB: jax._src. JAX filters, at its outermost api_boundary (its reraise
+    frame), the frames below it that `include_frame` rejects; frames above it
+    (jacfwd's `jacfun`, say) stay.
     """
+    hidden, below_boundary = [], False
+    for t in _walk(tb):
+        frame = t.tb_frame
+        below_boundary = below_boundary or _traceback_util._is_reraiser_frame(frame)
+        hidden.append(_is_ours(frame) or (below_boundary
+                                          and not _traceback_util.include_frame(frame)))
+    return hidden
+
+
+def _filter_as_jax_would(e: BaseException, mode: str) -> None:
+    tb = e.__traceback__
+    hidden = _hidden_as_jax_would(tb)
+    entries = list(_walk(tb))
+    if mode == "tracebackhide":
+        for t, hide in zip(entries, hidden):
+            if hide:
+                t.tb_frame.f_locals["__tracebackhide__"] = True
+        return
+    out = None
+    for t, hide in zip(reversed(entries), reversed(hidden)):
+        if not hide:
+            out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    e.with_traceback(out)
+    jax_filtered = any(_traceback_util._is_reraiser_frame(t.tb_frame) for t in entries)
+    note = "--------------------\n" + _traceback_util._simplified_tb_msg
+    if jax_filtered and note not in getattr(e, "__notes__", ()):
+        e.add_note(note)  # as JAX's boundary adds it
+
+
+def api_boundary(fun: Callable) -> Callable:
+    """Tracebacks of what `fun` raises filtered as JAX would filter them without us.
+
+    Not JAX's own api_boundary: that filters every JAX frame under it,
+    including frames JAX leaves in for users (jacfwd's `jacfun`). Here JAX's
+    own boundaries are switched off while `fun` runs (so the recorder sees
+    whole tracebacks, as the pytree mismatch rules need), and at the end
+    exactly the frames JAX would have removed are removed, and ours (or, where
+    JAX marks frames `__tracebackhide__` for IPython, marked). With
+    JAX_TRACEBACK_FILTERING=off nothing is removed; in `remove_frames` mode
+    JAX filters as usual and only our frames are removed.
+    """
+    # NB: jax._src: JAX's filtering mode, and its thread-local switch.
+    filtering = _traceback_util.config.traceback_filtering
 
     @functools.wraps(fun)
     def boundary(*args, **kwargs):
+        mode = _traceback_util._filtering_mode()
+        if mode == "off":
+            return fun(*args, **kwargs)
+        emulated = mode in ("quiet_remove_frames", "tracebackhide")
         try:
+            if emulated:
+                with filtering("off"):
+                    return fun(*args, **kwargs)
             return fun(*args, **kwargs)
         except Exception as e:
-            # NB: jax._src: JAX's filtering mode (off, tracebackhide, ...).
-            mode = _traceback_util._filtering_mode()
-            if mode == "off":
-                raise
-            if mode == "tracebackhide":
-                for t in _walk(e.__traceback__):
-                    if _is_ours(t.tb_frame):
-                        t.tb_frame.f_locals["__tracebackhide__"] = True
-                raise
-            e.with_traceback(_without_our_frames(e.__traceback__))
+            if emulated:
+                _filter_as_jax_would(e, mode)
+            else:
+                e.with_traceback(_without_our_frames(e.__traceback__))
             raise
     return boundary
+
+
+def _without_our_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    out = None
+    for t in reversed(list(_walk(tb))):
+        if not _is_ours(t.tb_frame):
+            out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
 
 
 def current_trace() -> Trace:
