@@ -1,6 +1,8 @@
 """Drop-in `jax.*` transformations that record while a session is active.
 
-Each wrapper hands JAX a function (`_level_entry`) which, once JAX calls it
+Outside a record() block each call goes to JAX's own transformed function
+with no frame of ours (see _Transformed, _Dispatch, _JitEntry). Inside, each
+wrapper hands JAX a function (`_level_entry`) which, once JAX calls it
 inside the transformation, records the level and runs the user's function
 under a RecordingTrace. Arguments and results pass through untouched, so
 results, pytree structures and exceptions are JAX's own.
