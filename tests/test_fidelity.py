@@ -336,6 +336,18 @@ def test_jitted_function_is_named_after_the_users_function(recording):
         assert ours.lower(1.0).as_text() == theirs.lower(1.0).as_text()
 
 
+def test_jitted_function_has_the_users_attributes(recording):
+    def f(x: int) -> int:
+        """docstring of f."""
+        return x + 1
+    f.some_value = 4  # type: ignore[attr-defined]
+    ours, theirs = T.jit(f), jax.jit(f)
+    for attr in ("__doc__", "__name__", "__module__", "__qualname__", "__annotations__"):
+        assert getattr(ours, attr) == getattr(theirs, attr) == getattr(f, attr), attr
+    assert ours.some_value == theirs.some_value == 4
+    assert inspect.signature(ours) == inspect.signature(theirs)
+
+
 def test_the_same_function_jitted_twice_shares_jaxs_global_cache(recording):
     traces = []
 

@@ -457,7 +457,7 @@ class _JitEntry:
     def __init__(self, fun: Callable, options: tuple, kwargs: dict):
         # f's metadata, as functools.wraps would copy it, except `__wrapped__`
         # (a property: the entry must not hold f, see _JIT_ENTRIES).
-        for attr in ("__module__", "__qualname__", "__doc__"):
+        for attr in functools.WRAPPER_ASSIGNMENTS:  # __module__, __annotations__, __doc__, ...
             if hasattr(fun, attr):
                 setattr(self, attr, getattr(fun, attr))
         self.__dict__.update({k: v for k, v in getattr(fun, "__dict__", {}).items()
