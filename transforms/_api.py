@@ -21,7 +21,15 @@ import jax
 
 from . import _interpreters as _i
 from ._diagnose import check_inputs
-from ._recorder import TRACE_KINDS, _state, function_name, run_level
+from ._recorder import (
+    TRACE_KINDS,
+    _state,
+    check_retrace,
+    function_name,
+    note_jit_arguments,
+    retrace_refused,
+    run_level,
+)
 from ._trees import JACOBIAN_NESTING, parameter_names
 
 # Transformations whose backward pass runs at the enclosing level after the
@@ -36,6 +44,7 @@ class TransformSpec:
     fun: Callable                 # the user's function (possibly another wrapper)
     transformed: Callable         # jax.<kind>(fun, ...) as built, callable on the call's args
     options: tuple
+    settings: dict | None = None  # the options as given (options holds their reprs)
 
     @property
     def name(self) -> str:
@@ -78,18 +87,26 @@ def _run_recorded_level(call, fun: Callable, kind: str, options: tuple, args: tu
                         kwargs: dict) -> Any:
     parent = _state.levels[-1] if _state.levels else None
     level = call.new_level(kind, _i.current_trace(), parent, function_name(fun), options)
+    tape = call.watch_level(level, fun, args, kwargs)  # stages: what fun binds here
     try:
         out = run_level(level, fun, args, kwargs)
         if kind in JACOBIAN_NESTING and call.transform == kind and level.depth == 1:
             call.trees.note_function_output(out)  # the Jacobian's outer structure
+        if tape is not None:
+            tape.finish(out)
         return out
+    except BaseException as e:
+        if tape is not None:
+            tape.abandon(e)
+        raise
     finally:
         if parent is not None and kind in _BACKWARD_KINDS:
             parent.set_phase("backward")
 
 
 def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
-            args: tuple, kwargs: dict, forward: int | None = None) -> Any:
+            args: tuple, kwargs: dict, forward: int | None = None,
+            settings: dict | None = None) -> Any:
     """Call a JAX-transformed function, opening a recorded Call when none is open.
 
     `forward` is the index of the call a backward call belongs to (a vjp's).
@@ -99,9 +116,13 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         return transformed(*args, **kwargs)
     call = _state.call
     if call is not None:
-        return _invoke_nested(call, kind, transformed, args, kwargs)
+        spec = TransformSpec(kind, fun, transformed, options, settings)
+        call.nested_transform(spec, args, kwargs)  # its own stages and gradient trees
+        out = _invoke_nested(call, kind, transformed, args, kwargs)
+        call.nested_returned(spec, args, kwargs, out)
+        return out
     call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
-    call.spec = TransformSpec(kind, fun, transformed, options)
+    call.spec = TransformSpec(kind, fun, transformed, options, settings)
     if forward is not None:
         call.trees.forward = session.session.calls[forward].trees
     _state.call = call
@@ -109,7 +130,10 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         outer = call.new_level("outer", _i.current_trace(), None)
         if kind == "vjp_backward":
             outer.set_phase("backward")
+        tape = call.watch_outer(outer, args, kwargs)  # stages: what the call executed
         out = run_level(outer, transformed, args, kwargs)
+        if tape is not None:
+            tape.finish(out)
     except BaseException:
         call.finish(failed=True)
         raise
@@ -172,11 +196,11 @@ class _Transformed:
     """
 
     def __init__(self, kind: str, fun: Any, options: tuple, plain: Callable,
-                 build_recording: Callable[[], Callable]):
+                 build_recording: Callable[[], Callable], settings: dict | None = None):
         functools.update_wrapper(self, plain)
         self.__wrapped__ = fun
         self._plain = plain
-        self._kind, self._fun, self._options = kind, fun, options
+        self._kind, self._fun, self._options, self._settings = kind, fun, options, settings
         self._build_recording = build_recording
         self._recording: Callable | None = None
         self._transformed: Callable | None = None
@@ -189,7 +213,8 @@ class _Transformed:
         if recording is None:
             self._transformed = self._build_recording()
             recording = self._recording = _i.api_boundary(functools.partial(
-                _invoke_star, self._kind, self._fun, self._options, self._transformed))
+                _invoke_star, self._kind, self._fun, self._options, self._transformed,
+                self._settings))
         return recording
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -200,23 +225,24 @@ class _Transformed:
     def __transform_spec__(self) -> TransformSpec:
         if self._transformed is None:
             self._transformed = self._build_recording()
-        return TransformSpec(self._kind, self._fun, self._transformed, self._options)
+        return TransformSpec(self._kind, self._fun, self._transformed, self._options,
+                             self._settings)
 
 
 def _invoke_star(kind: str, fun: Any, options: tuple, transformed: Callable,
-                 *args: Any, **kwargs: Any) -> Any:
-    return _invoke(kind, fun, options, transformed, args, kwargs)
+                 settings: dict | None, *args: Any, **kwargs: Any) -> Any:
+    return _invoke(kind, fun, options, transformed, args, kwargs, settings=settings)
 
 
 def _transformed(kind: str, jax_transform: Callable, fun: Any, options: tuple,
-                 **kwargs: Any) -> Callable:
+                 settings: dict | None = None, **kwargs: Any) -> Callable:
     plain = _build(kind, jax_transform, fun, options, **kwargs)
     if not callable(fun):  # JAX accepted it (it raises later, when called): keep JAX's
         return plain
 
     def build_recording() -> Callable:
         return jax_transform(_level_entry(fun, kind, options), **kwargs)
-    return _Transformed(kind, fun, options, plain, build_recording)
+    return _Transformed(kind, fun, options, plain, build_recording, settings)
 
 
 class _Dispatch:
@@ -261,8 +287,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 @functools.wraps(jax.vmap)
 def vmap(fun, in_axes=0, out_axes=0, **kwargs):
     options = _options(in_axes=in_axes, out_axes=out_axes, **kwargs)
-    return _transformed("vmap", jax.vmap, fun, options, in_axes=in_axes, out_axes=out_axes,
-                        **kwargs)
+    return _transformed("vmap", jax.vmap, fun, options,
+                        dict(in_axes=in_axes, out_axes=out_axes, **kwargs),
+                        in_axes=in_axes, out_axes=out_axes, **kwargs)
 
 
 @_i.api_boundary
@@ -477,22 +504,23 @@ class _JitEntry:
         return self._fun()
 
     def transform_spec(self) -> TransformSpec:
-        # NB: stages are rebuilt from a plain jax.jit, so capturing them never
-        # records. Of partial(f), not f: a call's stages are captured while
-        # JAX is still tracing this entry, and a jit of f (equal to the entry)
-        # would re-enter that trace's cache entry (JAX raises RecursionError).
-        fun = self._fun()
-        return TransformSpec("jit", fun, jax.jit(functools.partial(fun), **self._kwargs),
-                             self._options)
+        # NB: stages read JAX's own trace of this jit from its cache (after the
+        # trace is over): a jax.jit of this same entry shares that cache, and
+        # holds nothing that holds it back (no cycle through the jitted object).
+        return TransformSpec("jit", self._fun(), jax.jit(self, **self._kwargs), self._options,
+                             dict(self._kwargs))
 
     @property
     def __call__(self) -> Callable:
-        if _state.session is None:
+        if _state.session is None and not retrace_refused():
             return self._fun()
         return self.record
 
     def record(self, *args, **kwargs):
         fun = self._fun()
+        check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
+        if _state.session is None:
+            return fun(*args, **kwargs)
         call = _state.call
         if call is not None:  # traced inside a recorded call: a level of it
             return _run_recorded_level(call, fun, "jit", self._options, args, kwargs)
@@ -599,6 +627,7 @@ def _check_before_trace(fun_ref: Callable, options: tuple, args: tuple, kwargs: 
     the user gets. Otherwise nothing happens here: the trace records the call.
     """
     fun = fun_ref()
+    note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
     raised: list[BaseException] = []
     check_inputs(args, kwargs, parameter_names(fun, args), raised)
     if not raised:
