@@ -11,6 +11,8 @@
    until 100,000 steps are recorded (every call's records are distinct objects,
    as in a real recording), and "replicated", one call's steps repeated (the
    same objects again and again).
+3. `workbench show` of a small dump, whole process, wall time against
+   `python -c pass`; target <= 0.5 s (it imports no JAX).
 
     .venv/bin/python bench/bench_cli.py [--reps N] [--steps N] [--io-reps N]
 """
@@ -34,6 +36,7 @@ from transforms.record import Call, Session  # noqa: E402
 
 RUN_TARGET = 1.5
 IO_TARGET = 2.0
+SHOW_TARGET = 0.5  # seconds of wall time for `workbench show` of a small dump
 
 SCRIPT = """
     import jax
@@ -96,6 +99,38 @@ def bench_run(reps: int) -> int:
     return verdict("workbench run / python SCRIPT.py", ours / plain, RUN_TARGET, "x")
 
 
+def bench_show(reps: int) -> int:
+    """`workbench show` of a small dump, whole process, against `python -c pass` (wall time:
+    what a user waits for; the start of Python itself is the baseline)."""
+    loss, params, xs, ys = make_mlp(depth=2)
+    with transforms.record(stages=True) as session:
+        transforms.vmap(transforms.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "small.json")
+        session.save(dump)
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "workbench show": [sys.executable, "-m", "workbench", "show", dump],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for rep in range(reps + 1):  # the first round warms the file cache, not timed
+            order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
+            for name in order:
+                start = time.perf_counter()
+                subprocess.run(commands[name], check=True, stdout=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL)
+                if rep:
+                    times[name].append(time.perf_counter() - start)
+        size = os.path.getsize(dump)
+    python, show = median(times["python -c pass"]), median(times["workbench show"])
+    print(f"  workbench show of a small dump ({session.step_count} steps, "
+          f"{sum(len(c.stages) for c in session.calls)} stages, {size / 1e3:.0f} kB), "
+          f"whole process, wall, median of {reps}:")
+    print(f"    python -c pass             {python:.3f} s")
+    print(f"    workbench show small.json  {show:.3f} s   ({show / python:.1f}x Python's start)")
+    return verdict("workbench show seconds (wall)", show, SHOW_TARGET, " s")
+
+
 def replicated_session(steps: int) -> Session:
     """A recorded vmap(grad(loss)) of the MLP, its steps replicated to `steps` in all."""
     loss, params, xs, ys = make_mlp()
@@ -154,6 +189,7 @@ def main() -> None:
     args = parser.parse_args()
     header("bench_cli: the workbench command")
     code = bench_run(args.reps)
+    code |= bench_show(args.reps)
     print(f"  dumps: schema version {transforms.SCHEMA_VERSION}")
     code |= bench_io("recorded", recorded_session(args.steps), args.io_reps)
     code |= bench_io("replicated", replicated_session(args.steps), args.io_reps)

@@ -18,7 +18,6 @@ from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from ._stages import capture_stages
 from .record import Call, ErrorRecord, Growth, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
@@ -282,6 +281,8 @@ class CallBuilder:
             return ()
         args, kwargs = self._args
         self._args = None  # keep no arrays past the call
+        # NB: imported here: _stages imports _api, which imports this module.
+        from ._stages import capture_stages
         with recording_off():  # stages record nothing
             return capture_stages(self.spec, args, kwargs)
 

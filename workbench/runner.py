@@ -60,6 +60,7 @@ class _JaxWithOriginals(types.ModuleType):
 def jax_patched() -> Iterator[None]:
     """jax.<transform> -> transforms.<transform> inside the block; JAX's own restored after."""
     originals = {name: getattr(jax, name) for name in PATCHED}
+    ours = {name: getattr(transforms, name) for name in PATCHED}  # imports them: first
     own = _JaxWithOriginals(originals)
     rebound = [m for name, m in list(sys.modules.items())
                if (name == "transforms" or name.startswith("transforms."))
@@ -67,7 +68,7 @@ def jax_patched() -> Iterator[None]:
     for module in rebound:
         module.jax = own
     for name in PATCHED:
-        setattr(jax, name, getattr(transforms, name))
+        setattr(jax, name, ours[name])
     try:
         yield
     finally:
