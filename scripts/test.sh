@@ -54,14 +54,21 @@ if [ "$#" -eq 0 ] && [ ! -d tests ]; then
     exit 1
 fi
 
-# Lint first (ruff, configured in pyproject.toml): cheap, and a failure is
-# reported with the test runs rather than stopping them.
+# Lint and types first (ruff and mypy, configured in pyproject.toml): cheap,
+# and a failure is reported with the test runs rather than stopping them.
 if [ "$#" -eq 0 ]; then
     echo "=== lint: ruff check ==="
     if .venv/bin/ruff check .; then
         summary+=("lint: ruff clean")
     else
         summary+=("lint: FAILED (ruff check)")
+        overall=1
+    fi
+    echo "=== types: mypy ==="
+    if .venv/bin/mypy; then
+        summary+=("types: mypy clean")
+    else
+        summary+=("types: FAILED (mypy)")
         overall=1
     fi
 fi

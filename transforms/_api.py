@@ -153,7 +153,7 @@ def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable) -> Ca
     def call(*args, **kwargs):
         return _invoke(kind, fun, options, transformed, args, kwargs)
     call.__wrapped__ = fun  # as jax.<transform>(f).__wrapped__ is f
-    call.__transform_spec__ = TransformSpec(kind, fun, transformed, options)
+    call.__transform_spec__ = TransformSpec(kind, fun, transformed, options)  # type: ignore[attr-defined]
     return call
 
 
@@ -237,7 +237,7 @@ def _invoke_keeping_origin(kind: str, fun: Any, options: tuple, run: Callable, p
     session = _state.session
     top_level = session is not None and _state.call is None
     out = _invoke(kind, fun, options, run, primals, kwargs)
-    if not top_level:
+    if not top_level or session is None:
         return out
     origin = (weakref.ref(session), len(session.session.calls) - 1, fun, options)
     return (out[0], wrap(out[1], origin)) + tuple(out[2:])
@@ -264,8 +264,8 @@ def _recording_pullback(pullback: Any, origin: tuple) -> Any:
     if not dataclasses.is_dataclass(pullback) or type(fun) is not functools.partial:
         return pullback
     recording = _PullbackPartial(fun.func, *fun.args, **fun.keywords)
-    recording.origin = origin
-    return dataclasses.replace(pullback, fun=recording)
+    recording.origin = origin  # type: ignore[attr-defined]
+    return dataclasses.replace(pullback, fun=recording)  # type: ignore[type-var]
 
 
 class _PullbackPartial(functools.partial):
@@ -368,7 +368,7 @@ def _jit_entry(fun: Callable, options: tuple) -> Callable:
 
     signature = _pre_trace_signature(fun, functools.partial(_check_before_trace, fun, options))
     if signature is not None:
-        traced.__signature__ = signature
+        traced.__signature__ = signature  # type: ignore[attr-defined]
     return traced
 
 
@@ -399,7 +399,7 @@ def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature
     hooked = _PreTraceSignature(list(signature.parameters.values()),
                                 return_annotation=signature.return_annotation,
                                 __validate_parameters__=False)
-    hooked._on_bind = on_bind
+    hooked._on_bind = on_bind  # type: ignore[attr-defined]
     return hooked
 
 
@@ -416,6 +416,8 @@ def _check_before_trace(fun: Callable, options: tuple, args: tuple, kwargs: dict
     check_inputs(args, kwargs, parameter_names(fun, args), raised)
     if not raised:
         return
-    call = _state.session.begin_call("jit", fun, options, args, kwargs)
+    session = _state.session
+    assert session is not None  # bind checks it before calling us
+    call = session.begin_call("jit", fun, options, args, kwargs)
     call.record_error(raised[0], None)
     call.finish(failed=True)

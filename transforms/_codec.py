@@ -122,10 +122,10 @@ def record_fields(cls: type) -> list[FieldSpec]:
                 make = None
             specs.append(FieldSpec(f.name, annotation_text(f.type), make is not None, make))
         return specs
-    defaults = cls._field_defaults
+    defaults = cls._field_defaults  # type: ignore[attr-defined]  # a NamedTuple's
     return [FieldSpec(name, annotation_text(cls.__annotations__[name]), name in defaults,
                       (lambda v: lambda: v)(defaults[name]) if name in defaults else None)
-            for name in cls._fields]
+            for name in cls._fields]  # type: ignore[attr-defined]
 
 
 def is_namedtuple(cls: type) -> bool:
@@ -238,7 +238,7 @@ class _RowsWriter:
             self._converters = [self.writer.converter(parse(f.annotation), self.within)
                                 for f in self.fields]
         if is_namedtuple(self.cls):
-            columns = list(zip(*records))
+            columns: list = list(zip(*records))
         else:
             columns = [list(map(attrgetter(f.name), records)) for f in self.fields]
         return list(zip(*(c(col) for c, col in zip(self._converters, columns))))
@@ -341,12 +341,13 @@ class Reader:
         if expr.name == "tuple":
             parts = [self.converter(a, within, where) for a in expr.args]
             return _checked_cells(_fixed(parts), len(parts), where)
-        if expr.name == "dict" and all(scalar_types(a) for a in expr.args):
-            return _checked_dicts(scalar_types(expr.args[1]), str(expr.args[1]), where)
+        value_types = scalar_types(expr.args[1]) if expr.name == "dict" else None
+        if value_types is not None and scalar_types(expr.args[0]):
+            return _checked_dicts(value_types, str(expr.args[1]), where)
         raise TypeError(f"transforms._codec: cannot read the annotation {expr}")
 
     def _reference(self, table: str, where: str, optional: bool = False) -> Converter:
-        allowed = {int, type(None)} if optional else {int}
+        allowed: set[type] = {int, type(None)} if optional else {int}
         what = f"an index into tables[{table!r}]" + (" or null" if optional else "")
 
         def decode(indices: Column) -> list:
@@ -399,7 +400,9 @@ class _RowsReader:
             if f.name in columns:
                 ordered.append(self._converters[f.name](columns[f.name]))
             else:
-                ordered.append([f.default() for _ in rows])
+                make = f.default
+                assert make is not None  # a field missing from the file has a default
+                ordered.append([make() for _ in rows])
         return self._build(self.cls, ordered)
 
 

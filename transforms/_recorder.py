@@ -131,7 +131,8 @@ class CallBuilder:
         self.describer = Describer(self.level_of_trace)
         self.describer.enclosing = _i.enclosing_traces(_i.current_trace())
         self.full_detail = recorder.detail == "full"
-        self.active_steps: list[int] = []
+        # (step index, phase, source) of each step being processed, innermost last
+        self.active_steps: list[tuple[int, str, SourceLocation | None]] = []
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
         self._jit_summaries: dict[tuple, tuple] = {}
         self._errors_seen: set[int] = set()
@@ -198,9 +199,9 @@ class CallBuilder:
         layers call one tanh jaxpr), so this is the hottest rule.
         """
         jaxpr = params.get("jaxpr")
-        key = (id(jaxpr), params.get("name"), params.get("donated_invars"))
+        key: tuple | None = (id(jaxpr), params.get("name"), params.get("donated_invars"))
         try:
-            hit = self._jit_summaries.get(key)
+            hit = self._jit_summaries.get(key)  # type: ignore[arg-type]  # not None yet
         except TypeError:  # params of a shape we do not know: no caching
             hit, key = None, None
         if hit is not None and hit[0] is jaxpr:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,7 @@ class Describer:
 
     def _has_leaked(self, x: Tracer) -> bool:
         trace = trace_of(x)
-        return id(trace) not in self.enclosing or trace_has_ended(trace)
+        return id(trace) not in (self.enclosing or ()) or trace_has_ended(trace)
 
     def _describe_part(self, x: Any) -> ValueRecord:
         """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
@@ -99,6 +100,8 @@ class Describer:
         aval = x.aval
         aval_str = _aval_texts.get(aval) or aval_text(aval)
         level = self.level_of_trace.get(id(trace))
+        children: tuple[tuple[str, ValueRecord], ...]
+        key: tuple
         if shape == "batched":
             bdim = x.batch_dim
             children = (("val", self._describe_part(x.val)),)
@@ -266,7 +269,7 @@ def _internal(code) -> bool:
 
 def user_location(skip: int = 1) -> SourceLocation | None:
     """The innermost frame of user code on the current stack."""
-    frame = sys._getframe(skip)
+    frame: FrameType | None = sys._getframe(skip)
     known = _is_internal_code
     while frame is not None:
         code = frame.f_code

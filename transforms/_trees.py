@@ -161,8 +161,8 @@ class TreeBuilder:
             record = self._walk(obj, role, name, argnum)
             _remember(key, record, len(leaves))
             return record
-        text, nodes, leaf_indices = skeleton
-        nodes = list(nodes)
+        text, skeleton_nodes, leaf_indices = skeleton
+        nodes = list(skeleton_nodes)
         for i, leaf in zip(leaf_indices, leaves):
             nodes[i] = self._fill_leaf(nodes[i], leaf)
         return TreeRecord(role, name, text, tuple(nodes), argnum, "")
@@ -795,7 +795,7 @@ def pushforward_trees(forward: tuple[TreeRecord, ...], tangents: list[TreeRecord
     pairs: list[TreePair] = []
     primals = {t.argnum: t for t in forward if t.role == "input" and t.argnum is not None}
     for tangent in tangents:
-        primal = primals.get(tangent.argnum)
+        primal = primals.get(tangent.argnum) if tangent.argnum is not None else None
         if primal is not None:
             pairs.append(pair_trees("tangent", f"{primal.name} vs its tangent", primal, tangent,
                                     f"the input {primal.name}", "its tangent"))

@@ -76,8 +76,10 @@ def diff_stages(before: Stage, after: Stage) -> StageDiff:
     a, b = before.eqns, after.eqns
     pairs, exact = align([e.primitive for e in a], [e.primitive for e in b])
     rows = tuple(_row(a, b, i, j) for i, j in pairs)
-    ins = (before.jaxpr.in_avals, after.jaxpr.in_avals)
-    outs = (before.jaxpr.out_avals, after.jaxpr.out_avals)
+    jaxpr_a, jaxpr_b = before.jaxpr, after.jaxpr
+    assert jaxpr_a is not None and jaxpr_b is not None  # checked above
+    ins = (jaxpr_a.in_avals, jaxpr_b.in_avals)
+    outs = (jaxpr_a.out_avals, jaxpr_b.out_avals)
     return StageDiff(before.name, after.name, rows, _short_all(ins), _short_all(outs),
                      _aval_changes(a, b, pairs, ins), _primitive_deltas(a, b), exact)
 

@@ -219,7 +219,9 @@ class GrowthSeries:
         ok = sorted((p for p in self.points if p.eqn_count is not None), key=lambda p: p.size)
         if len(ok) < 2 or ok[-1].size == ok[-2].size:
             return None
-        return (ok[-1].eqn_count - ok[-2].eqn_count) / (ok[-1].size - ok[-2].size)
+        last, before = ok[-1].eqn_count, ok[-2].eqn_count
+        assert last is not None and before is not None  # filtered above
+        return (last - before) / (ok[-1].size - ok[-2].size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +233,8 @@ class Growth:
 
 class Step(NamedTuple):
     """One primitive (or event) as one level saw it."""
-    index: int
+    # NB: the field `index` shadows tuple.index, which mypy reports; the name stays.
+    index: int  # type: ignore[assignment]
     level: int
     primitive: str
     kind: str = "primitive"   # primitive | call | custom_jvp_call | custom_vjp_call | error
@@ -327,7 +330,8 @@ class TreeNode(NamedTuple):
 
     NB: a NamedTuple, as Step is: trees are built on every recorded call.
     """
-    index: int
+    # NB: the field `index` shadows tuple.index, which mypy reports; the name stays.
+    index: int  # type: ignore[assignment]
     parent: int | None
     depth: int
     key: str                  # its entry in the parent: ".array", "[0]", "['W']"; "" at the root
@@ -652,9 +656,10 @@ def _decode(cls: type, data: Any) -> Any:
 
 def _field_types(cls: type) -> list[tuple[str, str]]:
     if dataclasses.is_dataclass(cls):
-        return [(f.name, f.type) for f in dataclasses.fields(cls)]
+        return [(f.name, str(f.type)) for f in dataclasses.fields(cls)]
     # NamedTuple keeps string annotations as typing.ForwardRef.
-    return [(name, _annotation_text(cls.__annotations__[name])) for name in cls._fields]
+    return [(name, _annotation_text(cls.__annotations__[name]))
+            for name in cls._fields]  # type: ignore[attr-defined]  # a NamedTuple's
 
 
 def _annotation_text(annotation: Any) -> str:
@@ -695,7 +700,7 @@ def _as_list(value: Any) -> list:
     return value
 
 
-_RECORD_TYPES = {
+_RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
                 PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,

@@ -66,7 +66,7 @@ def jax_patched() -> Iterator[None]:
                if (name == "transforms" or name.startswith("transforms."))
                and getattr(m, "jax", None) is jax]
     for module in rebound:
-        module.jax = own
+        setattr(module, "jax", own)  # noqa: B010 - a module's global
     for name in PATCHED:
         setattr(jax, name, ours[name])
     try:
@@ -75,7 +75,7 @@ def jax_patched() -> Iterator[None]:
         for name, fun in originals.items():
             setattr(jax, name, fun)
         for module in rebound:
-            module.jax = jax
+            setattr(module, "jax", jax)  # noqa: B010 - a module's global
 
 
 def check_script(path: str) -> types.CodeType:

@@ -197,7 +197,7 @@ def format_diff(d: SessionDiff, name_a: str, name_b: str, verbose: bool = False)
             lines.append(f"{c.title}: only in {where}")
             continue
         lines.append(f"{c.title}: {c.status}")
-        if c.steps_a != c.steps_b:
+        if c.steps_a is not None and c.steps_b is not None and c.steps_a != c.steps_b:
             lines.append(f"  steps: {c.steps_a} -> {c.steps_b} ({_signed(c.steps_b - c.steps_a)})")
         if c.levels_a != c.levels_b:
             lines.append(f"  levels: {' '.join(c.levels_a)} -> {' '.join(c.levels_b)}")

@@ -241,7 +241,7 @@ class _JaxprBuilder:
         groups, group_notes = self._groups(eqns, n)
         notes += group_notes
         kept = self._neighbourhood(eqns) if self.o.focus is not None else None
-        if kept is not None:
+        if kept is not None and self.o.focus is not None:
             notes.append(f"showing equation #{self.o.focus} ({eqns[self.o.focus].primitive}) and "
                          f"the {len(kept) - 1} equations within {self.o.radius} dataflow steps "
                          f"of it, of {n}; values from elsewhere are shown as their names")
@@ -899,7 +899,7 @@ def collect_pytree(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
     same_rank: list[tuple[str, ...]] = []
     pairs: Sequence[TreePair] = getattr(call, "pairs", ())
     trees: Sequence[TreeRecord] = getattr(call, "trees", ())
-    mismatch_pairs = [e.mismatch for e in call.errors if getattr(e, "mismatch", None)]
+    mismatch_pairs = [e.mismatch for e in call.errors if e.mismatch is not None]
     pairs = list(pairs) + [p for p in mismatch_pairs if p not in pairs]
     cap = options.max_nodes if options.max_nodes is not None else 500
     tree_count = 2 * len(pairs) if pairs else len(trees)

@@ -18,7 +18,7 @@ def test_func(container):
     return container.array.prod()
 
 
-test_func.__test__ = False  # the seed's name; not a pytest test
+test_func.__test__ = False  # type: ignore[attr-defined]  # the seed's name; not a pytest test
 
 
 def _container(NTContainer):

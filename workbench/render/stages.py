@@ -87,7 +87,8 @@ def fold_jaxpr(text: str, depth: int = 0) -> str:
 
 def _lambda_spans(text: str) -> list[tuple[int, int, int]] | None:
     """(start, end, level) of each `{ lambda`: level 0 is the program, 1 its sub-jaxprs, ..."""
-    spans, stack = [], []
+    spans: list[tuple[int, int, int]] = []
+    stack: list[tuple[int, int | None]] = []
     for m in re.finditer(r"\{ lambda|\{|\}", text):
         if m.group() == "}":
             if not stack:

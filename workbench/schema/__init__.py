@@ -169,8 +169,9 @@ def _field_comments(cls: type) -> dict[str, str]:
         m = re.match(r"\s{4}(\w+)\s*:\s*[^#]*?(?:#\s*(.*))?$", line)
         if m and not line.strip().startswith(("def ", "@", "return")):
             last = m.group(1)
-            if m.group(2):
-                comments[last] = m.group(2).strip()
+            text = re.sub(r"^type:\s*ignore(\[[^\]]*\])?\s*", "", m.group(2) or "").strip()
+            if text:  # a type checker's pragma is not the field's meaning
+                comments[last] = text
             continue
         cont = re.match(r"\s+#\s*(.*)$", line)
         if cont and last in comments:  # a comment continued on the next line

@@ -12,7 +12,7 @@ import os
 import re
 from array import array
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 from transforms.record import Call, Level, Session, SourceLocation, Stage, Step
 
@@ -301,7 +301,7 @@ class Outline:
     def failing_codes(self) -> set[int]:
         """The packed rows of every failing step of the session."""
         if self._failing_codes is None:
-            codes = set()
+            codes: set[int] = set()
             for c, call in enumerate(self.session.calls[:1 << _CALL_BITS]):
                 failing = self.index(c).failing
                 if failing:
@@ -532,7 +532,8 @@ def as_gallery(sessions: object, title: str | None = None) -> Gallery:
     if isinstance(sessions, Session):
         return [(title or "session", sessions)]
     out: Gallery = []
-    for i, item in enumerate(sessions):  # type: ignore[union-attr]
+    items: Iterable[Any] = sessions  # type: ignore[assignment]  # a list, as documented
+    for i, item in enumerate(items):
         if isinstance(item, Session):
             out.append((f"session {i}", item))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Session):

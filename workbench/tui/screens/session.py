@@ -240,6 +240,10 @@ class SessionScreen(Screen):
 
     # --- actions ------------------------------------------------------------------
 
+    def _toggle_in_stages(self, what: str) -> None:
+        self.action_view("stages")
+        self.query_one(StagesPane).action_toggle(what)
+
     def action_view(self, view: str) -> None:
         if view == "devices" and not self.has_devices:
             self.say("this session ran on one device: no shardings or collectives recorded")
@@ -281,8 +285,8 @@ class SessionScreen(Screen):
         scope = self._scope or self.steps
         count = scope.search(event.value)
         scope.focus()
-        if count:
-            n = scope.next_match(True)
+        n = scope.next_match(True) if count else None
+        if count and n is not None:
             self.say(f"{count:,} matches for {event.value!r}: {n + 1}/{count}  (n next, N previous)")
         else:
             self.say(f"no match for {event.value!r}")
@@ -365,11 +369,11 @@ class SessionScreen(Screen):
         yield "Next failing step", "jump to the next step that failed (x)", \
             lambda: self.steps.action_next_failure(1)
         yield "Toggle aligned diff", "the two stages aligned equation by equation (d)", \
-            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("diff"))
+            lambda: self._toggle_in_stages("diff")
         yield "Toggle stage stats", "equations, avals, primitive histogram (t)", \
-            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("stats"))
+            lambda: self._toggle_in_stages("stats")
         yield "Show growth", "equations against batch size, e.g. Python loop vs vmap (w)", \
-            lambda: (self.action_view("stages"), self.query_one(StagesPane).action_toggle("growth"))
+            lambda: self._toggle_in_stages("growth")
         yield "Export call as JSON", "write the current call as a session file (e)", \
             self.action_export_json
         yield "Export graph image", "draw the current call's graph (i)", self.action_export_graph

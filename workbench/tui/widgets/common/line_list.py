@@ -141,7 +141,7 @@ class LineList(ScrollView, can_focus=True):
         if self._count:
             self.post_message(self.RowChosen(self, self.cursor))
 
-    def _on_click(self, event: events.Click) -> None:
+    def _on_click(self, event: events.Click) -> None:  # type: ignore[override]  # sync is allowed
         offset = event.get_content_offset(self)
         if offset is None:
             return

@@ -26,7 +26,7 @@ class PaneStack(Container):
 
     def on_mount(self) -> None:
         layers = tuple(f"pane-{i}" for i in range(len(self.children)))
-        self.styles.layers = layers
+        self.styles.layers = layers  # type: ignore[assignment]  # Textual takes any number
         for layer, child in zip(layers, self.children):
             child.styles.layer = layer
         # The first layout sizes every view (a hidden one is not sized), with the initial

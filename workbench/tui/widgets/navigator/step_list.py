@@ -72,8 +72,8 @@ class StepList(LineList):
                                  (self.one_line(label), self._style("level")),
                                  (f"  {count}", self.dim_style()))
         step = call.steps[index]
-        lv = idx.level_by_index.get(step.level)
-        depth = lv.depth if lv is not None and isinstance(lv.depth, int) else 0
+        found = idx.level_by_index.get(step.level)
+        depth = found.depth if found is not None and isinstance(found.depth, int) else 0
         pad = "  " * (2 + min(max(depth, 0), 12))
         failing = step.index in idx.failing
         text = Text(pad)

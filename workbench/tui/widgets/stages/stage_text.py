@@ -37,7 +37,7 @@ class StageText(LineList):
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
         shown = StageMap.of(stage) if stage is not None else None
         self.lines = shown.lines if shown is not None else []  # made safe line by line when drawn
-        self.map = shown if shown is not None and stage.eqns else None
+        self.map = shown if shown is not None and stage is not None and stage.eqns else None
         lines_of = self.map.eqn_lines if self.map is not None else None
         self._eqn_of_line = self.map.eqn_of_line if self.map is not None else {}
         self.marks = {}

@@ -184,7 +184,7 @@ class StagesPane(Vertical):
 
     # --- toggles ------------------------------------------------------------------
 
-    def action_toggle(self, what: str) -> None:
+    def action_toggle(self, what: str) -> None:  # type: ignore[override]  # our own action
         if what == "diff":
             self.toggle_class("-diff")
             if self.has_class("-diff") and self.call is not None and self.call.stages and \
