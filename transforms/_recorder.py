@@ -48,21 +48,38 @@ def active_session() -> SessionRecorder | None:
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
-    def __init__(self, inline_jnp: bool = False, stages: bool = False, detail: str = "default"):
+    def __init__(self, inline_jnp: bool = False, stages: bool = False, detail: str = "default",
+                 max_steps: int | None = None):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
+        if max_steps is not None and (isinstance(max_steps, bool) or
+                                      not isinstance(max_steps, int) or max_steps < 1):
+            raise ValueError(f"record(max_steps=...) must be a positive int or None, "
+                             f"got {max_steps!r}")
         self.detail = detail
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
-        self.session = Session(jax_version=jax.__version__)
+        self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
+        self._next_index = 0
+        self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
-        index = len(self.session.calls)
+        index = self._next_index  # calls keep their index when earlier ones are dropped
+        self._next_index += 1
         return CallBuilder(self, index, transform, fun, options, args, kwargs, parent)
 
     def add(self, call: Call) -> None:
         self.session.calls.append(call)
+        if self._bound is not None:
+            self._bound.added(call)
+
+    def call_by_index(self, index: int) -> Call | None:
+        """The recorded call with this index; None when it was dropped (max_steps)."""
+        calls = self.session.calls
+        if index < len(calls) and calls[index].index == index:
+            return calls[index]  # nothing dropped before it
+        return next((c for c in reversed(calls) if c.index == index), None)
 
     def add_growth(self, growth: Growth) -> bool:
         """Keep growth on the call recorded last; False when no call was recorded yet."""
@@ -71,6 +88,33 @@ class SessionRecorder:
             return False
         calls[-1] = dataclasses.replace(calls[-1], growth=calls[-1].growth + (growth,))
         return True
+
+
+class StepBound:
+    """Keeps a recording to about max_steps steps: the first calls (up to half the budget,
+    and always the first) and the latest ones; the calls between are dropped and counted on
+    the Session (dropped_calls, dropped_steps). The call just finished is always kept."""
+
+    def __init__(self, session: Session, max_steps: int):
+        self.session = session
+        self.max_steps = max_steps
+        self.held = 0           # steps in session.calls
+        self.head = 0           # the first calls, kept for good
+        self.head_open = True
+
+    def added(self, call: Call) -> None:
+        calls = self.session.calls
+        self.held += len(call.steps)
+        if self.head_open:
+            if self.held <= self.max_steps // 2 or len(calls) == 1:
+                self.head = len(calls)
+                return
+            self.head_open = False
+        while self.held > self.max_steps and len(calls) > self.head + 1:
+            dropped = calls.pop(self.head)  # the oldest of the latest calls
+            self.held -= len(dropped.steps)
+            self.session.dropped_calls += 1
+            self.session.dropped_steps += len(dropped.steps)
 
 
 @contextlib.contextmanager
@@ -86,7 +130,7 @@ def recording_off() -> Iterator[None]:
 
 @contextlib.contextmanager
 def record(*, inline_jnp: bool = False, stages: bool = False,
-           detail: str = "default") -> Iterator[Session]:
+           detail: str = "default", max_steps: int | None = None) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -96,8 +140,12 @@ def record(*, inline_jnp: bool = False, stages: bool = False,
     At `detail="default"` the bodies of jnp wrappers are named in their step's
     params (`jaxpr={jaxpr: sin, cos}`) but not kept as sub-jaxprs; with
     `detail="full"` every sub-jaxpr is kept with its text.
+    With `max_steps=N`, a long recording keeps about N steps: the first calls (up to N/2
+    steps) and the latest; the calls between are dropped as they fall out and counted in
+    `Session.dropped_calls` / `dropped_steps` (calls keep their index). None: keep all.
     """
-    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
+    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
+                               max_steps=max_steps)
     prev = (_state.session, _state.call, _state.levels)
     _state.session, _state.call, _state.levels = recorder, None, []
     try:

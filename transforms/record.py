@@ -494,10 +494,24 @@ class Session:
     schema_version: int = SCHEMA_VERSION  # of the file it was loaded from; saving writes the newest
     title: str = ""           # what was recorded: a gallery example's title, a script's command line
     metadata: dict[str, str] = field(default_factory=dict)  # e.g. script, argv, description
+    max_steps: int | None = None  # record(max_steps=N): the bound it was recorded with
+    dropped_calls: int = 0    # calls let go between the first and the latest (max_steps)
+    dropped_steps: int = 0    # their steps
 
     @property
     def step_count(self) -> int:
         return sum(len(c.steps) for c in self.calls)
+
+    def dropped_note(self) -> str:
+        """What a bounded recording (record(max_steps=N)) let go, in words; "" for nothing."""
+        if not self.dropped_calls:
+            return ""
+        gap = next(((a.index, b.index) for a, b in zip(self.calls, self.calls[1:])
+                    if b.index > a.index + 1), None)
+        where = f" (calls {gap[0] + 1}-{gap[1] - 1})" if gap else ""
+        bound = f"max_steps={self.max_steps:,}: " if self.max_steps else ""
+        return (f"{bound}{self.dropped_calls:,} calls{where} with {self.dropped_steps:,} steps "
+                f"were dropped; the first and the latest calls are kept")
 
     def to_json_dict(self) -> dict[str, Any]:
         """The dump as JSON data: see transforms/_codec.py for the layout."""

@@ -27,6 +27,9 @@ from transforms.record import Call, Session, write_atomically
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
+# `workbench run --max-steps`: about 100 MB of dump and 1 GB of memory at this many steps.
+DEFAULT_MAX_STEPS = 1_000_000
+
 EXIT_CODES_TEXT = ("Exit codes: 0 ok, 1 the user's script failed, 2 bad usage or bad input "
                    "(details in each command's --help).")
 
@@ -148,12 +151,27 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                    help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no `workbench:` notes on stderr (the script's output is never touched)")
+    p.add_argument("--max-steps", type=_max_steps, default=DEFAULT_MAX_STEPS, metavar="N",
+                   help=f"keep about N steps (default {DEFAULT_MAX_STEPS:,}): a long run keeps "
+                        f"its first calls (up to N/2 steps) and its latest, and counts the "
+                        f"calls dropped between (shown by `show` and the terminal UI); "
+                        f"0 keeps everything")
     p.add_argument("script", metavar="SCRIPT.py", help="the script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="arguments passed to the script. The options above may also come "
                         "right after SCRIPT.py (`SCRIPT.py -o trace.json --epochs 3`); the "
                         "script's arguments start at the first other one. After `--`, "
                         "everything goes to the script (`SCRIPT.py -- -o theirs.txt`).")
+
+
+def _max_steps(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of steps: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of steps is 0 (keep all) or more: {value}")
+    return value
 
 
 _SCRIPT_FLAGS = {"--stages": "stages", "--inline-jnp": "inline_jnp", "-q": "quiet",
@@ -177,6 +195,18 @@ def _take_trailing_options(args: argparse.Namespace) -> str:
             args.output = rest.pop(0)
         elif head.startswith("--output="):
             args.output = rest.pop(0).split("=", 1)[1]
+        elif head == "--max-steps" or head.startswith("--max-steps="):
+            if head == "--max-steps":
+                if len(rest) < 2:
+                    return "--max-steps needs a number of steps"
+                given = rest[1]
+                del rest[:2]
+            else:
+                given = rest.pop(0).split("=", 1)[1]
+            try:
+                args.max_steps = _max_steps(given)
+            except argparse.ArgumentTypeError as e:
+                return f"--max-steps: {e}"
         else:
             break
     args.args = rest
@@ -467,7 +497,8 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
-                                   inline_jnp=args.inline_jnp)
+                                   inline_jnp=args.inline_jnp,
+                                   max_steps=args.max_steps or None)
     except runner.ScriptError as e:
         _error(str(e))
         return EXIT_BAD_INPUT
@@ -477,6 +508,8 @@ def _run(args: argparse.Namespace) -> int:
         what += " (interrupted: what was recorded until Ctrl-C)"
     elif result.error is not None:
         what += " (up to the script's failure)"
+    if session.dropped_calls:
+        what += f"; {session.dropped_note()} (--max-steps)"
     if args.output is not None:
         session.save(args.output)
         _note(args, f"recorded {what}; wrote {args.output}")
@@ -512,15 +545,20 @@ def _show(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     calls = session.calls
     if args.call is not None:
-        if not 0 <= args.call < len(calls):
-            _error(f"{args.trace} has no call {args.call} "
-                   f"(it has {len(calls)}: 0..{len(calls) - 1})")
+        # By index: with calls dropped (--max-steps) indices are not positions.
+        chosen = [c for c in calls if c.index == args.call]
+        if not chosen:
+            known = f"0..{len(calls) - 1}" if not session.dropped_calls else \
+                f"{calls[0].index}..{calls[-1].index}; {session.dropped_note()}"
+            _error(f"{args.trace} has no call {args.call} (it has {len(calls)}: {known})")
             return EXIT_BAD_INPUT
-        calls = [calls[args.call]]
+        calls = chosen
     print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
           f"(jax {session.jax_version}, python {session.python_version})")
     if session.title:
         print(f"title: {session.title}")
+    if session.dropped_calls:
+        print(f"dropped: {session.dropped_note()}")
     for call in calls:
         print("\n".join(summarize_call(call, with_steps=args.steps)))
     return EXIT_OK

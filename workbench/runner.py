@@ -100,7 +100,8 @@ def check_script(path: str) -> types.CodeType:
 
 
 def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
-               inline_jnp: bool = False, detail: str = "default") -> RunResult:
+               inline_jnp: bool = False, detail: str = "default",
+               max_steps: int | None = None) -> RunResult:
     """Run path as `python path args...` would, recording; never raises for the script's faults.
 
     A traceback is printed to stderr as Python prints it (via sys.excepthook),
@@ -111,7 +112,8 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
     error: BaseException | None = None
     code, interrupted = 0, False
     with _as_main_script(path, args) as namespace:
-        with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail) as session:
+        with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail,
+                               max_steps=max_steps) as session:
             with jax_patched():
                 try:
                     exec(code_object, namespace)

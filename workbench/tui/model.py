@@ -548,7 +548,14 @@ def as_gallery(sessions: object, title: str | None = None) -> Gallery:
 def session_summary(session: Session) -> str:
     failed = sum(1 for c in session.calls if c.errors)
     text = f"{len(session.calls)} calls, {session.step_count:,} steps"
-    return text + (f", {failed} failed" if failed else "")
+    return text + (f", {failed} failed" if failed else "") + dropped_summary(session)
+
+
+def dropped_summary(session: Session) -> str:
+    """", 19,000 calls dropped (max_steps)": what a bounded recording let go; "" if nothing."""
+    if not session.dropped_calls:
+        return ""
+    return f", {session.dropped_calls:,} calls dropped (max_steps={session.max_steps or 0:,})"
 
 
 def sanitize(text: object, limit: int = 4000) -> str:

@@ -16,7 +16,7 @@ from transforms.record import Call, Session
 
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..model import StageMap, eqn_key, step_key
+from ..model import StageMap, dropped_summary, eqn_key, step_key
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack
@@ -103,7 +103,7 @@ class SessionScreen(Screen):
     def on_mount(self) -> None:
         self.title = f"workbench: {self._heading()}"
         self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
-                          f"  ? help  ctrl+p commands")
+                          f"{dropped_summary(self.session)}  ? help  ctrl+p commands")
         self.steps.focus()
 
     # --- parts ------------------------------------------------------------------
