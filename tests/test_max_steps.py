@@ -77,7 +77,7 @@ def test_max_steps_must_be_a_positive_int(bad):
 def test_a_pullback_whose_forward_call_was_dropped_still_runs_and_records():
     per_call = _steps_per_call()
     with T.record(max_steps=4 * per_call) as session:
-        for i in range(3):  # the first calls, kept for good
+        for _ in range(3):  # the first calls, kept for good
             T.grad(loss)(W, X)
         out, pullback = T.vjp(jnp.sin, X)  # call 3
         for i in range(20):
