@@ -173,7 +173,11 @@ class CallBuilder:
         self.source = user_location(2)
         self.levels: list[Level] = []
         self.level_states: list[LevelState] = []
-        self.steps: list[Step | None] = []
+        # Step rows while recording (see LevelState.end_step), Step records for error events,
+        # None for a step still running.
+        self.steps: list[Any] = []
+        self._sources: list[SourceLocation | None] = []
+        self._source_numbers: dict[int, int] = {}
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
@@ -280,24 +284,42 @@ class CallBuilder:
                          phase=level.phase, source=source, error=_message(error),
                          cause=step)
             self.steps.append(event)
-        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source,
-                                        self.describer.leaked)
+        facts = self.trees.error_fields(error, self.levels, self.built_steps(), level_index,
+                                        step, source, self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
                                        level_index, step, source, **facts))
 
     def failed_step(self, error: BaseException) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
-            step = self.steps[i]
-            if step is not None and step.kind != "error" and step.error is not None:
+            row = self.steps[i]  # rows and Steps share the field order
+            if row is not None and row[_KIND] != "error" and row[_ERROR] is not None:
                 return i
         return None
 
     def last_step_at(self, level: int) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
-            step = self.steps[i]
-            if step is not None and step.level == level and step.kind != "error":
+            row = self.steps[i]
+            if row is not None and row[_LEVEL] == level and row[_KIND] != "error":
                 return i
         return None
+
+    def source_number(self, source: SourceLocation | None) -> int:
+        number = self._source_numbers.get(id(source))
+        if number is None:  # SourceLocations are interned (and kept alive by _sources)
+            number = self._source_numbers[id(source)] = len(self._sources)
+            self._sources.append(source)
+        return number
+
+    def built_steps(self) -> list[Step | None]:
+        """The steps as records (rows made into Steps), None for those still running."""
+        return [None if row is None else self._build(row) for row in self.steps]
+
+    def _build(self, row: Any) -> Step:
+        if type(row) is Step:
+            return row
+        values = self.describer.tuples
+        return _new_step(Step, (*row[:_INPUTS], values[row[_INPUTS]], values[row[_OUTPUTS]],
+                                self._sources[row[_SOURCE]], *row[_SOURCE + 1:]))
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
@@ -308,9 +330,10 @@ class CallBuilder:
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
             self.shardings += _sharding_hook.outputs(self, outputs)
+        built = [s for s in self.built_steps() if s is not None]
         if self.describer.leaked:
-            self.trees.note_leaks(self.steps, self.describer.leaked)
-        steps = tuple(s for s in self.steps if s is not None)
+            self.trees.note_leaks(built, self.describer.leaked)
+        steps = tuple(built)
         stages = self._stages()
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
@@ -408,6 +431,12 @@ def _gradients_named(call: CallBuilder, records: Any) -> tuple:
                                     _option(options, "argnums", 0), names)
 
 
+# NB: tuple.__new__ makes a NamedTuple without its Python-level __new__.
+_new_step = tuple.__new__
+# Positions in a Step (and in a step row, which has the same fields in the same order).
+_LEVEL, _KIND, _INPUTS, _OUTPUTS, _SOURCE, _ERROR = 1, 3, 6, 7, 8, 11
+
+
 class LevelState:
     """The live side of one Level: what its RecordingTrace reports to."""
     __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
@@ -432,7 +461,7 @@ class LevelState:
         call = self.call
         index = len(call.steps)
         call.steps.append(None)  # reserved: steps this one causes come after it
-        inputs = tuple(map(call.describer.describe, tracers))
+        inputs = call.describer.describe_all(tracers)
         phase = self.phase
         if call.active_steps:
             # A step bound while processing another comes from the same user
@@ -451,22 +480,28 @@ class LevelState:
         else:
             cause, source = None, user_location(3)
         call.active_steps.append((index, phase, source))
-        return (index, primitive, inputs, params, kind, cause, phase, source, _i.name_stack())
+        return (index, primitive, inputs, params, kind, cause, phase, call.source_number(source),
+                _i.name_stack())
 
     def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
         call = self.call
         call.active_steps.pop()
-        describe = call.describer.describe
-        outputs = tuple(map(describe, out)) if multiple else (describe(out),)
+        describer = call.describer
+        outputs = describer.describe_all(out) if multiple else describer.describe_all((out,))
         call.steps[pending[0]] = self._step(pending, outputs, None)
 
     def fail_step(self, pending: tuple, error: BaseException) -> None:
         call = self.call
         if call.active_steps and call.active_steps[-1][0] == pending[0]:
             call.active_steps.pop()
-        call.steps[pending[0]] = self._step(pending, (), _message(error))
+        call.steps[pending[0]] = self._step(pending, call.describer.describe_all(()),
+                                            _message(error))
 
-    def _step(self, pending: tuple, outputs: tuple, error: str | None) -> Step:
+    def _step(self, pending: tuple, outputs: int, error: str | None) -> tuple:
+        """A step row: a Step's fields with its inputs, outputs and source as numbers (into
+        the describer's tuples and the call's sources). NB: a tuple of numbers and strings
+        is untracked by the cyclic GC after its first pass: a big call costs its passes
+        nothing (Steps are made when the call finishes)."""
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = primitive.name
         if name == "jit" or name == "pjit":
@@ -474,8 +509,8 @@ class LevelState:
         else:
             pairs, jaxprs = summarize_params(name, params)
             subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
-        return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
-                    source, names, subjaxprs, error, cause)
+        return (index, self.index, name, kind, phase, pairs, inputs, outputs, source, names,
+                subjaxprs, error, cause)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
         return self.call.rule_spec(kind, self, fun)

@@ -608,7 +608,10 @@ def _session_from_text(text: str, source: str) -> Session:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        ended_early = e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+        rest = text[e.pos:].rstrip()  # a literal cut short (`nul`) is where the text ends too
+        ended_early = (e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+                       or (0 < len(rest) < 5 and rest in ("n", "nu", "nul", "t", "tr", "tru",
+                                                          "f", "fa", "fal", "fals")))
         what = "truncated" if ended_early else "corrupt"
         raise SessionLoadError(
             f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
