@@ -245,9 +245,9 @@ def _note(args: argparse.Namespace, message: str) -> None:
         print(f"workbench: {message}", file=sys.stderr, flush=True)
 
 
-def _load_or_report(path: str) -> Session | None:
+def _load_or_report(path: str, lazy: bool = False) -> Session | None:
     try:
-        return transforms.load(path)
+        return transforms.load(path, lazy=lazy)
     except transforms.SessionLoadError as e:
         _error(str(e))
         return None
@@ -533,7 +533,8 @@ def _usable_output(path: str) -> str:
 # --- open / show ----------------------------------------------------------------
 
 def _open(args: argparse.Namespace) -> int:
-    session = _load_or_report(args.trace)
+    # Lazily: the TUI decodes a call's steps when it is unfolded (a big dump opens at once).
+    session = _load_or_report(args.trace, lazy=True)
     if session is None:
         return EXIT_BAD_INPUT
     return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary")

@@ -31,6 +31,10 @@ def unpack(code: int) -> tuple[int, int, int]:
 
 # --- levels and steps of a call ----------------------------------------------------
 
+# Sessions with more steps open with their calls folded (but the first).
+COLLAPSED_OPEN_STEPS = 200_000
+
+
 class CallIndex:
     """Per-call lookups built once, on first use: levels in tree order, steps per level."""
 
@@ -197,6 +201,10 @@ class Outline:
         self.session = session
         self._index: dict[int, CallIndex] = {}
         self.collapsed: set[tuple[int, int]] = set()  # (call, level position) or (call, -1)
+        if session.step_count > COLLAPSED_OPEN_STEPS:
+            # A huge session opens with its calls folded but the first: a call's steps are
+            # decoded (a lazy load) and indexed only when it is unfolded.
+            self.collapsed = {(c, -1) for c in range(1, len(session.calls))}
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
@@ -212,10 +220,10 @@ class Outline:
         rows = array("q")
         f = self.filter
         for c, call in enumerate(self.session.calls[:1 << _CALL_BITS]):
-            idx = self.index(c)
             rows.append(pack(CALL, c, 0))
             if (c, -1) in self.collapsed:
                 continue
+            idx = self.index(c)
             groups = [(pos, call.levels[pos].index) for pos in idx.order]
             if -1 in idx.steps_by_level:
                 groups.append((len(call.levels), -1))
