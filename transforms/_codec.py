@@ -204,9 +204,11 @@ class Writer:
 
         def encode(values: Column) -> list:
             found = list(map(by_id.get, map(id, values)))
-            if None in found:  # first sightings (and None values) take the slow path
-                found = [self._intern(table, v) if i is None else i
-                         for i, v in zip(found, values)]
+            if None in found:  # first sightings (and None values): each distinct object once
+                for key, value in dict(zip(map(id, values), values)).items():
+                    if key not in by_id and value is not None:
+                        self._intern(table, value)
+                found = list(map(by_id.get, map(id, values)))
             return found
         return encode
 
