@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import threading
 import weakref
+from functools import partial
 from typing import Any, Iterator
 
 import jax
@@ -18,7 +19,7 @@ from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from .record import Call, ErrorRecord, Growth, Level, Session, SourceLocation, Step
+from .record import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
 TRACE_KINDS = {
@@ -315,11 +316,7 @@ class CallBuilder:
         return [None if row is None else self._build(row) for row in self.steps]
 
     def _build(self, row: Any) -> Step:
-        if type(row) is Step:
-            return row
-        values = self.describer.tuples
-        return _new_step(Step, (*row[:_INPUTS], values[row[_INPUTS]], values[row[_OUTPUTS]],
-                                self._sources[row[_SOURCE]], *row[_SOURCE + 1:]))
+        return _step_of(row, self.describer.tuples, self._sources)
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
@@ -330,10 +327,13 @@ class CallBuilder:
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
             self.shardings += _sharding_hook.outputs(self, outputs)
-        built = [s for s in self.built_steps() if s is not None]
+        rows = [s for s in self.steps if s is not None]
         if self.describer.leaked:
-            self.trees.note_leaks(built, self.describer.leaked)
-        steps = tuple(built)
+            self.trees.note_leaks([self._build(row) for row in rows], self.describer.leaked)
+        # NB: Steps are made when first read, not here: a big call would otherwise make
+        # (and the cyclic GC then walk) a record per step before anyone looks at them.
+        steps: Any = Lazy(len(rows), partial(_steps_of, rows, self.describer.tuples,
+                                             self._sources))
         stages = self._stages()
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
@@ -433,6 +433,18 @@ def _gradients_named(call: CallBuilder, records: Any) -> tuple:
 
 # NB: tuple.__new__ makes a NamedTuple without its Python-level __new__.
 _new_step = tuple.__new__
+
+
+def _step_of(row: Any, values: list, sources: list) -> Step:
+    """A Step from a step row (see LevelState._step); error events are Steps already."""
+    if type(row) is Step:
+        return row
+    return _new_step(Step, (*row[:_INPUTS], values[row[_INPUTS]], values[row[_OUTPUTS]],
+                            sources[row[_SOURCE]], *row[_SOURCE + 1:]))
+
+
+def _steps_of(rows: list, values: list, sources: list) -> tuple[Step, ...]:
+    return tuple([_step_of(row, values, sources) for row in rows])
 # Positions in a Step (and in a step row, which has the same fields in the same order).
 _LEVEL, _KIND, _INPUTS, _OUTPUTS, _SOURCE, _ERROR = 1, 3, 6, 7, 8, 11
 

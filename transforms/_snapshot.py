@@ -109,7 +109,11 @@ class Describer:
                 rec = rec._replace()
                 if len(self.leaked) < 10:
                     self.leaked.append(rec)
-            self._remember(x, rec)
+                self._remember(x, rec)
+            elif rec.children:
+                # NB: a tracer with parts is remembered (describing it again describes them);
+                # a plain one (a jaxpr tracer) costs less to describe again than to keep.
+                self._remember(x, rec)
             return rec
         rec = describe_concrete(x)
         # Equal concrete descriptions (the same literal, the same small value) share a record.
