@@ -901,7 +901,7 @@ def _part_decoder(reader: _codec.Reader, annotation: str, text: str | bytes, sta
 
     def decode() -> tuple:
         try:
-            with gc_paused():
+            with gc_paused() if gc.isenabled() else contextlib.nullcontext():
                 rows = json.loads(text[start:stop])
                 items = tuple(reader.decode(annotation, [rows], where)[0])
         except (KeyError, TypeError, ValueError, RecursionError) as e:
