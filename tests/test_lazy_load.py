@@ -105,6 +105,29 @@ def test_a_malformed_step_row_is_an_error_when_its_call_is_read(tmp_path, dump):
         T.load(bad)
 
 
+def test_the_consistency_checks_run_on_a_lazy_part_when_it_is_decoded(tmp_path, dump):
+    """A step row that decodes but breaks a load-time check (_check: a step index twice):
+    the lazy load opens and reads the other calls, the call raises when read, and the
+    whole load refuses the file, with the same message."""
+    text = dump.read_text()
+    start, stop, _ = json.loads(text[text.rindex('"lazy_at":') + 10:-1])["spans"][2][0]
+    rows = json.loads(text[start:stop])
+    assert (rows[0][0], rows[1][0]) == (0, 1)
+    rows[1][0] = 0  # same length: the index still holds
+    part = json.dumps(rows, separators=(",", ":"))
+    assert len(part) == stop - start
+    bad = tmp_path / "twice.json"
+    bad.write_text(text[:start] + part + text[stop:])
+    lazy = T.load(bad, lazy=True)
+    assert not lazy.calls[2].steps.decoded  # the whole-session checks left it alone
+    tuple(lazy.calls[1].steps)
+    message = r"calls\[2\]\.steps: Step\.index 0 appears twice"
+    with pytest.raises(SessionLoadError, match=message):
+        lazy.calls[2].steps[0]
+    with pytest.raises(SessionLoadError, match=message):
+        T.load(bad)
+
+
 def test_version_2_dumps_still_load(tmp_path, recorded):
     data = recorded.to_json_dict()
     data["schema_version"] = 2

@@ -35,10 +35,11 @@ if argv[0] == "open":
         await pilot.pause()
         pilot.app.exit()
 
-    def _headless(sessions, title=None, export_dir=None):
-        tui.build_app(sessions, title, export_dir).run(headless=True, auto_pilot=_keys,
-                                                        size=(120, 40))
-    tui.run = _headless
+    def _headless(path, export_dir=None, process=None, load=None, check=None):
+        app = tui.build_open_app(path, load, export_dir, process, check)
+        app.run(headless=True, auto_pilot=_keys, size=(120, 40))
+        return app.return_code or 0
+    tui.open_dump = _headless
     sys.stdin = _Terminal()
     sys.stdout = _Terminal()
 else:

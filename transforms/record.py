@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
+import functools
 import gc
 import json
 import os
 import platform
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
-from . import _codec
+from . import _check, _codec
 
 SCHEMA_VERSION = 3
 SCHEMA_NAME = "jax-transform-workbench/session"
@@ -169,6 +172,7 @@ class Stage:
     # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
     collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
     shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
+    note: str = ""            # how to read an available stage (e.g. "the branch taken at x=2.0")
 
     @property
     def eqn_count(self) -> int | None:
@@ -667,8 +671,23 @@ def new_file_mode() -> int:
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
+    """Write `text` to what `path` names: a regular file atomically, a FIFO or device by streaming.
+
+    A symlink is followed (its target is written, the link stays); a regular file (or
+    a new one) is replaced by a temp file beside it, so it appears complete or not at
+    all; a FIFO, a terminal or another device is written into, never replaced (as
+    root, replacing /dev/null would break the machine); a folder raises
+    IsADirectoryError. An OSError (disk full, read-only) leaves no temp file behind.
+    """
+    path = os.path.realpath(os.fspath(path))
+    kind = special_file_kind(path)
+    if kind == "directory":
+        raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+    if kind:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         os.fchmod(fd, new_file_mode())
@@ -683,33 +702,60 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
         raise
 
 
+def special_file_kind(path: str | os.PathLike) -> str:
+    """"" for a regular file or nothing at all; else "directory", "fifo", "device", "socket"."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
+
+
 def load(path: str | os.PathLike, lazy: bool = False) -> Session:
     """Read a session file; raises SessionLoadError with a message that names the problem.
 
-    With `lazy=True` each call's steps, trees and pairs are decoded when first read (`Lazy`):
-    a million-step
-    dump opens in a fraction of the time, holding about its text's size; a malformed step
-    row then raises SessionLoadError when its call's steps are read."""
+    Only a regular file is read (not a FIFO, a device such as /dev/zero, or a folder),
+    and no more of it than its size when opened. With `lazy=True` each call's steps,
+    trees and pairs are decoded (and checked) when first read (`Lazy`): a million-step
+    dump opens in a fraction of the time, holding about its text's size; a malformed
+    part then raises SessionLoadError when it is read."""
     path = os.fspath(path)
+    shown = _echo(path, 200)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # NB: O_NONBLOCK, so that opening a FIFO does not wait for a writer.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise SessionLoadError(f"{shown}: not a regular file (a session file is one)")
+            data = f.read(info.st_size + 1)
+        if len(data) > info.st_size:
+            raise SessionLoadError(f"{shown}: the file grew while it was read")
         # NB: our dumps are ASCII (json escapes the rest): kept as bytes, a lazy load holds
         # the file's size once, not twice (bytes and str), and offsets are the same.
         text: str | bytes = data if data.isascii() else data.decode("utf-8")
     except FileNotFoundError:
-        raise SessionLoadError(f"{path}: no such file") from None
+        raise SessionLoadError(f"{shown}: no such file") from None
     except IsADirectoryError:
-        raise SessionLoadError(f"{path}: is a directory, not a session file") from None
+        raise SessionLoadError(f"{shown}: is a directory, not a session file") from None
     except UnicodeDecodeError:
-        raise SessionLoadError(f"{path}: not a text file (invalid UTF-8)") from None
+        raise SessionLoadError(f"{shown}: not a text file (invalid UTF-8)") from None
     except OSError as e:
-        raise SessionLoadError(f"{path}: cannot read ({e.strerror})") from None
+        raise SessionLoadError(f"{shown}: cannot read ({e.strerror})") from None
     return loads(text, source=path, lazy=lazy)
 
 
 def loads(text: str | bytes, source: str = "<string>", lazy: bool = False) -> Session:
-    """A session from a dump's text (bytes: ASCII, as save() writes)."""
+    """A session from a dump's text (bytes: ASCII, as save() writes); SessionLoadError
+    (under 500 characters) if it is bad."""
+    source = _echo(source, 200)
     if not text.strip():
         raise SessionLoadError(f"{source}: the file is empty")
     try:
@@ -717,6 +763,30 @@ def loads(text: str | bytes, source: str = "<string>", lazy: bool = False) -> Se
             return _session_from_text(text, source, lazy)
     except RecursionError:
         raise SessionLoadError(f"{source}: malformed session data (nested too deeply)") from None
+
+
+_LITERALS = ("null", "true", "false", "NaN", "Infinity", "-Infinity")
+
+
+def _echo(text: str, limit: int) -> str:
+    """Text from a file or the user, cut before it goes into an error message."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON objects with a key written twice are refused (json would keep the last silently).
+
+    NB: records are arrays, so a version 2 dump has only a handful of objects."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _DuplicateKey(f"the key {_echo(repr(twice), 60)} appears twice in one object")
+    return out
 
 
 def _session_from_text(text: str | bytes, source: str, lazy: bool = False) -> Session:
@@ -734,17 +804,20 @@ def _session_from_text(text: str | bytes, source: str, lazy: bool = False) -> Se
 def _session_from(text: str | bytes, indexed: _Indexed | None, source: str,
                   lazy: bool) -> Session:
     try:
-        data = json.loads(indexed.skeleton if indexed is not None else text)
+        data = json.loads(indexed.skeleton if indexed is not None else text,
+                          object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         if isinstance(text, bytes):
             text = text.decode("ascii")
-        rest = text[e.pos:].rstrip()  # a literal cut short (`nul`) is where the text ends too
+        # NB: a file cut inside a literal (`nu` of null) fails at the literal's start.
+        rest = text[e.pos:].rstrip()
         ended_early = (e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
-                       or (0 < len(rest) < 5 and rest in ("n", "nu", "nul", "t", "tr", "tru",
-                                                          "f", "fa", "fal", "fals")))
+                       or any(word.startswith(rest) for word in _LITERALS) and bool(rest))
         what = "truncated" if ended_early else "corrupt"
         raise SessionLoadError(
             f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    except ValueError as e:  # a key written twice; an integer too long to read (4,300 digits)
+        raise SessionLoadError(f"{source}: corrupt JSON ({_echo(str(e), 200)})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         raise SessionLoadError(f"{source}: not a workbench session (no '{SCHEMA_NAME}' schema tag)")
     version = data.get("schema_version")
@@ -752,10 +825,10 @@ def _session_from(text: str | bytes, indexed: _Indexed | None, source: str,
         raise SessionLoadError(f"{source}: the schema_version is missing or not an integer")
     if version > SCHEMA_VERSION:
         raise SessionLoadError(
-            f"{source}: written with schema version {version}, but this workbench reads "
-            f"up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
+            f"{source}: written with schema version {_echo(str(version), 20)}, but this "
+            f"workbench reads up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
     if version < 1:
-        raise SessionLoadError(f"{source}: schema version {version} does not exist")
+        raise SessionLoadError(f"{source}: schema version {_echo(str(version), 20)} does not exist")
     try:
         if version == 1:
             return _session_v1(data)
@@ -764,8 +837,11 @@ def _session_from(text: str | bytes, indexed: _Indexed | None, source: str,
         return _session_v2(data)
     except SessionLoadError:
         raise
-    except (KeyError, TypeError, ValueError) as e:
-        raise SessionLoadError(f"{source}: malformed session data ({type(e).__name__}: {e})") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # NB: the checks of _codec and _check raise DumpFormatError (a ValueError); the
+        # others are the version 1 decoder's. The data is echoed only in part.
+        raise SessionLoadError(f"{source}: malformed session data "
+                               f"({type(e).__name__}: {_echo(str(e), 240)})") from None
 
 
 # The top-level keys of a version 2 dump besides the Session's own fields.
@@ -778,7 +854,7 @@ _V2_HEADER = ("schema", "schema_version", "fields", "tables")
 # and decodes a call's part when it is needed. Written last, so it is found from the end;
 # a text whose index does not hold (edited, re-indented) is read whole, as version 2.
 _INDEX_KEY = ',"lazy_at":'
-LAZY_FIELDS = ("steps", "trees", "pairs")
+LAZY_FIELDS = _check.CALL_PARTS
 
 
 def _dumps(value: Any) -> str:
@@ -851,11 +927,12 @@ def _split_indexed_as(text: Any, empty: str | bytes) -> _Indexed | None:
     for row in index["spans"]:
         if not (isinstance(row, list) and len(row) == len(LAZY_FIELDS)):
             return None
+        # NB: every span checked before they are sorted (a mutated index may hold anything)
+        if not all(isinstance(span, list) and len(span) == 3
+                   and all(type(n) is int for n in span) for span in row):
+            return None
         checked = []
-        for span in sorted(row, key=lambda x: x[0] if isinstance(x, list) and x else 0):
-            if not (isinstance(span, list) and len(span) == 3
-                    and all(type(n) is int for n in span)):
-                return None
+        for span in sorted(row):
             start, stop, count = span
             if not (previous <= start < stop <= at and count >= 0
                     and text[start:start + 1] == opening and text[stop - 1:stop] == closing):
@@ -882,11 +959,15 @@ def _session_v3(data: dict[str, Any], indexed: _Indexed, text: str | bytes, sour
         for name, (start, stop, count) in zip(LAZY_FIELDS, row):
             if getattr(call, name):
                 raise ValueError(f"lazy_at: calls[{position}].{name} is not where it says")
+            # Lazily, each part is checked as it is decoded (check_session skips it below).
+            check = functools.partial(_check.check_call_part, call, name,
+                                      where=f"calls[{position}]") if lazy else None
             decode = _part_decoder(reader, annotations[name], text, start, stop, count,
-                                   f"calls[{position}].{name}", source)
+                                   f"calls[{position}].{name}", source, check)
             parts[name] = Lazy(count, decode, name) if lazy else decode()
         calls.append(dataclasses.replace(call, **parts))
     session.calls = calls
+    _check.check_session(session, reader.tables)
     return session
 
 
@@ -895,21 +976,24 @@ class _PartError(SessionLoadError):
 
 
 def _part_decoder(reader: _codec.Reader, annotation: str, text: str | bytes, start: int,
-                  stop: int, count: int, where: str, source: str) -> Callable[[], tuple]:
+                  stop: int, count: int, where: str, source: str,
+                  check: Callable[[tuple], None] | None = None) -> Callable[[], tuple]:
     """Decodes one call's steps (trees, pairs) from its span of the text, checked as a whole
-    load checks them (the place for further per-call checks)."""
+    load checks them: the codec's types, then `check` (_check's checks of this part)."""
 
     def decode() -> tuple:
         try:
             with gc_paused() if gc.isenabled() else contextlib.nullcontext():
-                rows = json.loads(text[start:stop])
+                rows = json.loads(text[start:stop], object_pairs_hook=_unique_keys)
                 items = tuple(reader.decode(annotation, [rows], where)[0])
-        except (KeyError, TypeError, ValueError, RecursionError) as e:
+            if len(items) != count:
+                raise ValueError(f"{len(items)} records, lazy_at says {count}")
+            if check is not None:
+                check(items)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError,
+                RecursionError) as e:
             raise _PartError(f"{source}: malformed session data ({where}: "
-                             f"{type(e).__name__}: {e})") from None
-        if len(items) != count:
-            raise _PartError(f"{source}: malformed session data ({where}: "
-                                   f"{len(items)} records, lazy_at says {count})")
+                             f"{type(e).__name__}: {_echo(str(e), 240)})") from None
         return items
     return decode
 
@@ -927,7 +1011,10 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
     values = {name: reader.decode(str(fields[name].type), [data[name]], name)[0]
               for name in fields if name in data}
     session = Session(**values, schema_version=data["schema_version"])
-    return (session, reader) if keep_reader else session
+    if keep_reader:  # version 3: _session_v3 checks once the calls' parts are in place
+        return session, reader
+    _check.check_session(session, reader.tables)
+    return session
 
 
 # --- version 1 dumps (read only) ----------------------------------------------
@@ -936,9 +1023,11 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
 
 def _session_v1(data: dict[str, Any]) -> Session:
     calls = [_decode(Call, c) for c in _as_list(data["calls"])]
-    return Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
-                   python_version=_decode_typed("str", data.get("python_version", "")),
-                   schema_version=1)
+    session = Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
+                      python_version=_decode_typed("str", data.get("python_version", "")),
+                      schema_version=1)
+    _check.check_session(session)
+    return session
 
 
 def _decode(cls: type, data: Any) -> Any:
