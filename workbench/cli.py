@@ -20,10 +20,11 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from typing import Any, Callable, Sequence
 
 import transforms
-from transforms.record import Call, Session, write_atomically
+from transforms.record import Call, Session, level_rows, write_atomically
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -98,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("trace", metavar="TRACE.json", help="a session file")
     show.add_argument("--call", type=int, metavar="N", help="only call N (its index)")
     show.add_argument("--steps", action="store_true", help="list every step of each call")
+    show.add_argument("--expand", action="store_true",
+                      help="list every level: by default a run of identical sibling levels (a "
+                           "relu's custom_jvp once per layer, a solver step per iteration) is "
+                           "one row with its count")
 
     diff = command(
         "diff", "what changed between two dumps: calls, stages, equation counts",
@@ -522,20 +527,28 @@ def _show(args: argparse.Namespace) -> int:
     if session.title:
         print(f"title: {session.title}")
     for call in calls:
-        print("\n".join(summarize_call(call, with_steps=args.steps)))
+        print("\n".join(summarize_call(call, with_steps=args.steps, expand=args.expand)))
     return EXIT_OK
 
 
-def summarize_call(call: Call, with_steps: bool = False) -> list[str]:
+def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
     where = f" at {call.source}" if call.source else ""
     lines = [f"call {call.index}: {call.transform}({call.function}){where}  [{status}]"]
-    for level in call.levels:
-        count = sum(1 for s in call.steps if s.level == level.index)
-        lines.append(f"  {'  ' * level.depth}{level.label}  {level.trace_type}  {count} steps")
+    counts = Counter(s.level for s in call.steps)
+    # Levels nest by parent; runs of identical sibling levels are one row (`expand`: each).
+    rows = level_rows(call)
+    if expand:
+        rows = level_rows(call, {r.position for r in rows if r.count > 1})
+    for row in rows:
+        level = call.levels[row.position]
+        text = f"  {'  ' * row.depth}{level.label}  {level.trace_type}  {counts[level.index]} steps"
+        if row.folded:
+            text += f"  ×{row.count} identical levels"
+        lines.append(text)
         if with_steps:
-            lines.extend(_step_lines(call, level.index, level.depth))
+            lines.extend(_step_lines(call, level.index, row.depth))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
         lines.append(f"  error{at}: {error.type_name}: {error.message.splitlines()[0]}")
