@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
+
+import graphviz as gv
 
 from transforms.diff import diff_stages, short_aval
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
@@ -849,37 +851,50 @@ def _escape_char(m: re.Match) -> str:
     return f"&#{ord(c)};"
 
 
-def dot_string(text: str) -> str:
-    """A DOT double-quoted string whose label shows `text` exactly, in pure ASCII.
+def dot_escape(text: str) -> str:
+    """The inside of a DOT double-quoted string whose label shows `text` exactly, in ASCII.
 
     Backslashes and quotes are escaped for DOT; `& < > { } |` and non-ASCII become
     HTML character references (Graphviz decodes them in every label, record shapes
     included); newlines become line breaks (`\\r\\n` and `\\r` too).
     """
-    text = text.replace("\r\n", "\n")
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+    return _NEEDS_ESCAPE.sub(_escape_char, text.replace("\r\n", "\n"))
 
 
-def _attrs(pairs: Iterable[tuple[str, str]]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in pairs)
+def dot_string(text: str) -> str:
+    """`text` as a DOT double-quoted string (see dot_escape)."""
+    return '"' + dot_escape(text) + '"'
+
+
+def _q(text: str) -> gv.quoting.NoHtml:
+    """Text for the graphviz package: escaped here, quoted by the package.
+
+    NB: the package quotes what is not a plain DOT id and escapes quotes that
+    are not escaped yet; backslashes it keeps as Graphviz escapes, which is why
+    the text is escaped first. `nohtml`: a label that happens to read `<...>`
+    is text, not an HTML label (escaping already turns `<` into `&lt;`).
+    """
+    return gv.nohtml(dot_escape(text))
+
+
+_GRAPH_ATTRS = {"labelloc": "t", "labeljust": "l", "fontname": "Helvetica", "fontsize": "12",
+                "nodesep": "0.25", "ranksep": "0.35", "newrank": "true"}
+_NODE_ATTRS = {"shape": "box", "style": "rounded,filled", "fillcolor": "#ffffff",
+               "fontname": "Helvetica", "fontsize": "10", "height": "0.3", "margin": "0.08,0.04"}
+_EDGE_ATTRS = {"fontname": "Helvetica", "fontsize": "8", "color": "#555555",
+               "fontcolor": "#333333", "arrowsize": "0.6"}
 
 
 def to_dot(graph: Graph) -> str:
-    """The Graph as DOT text: one `node`/`edge` line each, clusters nested."""
-    out = ["digraph workbench {"]
+    """The Graph as DOT text, built with the graphviz package: clusters nested, pure ASCII."""
     label_lines = [graph.title] + list(graph.notes)
     legend = [_LEGEND_TEXT[k] for k in graph.legend if k in _LEGEND_TEXT]
     if legend:
         label_lines.append("; ".join(legend))
-    graph_attrs = [("rankdir", graph.rankdir), ("label", dot_string("\n".join(label_lines))),
-                   ("labelloc", "t"), ("labeljust", "l"), ("fontname", "Helvetica"),
-                   ("fontsize", "12"), ("nodesep", "0.25"), ("ranksep", "0.35"),
-                   ("newrank", "true")]
-    out.append(f"  graph [{_attrs(graph_attrs)}];")
-    out.append('  node [shape=box, style="rounded,filled", fillcolor="#ffffff", '
-               'fontname="Helvetica", fontsize=10, height=0.3, margin="0.08,0.04"];')
-    out.append('  edge [fontname="Helvetica", fontsize=8, color="#555555", fontcolor="#333333", '
-               'arrowsize=0.6];')
+    dot = gv.Digraph("workbench", graph_attr={"rankdir": graph.rankdir,
+                                              "label": _q("\n".join(label_lines)),
+                                              **_GRAPH_ATTRS},
+                     node_attr=_NODE_ATTRS, edge_attr=_EDGE_ATTRS)
     by_cluster: dict[str | None, list[Node]] = {}
     for node in graph.nodes:
         by_cluster.setdefault(node.cluster, []).append(node)
@@ -889,81 +904,75 @@ def to_dot(graph: Graph) -> str:
         parent = cluster.parent if cluster.parent in known else None
         children.setdefault(parent, []).append(cluster)
 
-    def emit(cluster_id: str | None, indent: str) -> None:
+    def emit(into: gv.Digraph, cluster_id: str | None) -> None:
         for node in by_cluster.get(cluster_id, ()):
-            out.append(indent + _node_line(node))
+            _add_node(into, node)
         for child in children.get(cluster_id, ()):
-            out.append(f"{indent}subgraph {dot_string(child.id)} {{")
             style = _CLUSTER_STYLES.get(child.kind, _CLUSTER_STYLES[""])
-            out.append(f"{indent}  graph [{_attrs([('label', dot_string(child.label))] + style)}];")
-            emit(child.id, indent + "  ")
-            out.append(indent + "}")
+            with into.subgraph(name=_q(child.id)) as sub:
+                sub.attr("graph", label=_q(child.label), **style)
+                emit(sub, child.id)
 
-    emit(None, "  ")
-    for node_id, nodes in by_cluster.items():  # nodes naming an unknown cluster: top level
-        if node_id is not None and node_id not in known:
+    emit(dot, None)
+    for cluster_id, nodes in by_cluster.items():  # nodes naming an unknown cluster: top level
+        if cluster_id is not None and cluster_id not in known:
             for node in nodes:
-                out.append("  " + _node_line(node))
+                _add_node(dot, node)
     for group in graph.same_rank:
-        out.append("  { rank=same; " + " ".join(dot_string(n) + ";" for n in group) + " }")
+        with dot.subgraph() as row:
+            row.attr(rank="same")
+            for node_id in group:
+                row.node(_q(node_id))
     for edge in graph.edges:
-        attrs = []
+        attrs = {}
         if edge.label:
-            attrs.append(("label", dot_string(edge.label)))
+            attrs["label"] = _q(edge.label)
         if edge.style:
-            attrs.append(("style", edge.style))
+            attrs["style"] = edge.style
         if not edge.constraint:
-            attrs.append(("constraint", "false"))
-        tail = f" [{_attrs(attrs)}]" if attrs else ""
-        out.append(f"  {dot_string(edge.src)} -> {dot_string(edge.dst)}{tail};")
-    out.append("}")
-    return "\n".join(out) + "\n"
+            attrs["constraint"] = "false"
+        dot.edge(_q(edge.src), _q(edge.dst), **attrs)
+    return dot.source
 
 
-_CLUSTER_STYLES: dict[str, list[tuple[str, str]]] = {
-    "": [("style", '"rounded"'), ("color", '"#94a3b8"'), ("fontsize", "10"),
-         ("labeljust", "l")],
-    "eqn": [("style", '"rounded,dashed"'), ("color", '"#64748b"'), ("fontsize", "10"),
-            ("labeljust", "l")],
-    "subjaxpr": [("style", '"rounded,filled"'), ("fillcolor", '"#f8fafc"'),
-                 ("color", '"#94a3b8"'), ("fontsize", "10"), ("labeljust", "l")],
-    "stage": [("style", '"rounded"'), ("color", '"#334155"'), ("fontsize", "12"),
-              ("labeljust", "l")],
-    "level": [("style", '"rounded,filled"'), ("fillcolor", '"#f8fafc"'), ("color", '"#475569"'),
-              ("fontsize", "11"), ("labeljust", "l")],
-    "tree": [("style", '"rounded"'), ("color", '"#94a3b8"'), ("fontsize", "10"),
-             ("labeljust", "l")],
-    "pair": [("style", '"rounded"'), ("color", '"#334155"'), ("fontsize", "11"),
-             ("labeljust", "l")],
+_CLUSTER_STYLES: dict[str, dict[str, str]] = {
+    "": {"style": "rounded", "color": "#94a3b8", "fontsize": "10", "labeljust": "l"},
+    "eqn": {"style": "rounded,dashed", "color": "#64748b", "fontsize": "10", "labeljust": "l"},
+    "subjaxpr": {"style": "rounded,filled", "fillcolor": "#f8fafc", "color": "#94a3b8",
+                 "fontsize": "10", "labeljust": "l"},
+    "stage": {"style": "rounded", "color": "#334155", "fontsize": "12", "labeljust": "l"},
+    "level": {"style": "rounded,filled", "fillcolor": "#f8fafc", "color": "#475569",
+              "fontsize": "11", "labeljust": "l"},
+    "tree": {"style": "rounded", "color": "#94a3b8", "fontsize": "10", "labeljust": "l"},
+    "pair": {"style": "rounded", "color": "#334155", "fontsize": "11", "labeljust": "l"},
 }
 
-_KIND_STYLES: dict[str, list[tuple[str, str]]] = {
-    "input": [("shape", "box"), ("style", '"filled"'), ("fillcolor", '"#e2e8f0"')],
-    "const": [("shape", "box"), ("style", '"filled"'), ("fillcolor", '"#f1f5f9"')],
-    "output": [("shape", "box"), ("style", '"filled,bold"'), ("fillcolor", '"#e2e8f0"')],
-    "group": [("shape", "box3d"), ("style", '"filled"'), ("fillcolor", '"#f1f5f9"')],
-    "boundary": [("shape", "box"), ("style", '"dashed"'), ("fontsize", "9")],
-    "ref": [("shape", "box"), ("style", '"dashed"'), ("fontsize", "9"), ("color", '"#64748b"')],
-    "note": [("shape", "note"), ("style", '"filled"'), ("fillcolor", '"#fffbeb"')],
-    "leaf": [("shape", "box"), ("style", '"filled"')],
-    "tree": [("shape", "box"), ("style", '"rounded,filled"'), ("fillcolor", '"#f1f5f9"')],
+_KIND_STYLES: dict[str, dict[str, str]] = {
+    "input": {"shape": "box", "style": "filled", "fillcolor": "#e2e8f0"},
+    "const": {"shape": "box", "style": "filled", "fillcolor": "#f1f5f9"},
+    "output": {"shape": "box", "style": "filled,bold", "fillcolor": "#e2e8f0"},
+    "group": {"shape": "box3d", "style": "filled", "fillcolor": "#f1f5f9"},
+    "boundary": {"shape": "box", "style": "dashed", "fontsize": "9"},
+    "ref": {"shape": "box", "style": "dashed", "fontsize": "9", "color": "#64748b"},
+    "note": {"shape": "note", "style": "filled", "fillcolor": "#fffbeb"},
+    "leaf": {"shape": "box", "style": "filled"},
+    "tree": {"shape": "box", "style": "rounded,filled", "fillcolor": "#f1f5f9"},
 }
 
 
-def _node_line(node: Node) -> str:
-    attrs = [("label", dot_string(node.label))]
-    attrs += _KIND_STYLES.get(node.kind, [])
+def _add_node(into: gv.Digraph, node: Node) -> None:
+    attrs = dict(_KIND_STYLES.get(node.kind, {}))
     fill = node.fill or MARK_COLOURS.get(node.mark) or (
         ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn" else None)
     if fill:
-        attrs.append(("fillcolor", f'"{fill}"'))
+        attrs["fillcolor"] = fill
     if node.batched:
-        attrs += [("color", f'"{BATCHED_COLOUR}"'), ("penwidth", "2")]
+        attrs.update(color=BATCHED_COLOUR, penwidth="2")
     if node.mark == "focus":
-        attrs += [("peripheries", "2"), ("penwidth", "2")]
+        attrs.update(peripheries="2", penwidth="2")
     if node.tooltip:
-        attrs.append(("tooltip", dot_string(node.tooltip)))
-    return f"{dot_string(node.id)} [{_attrs(attrs)}];"
+        attrs["tooltip"] = _q(node.tooltip)
+    into.node(_q(node.id), label=_q(node.label), **attrs)
 
 
 def count(graph: Graph) -> tuple[int, int]:
@@ -973,4 +982,4 @@ def count(graph: Graph) -> tuple[int, int]:
 
 __all__ = ["Node", "Edge", "Cluster", "Graph", "GraphOptions", "CollectError", "collect_jaxpr",
            "collect_stages", "collect_tower", "collect_pytree", "to_dot", "dot_string",
-           "find_repeats", "input_names", "output_names", "origin_of", "count"]
+           "dot_escape", "find_repeats", "input_names", "output_names", "origin_of", "count"]

@@ -12,8 +12,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from transforms.record import Call, Diagnostic, ErrorRecord
+from transforms.record import Call, ErrorRecord
 
+from .diagnostics import DiagnosticsView
 from .pytree import PairView, safe
 from .step import shorten_paths
 
@@ -87,23 +88,4 @@ class FailurePanel:
                      box=box.ROUNDED)
 
 
-class DiagnosticsView:
-    """The pre-trace check's findings: custom pytree nodes and their functions."""
-
-    def __init__(self, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]):
-        self.diagnostics = tuple(diagnostics)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield safe(self._build, "diagnostics")
-
-    def _build(self) -> RenderableType:
-        if not self.diagnostics:
-            return Text("no findings: every custom pytree node round-trips", style="green")
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        table.add_column("kind", no_wrap=True)
-        table.add_column("where", overflow="fold")
-        table.add_column("finding", overflow="fold")
-        for d in self.diagnostics:
-            where = shorten_paths(str(d.source)) if d.source is not None else d.path
-            table.add_row(Text(d.kind, style="yellow"), Text(where), Text(d.message))
-        return table
+__all__ = ["FailurePanel", "DiagnosticsView"]

@@ -17,6 +17,7 @@ from rich.tree import Tree
 from transforms.record import TreeNode, TreePair, TreeRecord
 
 from ._safe import safe
+from .diagnostics import DiagnosticsView
 
 _MARKS = {"same": " ", "differs": "~", "left_only": "-", "right_only": "+"}
 _MARK_STYLES = {"same": "", "differs": "yellow", "left_only": "red", "right_only": "green"}
@@ -184,8 +185,6 @@ class CallTreesView:
         yield safe(self._build, "pytrees")
 
     def _build(self) -> RenderableType:
-        from .failure import DiagnosticsView  # a sibling renderer; imported when drawn
-
         call = self.call
         pairs = tuple(getattr(call, "pairs", ()))
         paired = {(p.left.role, p.left.name) for p in pairs}
