@@ -15,7 +15,7 @@ import os
 import platform
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Container, Iterator, NamedTuple
 
 from . import _codec
 
@@ -344,7 +344,7 @@ class LevelRow(NamedTuple):
     run: tuple[int, ...] = ()  # positions of the run's levels (on its first row only)
 
 
-def level_rows(call: Call, expanded: frozenset[int] | set[int] = frozenset()) -> list[LevelRow]:
+def level_rows(call: Call, expanded: Container[int] = frozenset()) -> list[LevelRow]:
     """The call's levels in tree order, runs of identical siblings folded into one row.
 
     `expanded` holds the first positions of runs to list level by level.

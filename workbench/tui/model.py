@@ -14,7 +14,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from transforms.record import Call, Level, Session, SourceLocation, Stage, Step
+from transforms.record import Call, Level, LevelRow, Session, SourceLocation, Stage, Step, level_rows
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -39,7 +39,12 @@ class CallIndex:
         self.level_by_index: dict[int, Level] = {}
         for lv in call.levels:
             self.level_by_index.setdefault(lv.index, lv)
-        self.order = self._tree_order()  # positions in call.levels, parents first
+        # Positions in call.levels, parents first, and each level's depth by parent.
+        every = level_rows(call, range(len(call.levels)))
+        self.order = [row.position for row in every]
+        self.depth = {row.position: row.depth for row in every}
+        self.depth_of_level = {call.levels[row.position].index: row.depth for row in every}
+        self.runs: dict[int, LevelRow] = {}  # the first level of a run of identical levels
         by_level: dict[int, array] = {}
         for pos, step in enumerate(call.steps):
             level = step.level if isinstance(step.level, int) else -1
@@ -54,29 +59,11 @@ class CallIndex:
         self._caused: dict[int, list[int]] | None = None
         self._occurrences: dict[int, dict[tuple, list[int]]] = {}
 
-    def _tree_order(self) -> list[int]:
-        positions = {lv.index: pos for pos, lv in enumerate(self.call.levels)}
-        children: dict[int | None, list[int]] = {}
-        for pos, lv in enumerate(self.call.levels):
-            parent = lv.parent if lv.parent in positions and lv.parent != lv.index else None
-            children.setdefault(parent, []).append(pos)
-        order, seen = [], set()
-
-        def visit(pos: int) -> None:
-            stack = [pos]
-            while stack:
-                p = stack.pop()
-                if p in seen:
-                    continue
-                seen.add(p)
-                order.append(p)
-                stack.extend(reversed(children.get(self.call.levels[p].index, [])))
-
-        for pos in children.get(None, []):
-            visit(pos)
-        for pos in range(len(self.call.levels)):  # cycles in odd data: still list every level
-            visit(pos)
-        return order
+    def level_rows(self, expanded: set[int]) -> list[LevelRow]:
+        """The navigator's level rows: runs of identical levels folded unless expanded."""
+        rows = level_rows(self.call, expanded)
+        self.runs.update((row.position, row) for row in rows if row.count > 1)
+        return rows
 
     def label(self, level: int | None) -> str:
         lv = self.level_by_index.get(level) if isinstance(level, int) else None
@@ -197,6 +184,8 @@ class Outline:
         self.session = session
         self._index: dict[int, CallIndex] = {}
         self.collapsed: set[tuple[int, int]] = set()  # (call, level position) or (call, -1)
+        # (call, first level position) of runs of identical levels listed level by level
+        self.expanded_runs: set[tuple[int, int]] = set()
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
@@ -216,7 +205,9 @@ class Outline:
             rows.append(pack(CALL, c, 0))
             if (c, -1) in self.collapsed:
                 continue
-            groups = [(pos, call.levels[pos].index) for pos in idx.order]
+            expanded = {pos for c2, pos in self.expanded_runs if c2 == c}
+            groups = [(row.position, call.levels[row.position].index)
+                      for row in idx.level_rows(expanded)]
             if -1 in idx.steps_by_level:
                 groups.append((len(call.levels), -1))
             for pos, level in groups:
@@ -251,6 +242,15 @@ class Outline:
         key = (call, -1) if kind == CALL else (call, index) if kind == LEVEL else None
         if key is None:
             return i
+        if kind == LEVEL and index in self.index(call).runs:
+            # A run of identical levels: toggling lists its levels, or folds them again.
+            want_expanded = (key not in self.expanded_runs) if expand is None else expand
+            if want_expanded == (key in self.expanded_runs):
+                return i
+            (self.expanded_runs.add if want_expanded else self.expanded_runs.discard)(key)
+            code = self.rows[i]
+            self.rebuild()
+            return self.find(code, i)
         want_collapsed = (key not in self.collapsed) if expand is None else not expand
         if want_collapsed == (key in self.collapsed):
             return i
@@ -290,6 +290,13 @@ class Outline:
         for j, code in enumerate(self.rows):
             if code == target:
                 return j
+        runs = {(call, pos) for pos in idx.runs} - self.expanded_runs
+        if runs:  # inside a folded run of identical levels: list them
+            self.expanded_runs |= runs
+            self.rebuild()
+            for j, code in enumerate(self.rows):
+                if code == target:
+                    return j
         if not self.filter.empty:
             self.filter = StepFilter()
             self.rebuild()
