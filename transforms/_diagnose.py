@@ -29,18 +29,23 @@ from ._snapshot import location_of
 from ._trees import (
     _LEAF_TYPES,
     TreeBuilder,
+    UserView,
     _builtin_children,
     backward_trees,
     flatten_one,
     input_trees,
     is_custom_node,
+    library_values,
+    mark_static,
     output_trees,
     pair_trees,
+    parameter_names,
     pushforward_trees,
     qualified_name,
     safe_text,
     signature_parameters,
     treedef_tree,
+    user_view,
 )
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
@@ -855,18 +860,43 @@ class CallTrees:
         self.parameters: tuple[str, ...] = ()
         self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
         self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
+        self.view: UserView | None = None  # the user's arguments behind a library's wrapper
         try:
             self.parameters = tuple(_parameter_names(fun))
-            self.inputs = input_trees(transform, fun, args, kwargs, self.builder)
+            self.inputs = self._input_trees(transform, fun, args, kwargs)
             self.diagnostics.extend(_shape_diagnostics(self.inputs))
             names = [t.name for t in self.inputs if t.argnum is not None]
+            if self.view is not None:
+                self.parameters = tuple(_parameter_names(self.view.fun))
+                names = parameter_names(fun, args)
             names += [f"args[{i}]" for i in range(len(names), len(args))]
             self.diagnostics.extend(check_inputs(args, {} if transform == "jvp" else kwargs,
                                                  names))
         except Exception as e:
             self._internal("describing the inputs", e)
 
+    def _input_trees(self, transform: str, fun: Any, args: tuple,
+                     kwargs: dict) -> list[TreeRecord]:
+        """Trees of what the user passed: through a library's wrapper, its arguments."""
+        if transform == "jit":
+            self.view = user_view(fun, args, kwargs)
+        if self.view is None:
+            return input_trees(transform, fun, library_values(args),
+                               library_values(kwargs), self.builder)
+        view = self.view
+        trees = input_trees(transform, view.fun, view.args, view.kwargs, self.builder)
+        return [mark_static(t, view.static_leaves[t.argnum])
+                if t.argnum is not None and t.argnum < len(view.static_leaves) else t
+                for t in trees]
+
     def finish(self, outputs: Any) -> None:
+        if self.view is not None:
+            try:
+                outputs = self.view.outputs(outputs)
+            except Exception as e:
+                self._internal(f"reading {self.view.library}'s outputs", e)
+        else:
+            outputs = library_values(outputs)
         try:
             if self.transform == "vjp_backward":
                 cotangent = self.inputs[0] if self.inputs else None

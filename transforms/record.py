@@ -466,6 +466,8 @@ class TreeNode(NamedTuple):
     traced: bool = False      # a tracer (a traced value), not a concrete one
     tracer: str = ""          # the tracer described: "VmapTracer(aval=..., batch_dim=0)"
     note: str = ""            # why the node could not be described further
+    static_leaf: bool = False  # a leaf a library's wrapper kept static, not traced
+                               # (eqx.filter_jit's non-array leaves: an activation function)
 
     @property
     def is_leaf(self) -> bool:
