@@ -391,11 +391,20 @@ def staged_location(tb: Any) -> SourceLocation | None:
     return found
 
 
+def _function(code) -> str:
+    """A method with its class (`MLP.__call__`: a model's modules read by type), any other
+    function by its name (`loss`, not `test_step.<locals>.loss`)."""
+    parts = getattr(code, "co_qualname", code.co_name).split(".")
+    if len(parts) >= 2 and parts[-2] != "<locals>":
+        return f"{parts[-2]}.{parts[-1]}"
+    return code.co_name
+
+
 def location_of(code, line: int) -> SourceLocation:
     key = (id(code), line)
     hit = _locations.get(key)
     if hit is None or hit[0] is not code:
-        hit = _locations[key] = (code, None, SourceLocation(code.co_filename, line, code.co_name))
+        hit = _locations[key] = (code, None, SourceLocation(code.co_filename, line, _function(code)))
     return hit[2]
 
 
@@ -404,7 +413,7 @@ def location_via(code, line: int, via_code, via_line: int) -> SourceLocation:
     key = (id(code), line, id(via_code), via_line)
     hit = _locations.get(key)
     if hit is None or hit[0] is not code or hit[1] is not via_code:
-        loc = SourceLocation(code.co_filename, line, code.co_name, location_of(via_code, via_line))
+        loc = SourceLocation(code.co_filename, line, _function(code), location_of(via_code, via_line))
         hit = _locations[key] = (code, via_code, loc)
     return hit[2]
 
