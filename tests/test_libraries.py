@@ -154,9 +154,9 @@ def test_equinox_trees_are_the_users_model_not_the_filter_jit_partition(equinox_
 def test_equinox_identical_relu_levels_fold_into_one_row(equinox_call):
     rows = level_rows(equinox_call)
     folded = [r for r in rows if r.folded]
-    assert folded and all(r.count >= 2 for r in folded)
+    assert folded and all(r.repeats >= 2 for r in folded)
     assert len(rows) < len(equinox_call.levels)
-    assert sum(r.count if r.folded else 1 for r in rows) <= len(equinox_call.levels)
+    assert sum(r.repeats if r.folded else 1 for r in rows) <= len(equinox_call.levels)
     text = "\n".join(summarize_call(equinox_call))
     assert re.search(r"custom_jvp\S*  \w+  \d+ steps  ×\d+ identical levels", text)
 
@@ -336,9 +336,9 @@ def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_pat
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
     assert call.ok and call.source.file == HERE
     rows = level_rows(call)
-    assert max(r.count for r in rows) >= 2
+    assert max(r.repeats for r in rows) >= 2
     assert len(rows) < len(call.levels)
-    expanded = level_rows(call, {r.position for r in rows if r.count > 1})
+    expanded = level_rows(call, {r.position for r in rows if r.repeats > 1})
     assert sorted(r.position for r in expanded) == list(range(len(call.levels)))
     path = tmp_path / "d.json"
     diffrax_session.save(path)
@@ -410,10 +410,10 @@ def _levels_call():
 
 def test_level_rows_nest_by_parent_and_fold_identical_siblings():
     call = _levels_call()
-    rows = [(r.position, r.depth, r.count, r.folded) for r in level_rows(call)]
+    rows = [(r.position, r.depth, r.repeats, r.folded) for r in level_rows(call)]
     assert rows == [(0, 0, 1, False), (1, 1, 1, False), (2, 2, 1, False), (4, 3, 1, False),
                     (3, 1, 1, False), (5, 1, 3, True), (8, 2, 1, False)]
-    expanded = [(r.position, r.depth, r.count, r.folded) for r in level_rows(call, {5})]
+    expanded = [(r.position, r.depth, r.repeats, r.folded) for r in level_rows(call, {5})]
     assert expanded == [(0, 0, 1, False), (1, 1, 1, False), (2, 2, 1, False), (4, 3, 1, False),
                         (3, 1, 1, False), (5, 1, 3, False), (8, 2, 1, False), (6, 1, 1, False),
                         (9, 2, 1, False), (7, 1, 1, False), (10, 2, 1, False)]

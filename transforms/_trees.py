@@ -606,7 +606,7 @@ def _split_mask(mask: tuple[bool, ...], parts: tuple) -> list[tuple[bool, ...]]:
     """A mask over the leaves of `parts` (flattened together), one piece per part."""
     out, start = [], 0
     for part in parts:
-        n = tree_util.tree_structure(part).num_leaves
+        n = len(tree_util.tree_leaves(part))
         out.append(mask[start:start + n])
         start += n
     return out

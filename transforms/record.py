@@ -335,11 +335,11 @@ class LevelRow(NamedTuple):
     A run of identical sibling levels (the same kind, label, trace type, function,
     options, steps by primitive and phase, and children: a relu's custom_jvp_fun
     once per layer, a solver's step once per iteration) is one row whose `count`
-    says how many levels it stands for, unless the run is expanded.
+    (`repeats`) says how many levels it stands for, unless the run is expanded.
     """
     position: int             # the level's position in call.levels (a run's first level)
     depth: int                # its ancestors: 0 for a root level
-    count: int = 1            # levels of the run it starts; 1 for a plain level
+    repeats: int = 1          # levels of the run it starts; 1 for a plain level
     folded: bool = False      # the run's other levels (and their subtrees) are not listed
     run: tuple[int, ...] = ()  # positions of the run's levels (on its first row only)
 

@@ -540,12 +540,12 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     # Levels nest by parent; runs of identical sibling levels are one row (`expand`: each).
     rows = level_rows(call)
     if expand:
-        rows = level_rows(call, {r.position for r in rows if r.count > 1})
+        rows = level_rows(call, {r.position for r in rows if r.repeats > 1})
     for row in rows:
         level = call.levels[row.position]
         text = f"  {'  ' * row.depth}{level.label}  {level.trace_type}  {counts[level.index]} steps"
         if row.folded:
-            text += f"  ×{row.count} identical levels"
+            text += f"  ×{row.repeats} identical levels"
         lines.append(text)
         if with_steps:
             lines.extend(_step_lines(call, level.index, row.depth))

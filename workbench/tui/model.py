@@ -62,7 +62,7 @@ class CallIndex:
     def level_rows(self, expanded: set[int]) -> list[LevelRow]:
         """The navigator's level rows: runs of identical levels folded unless expanded."""
         rows = level_rows(self.call, expanded)
-        self.runs.update((row.position, row) for row in rows if row.count > 1)
+        self.runs.update((row.position, row) for row in rows if row.repeats > 1)
         return rows
 
     def label(self, level: int | None) -> str:

@@ -72,7 +72,7 @@ class StepList(LineList):
             run = idx.runs.get(index)
             repeats = ""
             if run is not None:  # a run of identical levels: how many, listed or not
-                repeats = f"  ×{run.count}" + ("" if (c, index) in self.outline.expanded_runs
+                repeats = f"  ×{run.repeats}" + ("" if (c, index) in self.outline.expanded_runs
                                                else " identical levels")
             return Text.assemble(pad, "▸ " if folded else "▾ ",
                                  (self.one_line(label), self._style("level")),

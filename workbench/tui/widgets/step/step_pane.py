@@ -57,7 +57,7 @@ def _call_summary(call: Call, index: CallIndex) -> Text:
     for row in level_rows(call):  # by parent, identical levels folded: as `workbench show`
         lv = call.levels[row.position]
         count = len(index.steps_by_level.get(lv.index, ()))
-        repeats = f"  ×{row.count} identical levels" if row.folded else ""
+        repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
         text.append(f"{'  ' * min(row.depth, 12)}{lv.label}", style="bold")
         text.append(f"  {lv.trace_type}  {count:,} steps{repeats}\n", style="dim")
     if call.errors:
