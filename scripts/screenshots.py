@@ -5,7 +5,10 @@
 The seed examples are recorded here, from the seed document "Transformations:
 grad and vmap": per-example gradients (vmap of grad of the logistic loss), a
 Python `if` failing under vmap, and vmap(convolve) keeping the program's size.
-PNGs need `rsvg-convert` (librsvg); without it only the SVGs are written.
+The Devices view of a multi-process run comes from a real run of two
+jax.distributed processes on 127.0.0.1 (tests/data/processes/train_step.py, 2 CPU
+devices each). PNGs need `rsvg-convert` (librsvg); without it only the SVGs are
+written. `--only NAME` (repeatable) regenerates only those screenshots.
 """
 from __future__ import annotations
 
@@ -86,6 +89,16 @@ def record_seeds() -> list[tuple[str, Session]]:
             ("Python loop vs vmap", growth)]
 
 
+def record_processes() -> list[tuple[str, Session]]:
+    """`workbench run --processes 2 --devices-per-process 2 --stages train_step.py`."""
+    from workbench import launch
+    script = ROOT / "tests" / "data" / "processes" / "train_step.py"
+    result = launch.launch(str(script), [], 2, devices=2, stages=True, timeout=120)
+    if result.exit_code != 0:
+        raise SystemExit(f"the two-process run failed (exit {result.exit_code})")
+    return [("train_step.py, 2 processes", result.session)]
+
+
 # (file name, gallery entry, keys pressed) for each screenshot
 SHOTS = (
     ("tui-step-tower", 0, ["slash", *"grad", "enter", "slash", *"tanh", "enter"]),
@@ -96,6 +109,8 @@ SHOTS = (
     ("tui-growth", 4, ["end", "2", "w"]),  # the last call, vmap(convolve), keeps the growth
     ("tui-sessions", None, []),
 )
+# Process 1 of the two-process run, its Devices view.
+PROCESS_SHOTS = (("tui-processes", 0, ["p", "5"]),)
 
 
 async def shoot(gallery, name: str, entry: int | None, keys: list[str], out: Path) -> Path:
@@ -127,16 +142,26 @@ def to_png(svg: Path) -> Path | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="only this screenshot (repeatable), e.g. tui-processes")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     os.chdir(ROOT)  # source paths show relative to the repository
-    gallery = record_seeds()
-    for name, entry, keys in SHOTS:
-        svg = asyncio.run(shoot(gallery, name, entry, keys, args.out))
+    wanted = set(args.only or [n for n, _, _ in SHOTS + PROCESS_SHOTS])
+    shots = [(record_seeds, SHOTS), (record_processes, PROCESS_SHOTS)]
+    for record, entries in shots:
+        entries = tuple(e for e in entries if e[0] in wanted)
+        if entries:
+            _shoot_all(record(), entries, args.out)
+    return 0
+
+
+def _shoot_all(gallery: list[tuple[str, Session]], entries: tuple, out: Path) -> None:
+    for name, entry, keys in entries:
+        svg = asyncio.run(shoot(gallery, name, entry, keys, out))
         png = to_png(svg)
         print(f"wrote {svg.relative_to(ROOT) if svg.is_relative_to(ROOT) else svg}"
               + (f" and {png.name}" if png else " (no rsvg-convert: no PNG)"))
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,7 +20,15 @@ import jax
 import numpy as np
 
 from ._interpreters import Tracer
-from .record import CollectiveRecord, DeviceGroup, ShardBlock, ShardingRecord, Stage
+from .record import (
+    CollectiveRecord,
+    DeviceGroup,
+    DeviceRecord,
+    ProcessInfo,
+    ShardBlock,
+    ShardingRecord,
+    Stage,
+)
 
 # A call keeps at most this many sharding records (an input tree of thousands of leaves).
 MAX_SHARDINGS = 256
@@ -423,6 +431,24 @@ def with_compiled_view(stage: Stage, compiled: Any) -> Stage:
     if not collectives and not shardings:
         return stage
     return dataclasses.replace(stage, collectives=collectives, shardings=shardings)
+
+
+# --- processes of a jax.distributed job ---------------------------------------------
+
+def process_info(**facts: Any) -> ProcessInfo:
+    """This process's place in the job: its index, the process count, and every global
+    device with the process that owns it (public `jax.process_index`, `jax.devices`).
+
+    NB: call it only once JAX's backend exists (after the script ran): a device
+    query would otherwise start one. `facts` fill the other fields (host, pid...).
+    """
+    devices = jax.devices()
+    return ProcessInfo(
+        index=int(jax.process_index()), count=int(jax.process_count()),
+        local_devices=tuple(int(d.id) for d in jax.local_devices()),
+        devices=tuple(DeviceRecord(int(d.id), int(d.process_index), str(d.device_kind),
+                                   str(d.platform)) for d in devices),
+        **facts)
 
 
 def _first_line(e: BaseException) -> str:

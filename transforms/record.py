@@ -604,6 +604,52 @@ class CollectiveRecord:
     op_name: str = ""         # metadata op_name: the JAX operation it came from
 
 
+# --- processes of a multi-process (jax.distributed) run --------------------------
+
+@dataclass(frozen=True, slots=True)
+class DeviceRecord:
+    """One device of the global device list, with the process that owns it."""
+    id: int                   # JAX's device id (CPU ids of process p start at p * 2048)
+    process: int              # the process index owning it (`device.process_index`)
+    kind: str = ""            # `device.device_kind`, e.g. "cpu"
+    platform: str = ""        # e.g. "cpu", "gpu", "tpu"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """Which process of a `jax.distributed` job a recording comes from, and how it ended."""
+    index: int                # jax.process_index()
+    count: int                # jax.process_count()
+    local_devices: tuple[int, ...] = ()   # ids of the devices this process drives
+    devices: tuple[DeviceRecord, ...] = ()  # every global device, in jax.devices() order
+    host: str = ""            # the machine it ran on
+    pid: int = 0              # its operating-system process id
+    coordinator: str = ""     # the coordinator's address, as the launcher gave it
+    status: str = ""          # set by the launcher: ok | failed (non-zero exit) | killed
+                              # (a signal) | stopped (ended by the launcher: --timeout, or
+                              # another process died); "" when no launcher saw it end
+    exit_code: int | None = None  # as a shell reports it: 137 for SIGKILL
+    message: str = ""         # what happened, in words: "killed by SIGKILL"
+    recorded: bool = True     # False: the process wrote no dump (killed before saving)
+    complete: bool = True     # False: stopped inside the script, so the call it was in
+                              # (and everything after) is not in its recording
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRecord:
+    """One process's recording inside a merged session (see Session.processes)."""
+    info: ProcessInfo
+    calls: tuple[Call, ...] = ()
+    title: str = ""
+    metadata: tuple[tuple[str, str], ...] = ()
+    jax_version: str = ""
+    python_version: str = ""
+
+    @property
+    def step_count(self) -> int:
+        return sum(len(c.steps) for c in self.calls)
+
+
 @dataclass(slots=True)
 class Session:
     """Every call recorded inside one `transforms.record()` block.
@@ -616,10 +662,15 @@ class Session:
     schema_version: int = SCHEMA_VERSION  # of the file it was loaded from; saving writes the newest
     title: str = ""           # what was recorded: a gallery example's title, a script's command line
     metadata: dict[str, str] = field(default_factory=dict)  # e.g. script, argv, description
+    # A process of a jax.distributed job: which one, its devices, how it ended.
+    process: ProcessInfo | None = None
+    # A merged multi-process run: one record per process (the top-level calls are then
+    # empty); workbench/processes.py gives each as a Session of its own.
+    processes: tuple[ProcessRecord, ...] = ()
 
     @property
     def step_count(self) -> int:
-        return sum(len(c.steps) for c in self.calls)
+        return sum(len(c.steps) for c in self.calls) + sum(p.step_count for p in self.processes)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The dump as JSON data: see transforms/_codec.py for the layout."""
@@ -832,3 +883,4 @@ _RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRo
                                                      Diagnostic)})
 _RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
                                                      CollectiveRecord)})
+_RECORD_TYPES.update({cls.__name__: cls for cls in (DeviceRecord, ProcessInfo, ProcessRecord)})

@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "0 ok; 2 the file is missing, corrupt, truncated or from a newer schema, "
                     "or no terminal UI is available.")
     open_.add_argument("trace", metavar="TRACE.json", help="a session dump")
+    open_.add_argument("--process", type=int, metavar="I",
+                       help="a multi-process run: start at process I (p switches)")
 
     show = command("show", "print a summary of a dump (calls, levels, steps, errors)",
                    "Print a summary of a session file written by Session.save().",
@@ -103,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="list every level: by default a run of identical sibling levels (a "
                            "relu's custom_jvp once per layer, a solver step per iteration) is "
                            "one row with its count")
+    show.add_argument("--process", type=int, metavar="I",
+                      help="a multi-process run: only process I (default: every process)")
 
     diff = command(
         "diff", "what changed between two dumps: calls, stages, equation counts",
@@ -116,13 +120,29 @@ def build_parser() -> argparse.ArgumentParser:
         "count grew, or --fail-on-change and anything changed; 2 a file is missing or "
         "unreadable, or the traces are unrelated.")
     diff.add_argument("a", metavar="A.json", help="the first (baseline) dump")
-    diff.add_argument("b", metavar="B.json", help="the second dump")
+    diff.add_argument("b", metavar="B.json", nargs="?",
+                      help="the second dump; leave it out to compare two processes of the "
+                           "multi-process run A.json (see --processes)")
+    diff.add_argument("--processes", metavar="I,J",
+                      help="with one multi-process run: the two processes to compare "
+                           "(default: the first divergent pair, else 0,1)")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
     diff.add_argument("--fail-on-growth", action="store_true",
                       help="exit 1 if any stage's equation count grew from A to B")
     diff.add_argument("--fail-on-change", action="store_true",
                       help="exit 1 if anything changed")
     diff.add_argument("-v", "--verbose", action="store_true", help="also list unchanged calls")
+
+    merge = command(
+        "merge", "merge the dumps of a multi-process run's processes into one session",
+        "Merge per-process dumps (each written by `workbench run`/`dump` inside one process "
+        "of a jax.distributed job, e.g. started by your own launcher) into one session file, "
+        "ordered by process index. `workbench run --processes N` merges by itself.",
+        "0 merged; 2 a dump is unreadable, is not from a process of a jax.distributed run, "
+        "or two dumps are of the same process.")
+    merge.add_argument("output", metavar="OUT.json", help="the merged session file to write")
+    merge.add_argument("dumps", metavar="PROCESS.json", nargs="+",
+                       help="the per-process dumps (or a folder of them)")
 
     # `workbench graph` is the Graphviz exporter's (workbench.export); main() hands it its
     # arguments, so this entry is only for the command list and --help.
@@ -153,6 +173,19 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                    help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no `workbench:` notes on stderr (the script's output is never touched)")
+    p.add_argument("--processes", type=int, metavar="N",
+                   help="start N processes of the script on this machine as one "
+                        "jax.distributed job (a free port on 127.0.0.1, CPU collectives via "
+                        "gloo; the script calls jax.distributed.initialize() and the "
+                        "coordinator address, process count and index it leaves out come "
+                        "from the launcher), each recorded, output lines prefixed [i], the "
+                        "dumps merged into one session")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="with --processes: stop every process still running after SECONDS "
+                        "(each keeps what it recorded) and name it")
+    p.add_argument("--devices-per-process", type=int, metavar="K",
+                   help="with --processes: K CPU devices in each process "
+                        "(XLA_FLAGS=--xla_force_host_platform_device_count=K)")
     p.add_argument("script", metavar="SCRIPT.py", help="the script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="arguments passed to the script. The options above may also come "
@@ -163,6 +196,11 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
 
 _SCRIPT_FLAGS = {"--stages": "stages", "--inline-jnp": "inline_jnp", "-q": "quiet",
                  "--quiet": "quiet"}
+
+
+_SCRIPT_VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "--processes": ("processes", int), "--timeout": ("timeout", float),
+    "--devices-per-process": ("devices_per_process", int)}
 
 
 def _take_trailing_options(args: argparse.Namespace) -> str:
@@ -182,6 +220,14 @@ def _take_trailing_options(args: argparse.Namespace) -> str:
             args.output = rest.pop(0)
         elif head.startswith("--output="):
             args.output = rest.pop(0).split("=", 1)[1]
+        elif head in _SCRIPT_VALUES:
+            if len(rest) < 2:
+                return f"{head} needs a value"
+            name, convert = _SCRIPT_VALUES[rest.pop(0)]
+            try:
+                setattr(args, name, convert(rest.pop(0)))
+            except ValueError:
+                return f"{head} needs a number"
         else:
             break
     args.args = rest
@@ -201,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "demo": _demo, "run": _run, "dump": _run, "open": _open, "show": _show,
-        "diff": _diff, "schema": _schema}
+        "diff": _diff, "schema": _schema, "merge": _merge}
     try:
         return handlers[args.command](args)
     except BrokenPipeError:
@@ -221,8 +267,9 @@ def _note(args: argparse.Namespace, message: str) -> None:
 
 
 def _load_or_report(path: str) -> Session | None:
+    from workbench.processes import load_run
     try:
-        return transforms.load(path)
+        return load_run(path)
     except transforms.SessionLoadError as e:
         _error(str(e))
         return None
@@ -250,12 +297,14 @@ def tui_opener() -> tuple[Callable[..., Any] | None, str]:
     return run, ""
 
 
-def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str) -> int:
+def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str,
+              process: int | None = None) -> int:
     opener, reason = tui_opener()
     if opener is None:
         _error(f"{reason}; {alternative}")
         return EXIT_BAD_INPUT
-    result = opener(sessions, title=title)
+    # A multi-process run opens at process 0, or the one asked for.
+    result = opener(sessions, title=title, **({} if process is None else {"process": process}))
     return result if isinstance(result, int) else EXIT_OK
 
 
@@ -455,7 +504,7 @@ def _md(text: str) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from workbench import runner
-    problem = _take_trailing_options(args)
+    problem = _take_trailing_options(args) or _process_options(args)
     if problem:
         _error(f"{problem}; see `workbench {args.command} --help`")
         return EXIT_BAD_INPUT
@@ -466,10 +515,16 @@ def _run(args: argparse.Namespace) -> int:
                    f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
     if args.output is not None:
-        problem = _usable_output(args.output)
+        from workbench.launch import is_folder
+        # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
+        problem = _usable_folder(args.output) if is_folder(args.output) and \
+            args.processes is None else _usable_output(args.output)
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
+    if args.processes is not None:
+        from workbench._cli_processes import run_processes
+        return run_processes(args, _note, _error, _open_tui)
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp)
@@ -483,12 +538,29 @@ def _run(args: argparse.Namespace) -> int:
     elif result.error is not None:
         what += " (up to the script's failure)"
     if args.output is not None:
-        session.save(args.output)
-        _note(args, f"recorded {what}; wrote {args.output}")
+        from workbench.launch import dump_path
+        path, where = dump_path(args.output, session)
+        session.save(path)
+        _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
         return result.exit_code
     _note(args, f"recorded {what}")
     code = _open_tui(session, session.title or args.script, "use -o trace.json")
     return result.exit_code if code == EXIT_OK else code
+
+
+def _process_options(args: argparse.Namespace) -> str:
+    if args.processes is None:
+        if args.timeout is not None or args.devices_per_process is not None:
+            return "--timeout and --devices-per-process go with --processes N"
+        return ""
+    from workbench.launch import MAX_PROCESSES
+    if not 1 <= args.processes <= MAX_PROCESSES:
+        return f"--processes takes 1 to {MAX_PROCESSES}"
+    if args.timeout is not None and args.timeout <= 0:
+        return "--timeout takes a positive number of seconds"
+    if args.devices_per_process is not None and args.devices_per_process < 1:
+        return "--devices-per-process takes a positive count"
+    return ""
 
 
 def _usable_output(path: str) -> str:
@@ -508,13 +580,23 @@ def _open(args: argparse.Namespace) -> int:
     session = _load_or_report(args.trace)
     if session is None:
         return EXIT_BAD_INPUT
-    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary")
+    if session.processes:
+        from workbench._cli_processes import check_process
+        problem = check_process(session, args.process)
+        if problem:
+            _error(f"{args.trace}: {problem}")
+            return EXIT_BAD_INPUT
+    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary",
+                     process=args.process)
 
 
 def _show(args: argparse.Namespace) -> int:
     session = _load_or_report(args.trace)
     if session is None:
         return EXIT_BAD_INPUT
+    if session.processes:
+        from workbench._cli_processes import show_processes
+        return show_processes(session, args, _error)
     calls = session.calls
     if args.call is not None:
         if not 0 <= args.call < len(calls):
@@ -538,9 +620,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     lines = [f"call {call.index}: {call.transform}({call.function}){where}  [{status}]"]
     counts = Counter(s.level for s in call.steps)
     # Levels nest by parent; runs of identical sibling levels are one row (`expand`: each).
-    rows = level_rows(call)
-    if expand:
-        rows = level_rows(call, {r.position for r in rows if r.repeats > 1})
+    rows = level_rows(call, range(len(call.levels)) if expand else ())
     for row in rows:
         level = call.levels[row.position]
         text = f"  {'  ' * row.depth}{level.label}  {level.trace_type}  {counts[level.index]} steps"
@@ -572,9 +652,18 @@ def _diff(args: argparse.Namespace) -> int:
     a = _load_or_report(args.a)
     if a is None:
         return EXIT_BAD_INPUT
-    b = _load_or_report(args.b)
-    if b is None:
-        return EXIT_BAD_INPUT
+    if args.b is None or args.processes is not None:
+        from workbench._cli_processes import pick_processes
+        picked = pick_processes(a, args)
+        if isinstance(picked, str):
+            _error(f"{args.a}: {picked}")
+            return EXIT_BAD_INPUT
+        a, b, args.a, args.b = picked
+    else:
+        other = _load_or_report(args.b)
+        if other is None:
+            return EXIT_BAD_INPUT
+        b = other
     d = diff_sessions(a, b)
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))
@@ -591,6 +680,30 @@ def _diff(args: argparse.Namespace) -> int:
     if args.fail_on_change and d.changed:
         _error("the traces differ")
         return EXIT_SCRIPT_FAILED
+    return EXIT_OK
+
+
+# --- merge -------------------------------------------------------------------------
+
+def _merge(args: argparse.Namespace) -> int:
+    from workbench.processes import merge
+    problem = _usable_output(args.output)
+    if problem:
+        _error(problem)
+        return EXIT_BAD_INPUT
+    sessions = []
+    for path in args.dumps:
+        session = _load_or_report(path)
+        if session is None:
+            return EXIT_BAD_INPUT
+        sessions.append(session)
+    try:
+        merged = merge(sessions)
+    except ValueError as e:
+        _error(str(e))
+        return EXIT_BAD_INPUT
+    merged.save(args.output)
+    print(f"{args.output}: {len(merged.processes)} processes, {merged.step_count} steps")
     return EXIT_OK
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from transforms.record import Call, Session, Stage
 
+from .processes import Divergence, divergence
+
 
 @dataclass(frozen=True, slots=True)
 class StageChange:
@@ -55,6 +57,8 @@ class SessionDiff:
     steps_a: int
     steps_b: int
     stages_recorded: bool             # either session has any stage
+    divergence: Divergence | None = None  # two processes of one run: where their programs part
+    processes: bool = False           # A and B are processes of a jax.distributed run
 
     @property
     def related(self) -> bool:
@@ -85,6 +89,11 @@ class SessionDiff:
             "b": {"calls": self.calls_b, "steps": self.steps_b},
             "summary": {s: self.count(s) for s in ("same", "changed", "added", "removed")},
             "calls": [_call_json(c) for c in self.calls],
+            "divergence": None if self.divergence is None else {
+                "processes": [self.divergence.process_a, self.divergence.process_b],
+                "call": self.divergence.call, "step": self.divergence.step,
+                "a": self.divergence.what_a, "b": self.divergence.what_b,
+                "text": self.divergence.describe()},
         }
 
 
@@ -98,8 +107,9 @@ def diff_sessions(a: Session, b: Session) -> SessionDiff:
     rows.extend(_added(c) for c in b.calls if _key(c) not in keys_a)
     rows.sort(key=lambda r: (r.index, r.status == "added"))
     any_stages = any(c.stages for s in (a, b) for c in s.calls)
+    processes = a.process is not None and b.process is not None
     return SessionDiff(tuple(rows), len(a.calls), len(b.calls), a.step_count, b.step_count,
-                       any_stages)
+                       any_stages, divergence(a, b) if processes else None, processes)
 
 
 def _key(call: Call) -> tuple[int, str, str]:
@@ -208,6 +218,11 @@ def format_diff(d: SessionDiff, name_a: str, name_b: str, verbose: bool = False)
             if s.status != "same" or verbose:
                 lines.append("  " + _stage_line(s))
     lines.append(_summary(d))
+    if d.divergence is not None:
+        lines.append("first divergent step: " + d.divergence.describe())
+    elif d.processes:
+        lines.append("the two processes traced the same programs (steps compared by level, "
+                     "primitive, params and avals)")
     return lines
 
 

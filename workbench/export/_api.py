@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from transforms.record import Call, Session, SessionLoadError, Stage, load
+from transforms.record import Call, Session, SessionLoadError, Stage
+from workbench.processes import load_run, owners, process_session
 
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
@@ -26,11 +27,13 @@ VIEWS = ("jaxpr", "stages", "tower", "pytree", "devices")
 
 def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int | None = None,
             stage: str | None = None, stage_b: str | None = None,
-            options: GraphOptions = GraphOptions()) -> Graph:
-    """The Graph of one view of one call (pure: nothing is written)."""
+            options: GraphOptions = GraphOptions(), process: int | None = None) -> Graph:
+    """The Graph of one view of one call (pure: nothing is written).
+
+    A multi-process run draws the call of process `process` (default 0)."""
     if view not in VIEWS:
         raise ExportError(f"unknown view {view!r}; the views are: {', '.join(VIEWS)}")
-    session = _session(session)
+    session = _one_process(_session(session), process)
     found = find_call(session, call)
     try:
         if view == "jaxpr":
@@ -41,7 +44,7 @@ def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int
         if view == "tower":
             return collect_tower(found, options)
         if view == "devices":
-            return collect_devices(found, options)
+            return collect_devices(found, options, owners(session))
         return collect_pytree(found, options)
     except CollectError as e:
         raise ExportError(str(e)) from None
@@ -52,7 +55,8 @@ def graph(session: Session | str | os.PathLike, view: str = "jaxpr", call: int |
           stage_b: str | None = None, collapse: bool | None = None,
           collapse_repeats: bool = False, max_nodes: int | None = None,
           focus: int | None = None, radius: int = 2, edge_labels: bool = True,
-          force: bool = False, timeout: float | None = None, quiet: bool = False) -> Path:
+          force: bool = False, timeout: float | None = None, quiet: bool = False,
+          process: int | None = None) -> Path:
     """Draw one view of a recorded call to `out` (.svg, .png, .pdf, or .dot for the text).
 
     view: "jaxpr" (a stage's dataflow), "stages" (stage vs stage_b, changes marked),
@@ -66,7 +70,7 @@ def graph(session: Session | str | os.PathLike, view: str = "jaxpr", call: int |
     options = GraphOptions(collapse_subjaxprs=collapse, collapse_repeats=collapse_repeats,
                            max_nodes=max_nodes, focus=focus, radius=radius,
                            edge_labels=edge_labels)
-    drawn = collect(session, view, call, stage, stage_b, options)
+    drawn = collect(session, view, call, stage, stage_b, options, process)
     return write_graph(drawn, out, force=force, timeout=timeout, quiet=quiet)
 
 
@@ -74,8 +78,20 @@ def _session(session: Session | str | os.PathLike) -> Session:
     if isinstance(session, Session):
         return session
     try:
-        return load(session)
+        return load_run(session)
     except SessionLoadError as e:
+        raise ExportError(str(e)) from None
+
+
+def _one_process(session: Session, process: int | None) -> Session:
+    """A merged multi-process run: the process asked for (default 0) as a session."""
+    if not session.processes:
+        if process is not None and (session.process is None or session.process.index != process):
+            raise ExportError(f"--process {process}: this is not a multi-process run")
+        return session
+    try:
+        return process_session(session, 0 if process is None else process)
+    except ValueError as e:
         raise ExportError(str(e)) from None
 
 
@@ -161,6 +177,8 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
                              "marked), tower (levels and steps), pytree (input and gradient "
                              "trees), devices (arrays on the device mesh, collectives)")
     parser.add_argument("--call", type=int, metavar="N", help="the call's index (default: 0)")
+    parser.add_argument("--process", type=int, metavar="I",
+                        help="a multi-process run: the call of process I (default: 0)")
     parser.add_argument("--stage", metavar="NAME",
                         help="a stage such as f or 'vmap(grad(f))' (default: the outermost)")
     parser.add_argument("--vs", metavar="NAME", dest="stage_b",
@@ -199,7 +217,7 @@ def cli_graph(args: argparse.Namespace) -> int:
                      focus=getattr(args, "focus", None), radius=getattr(args, "radius", 2),
                      edge_labels=not getattr(args, "no_edge_labels", False),
                      force=getattr(args, "force", False), timeout=getattr(args, "timeout", None),
-                     quiet=getattr(args, "quiet", False))
+                     quiet=getattr(args, "quiet", False), process=getattr(args, "process", None))
     except ExportError as e:
         print(f"workbench graph: {e}", file=sys.stderr)
         return 2

@@ -13,9 +13,12 @@ from workbench.render.devices import (
     block_text,
     bytes_text,
     compiled_stages,
+    crossing_text,
+    devices_text,
     grid_shape,
     groups_text,
     mesh_summary,
+    processes_text,
     shape_text,
 )
 
@@ -25,18 +28,27 @@ from .graphviz import Cluster, Edge, Graph, GraphOptions, Node, _shorten
 BLOCK_FILLS = ("#dbeafe", "#dcfce7", "#fee2e2", "#ede9fe", "#cffafe", "#ffedd5", "#fce7f3",
                "#e5e7eb")
 COLLECTIVE_FILL = "#fef08a"
+CROSSING_FILL = "#fca5a5"     # a collective whose groups span several processes
 # At most this many arrays are drawn as grids (each is one node per device); a note says
 # how many more there are.
 MAX_GRIDS = 12
 
 
 def _grid(record: ShardingRecord, k: int, nodes: list[Node], edges: list[Edge],
-          clusters: list[Cluster], same_rank: list[tuple[str, ...]]) -> None:
+          clusters: list[Cluster], same_rank: list[tuple[str, ...]],
+          owner: dict[int, int]) -> None:
     cluster = f"cluster_array{k}"
     label = f"{record.role}: {record.name}  {record.aval}  {record.spec}\non {mesh_summary(record)}"
     if record.shard_shape:
         label += f", block {shape_text(record.shard_shape)} per device"
+    spans = processes_text(record.mesh_devices, owner)
+    if spans:
+        label += f", across {spans}"
     clusters.append(Cluster(cluster, label, None, "tree"))
+    # A multi-process run: each process's devices in a box of their own inside the array's.
+    boxes = {p: f"{cluster}_p{p}" for p in sorted({owner[d] for d in record.mesh_devices
+                                                   if d in owner})} if spans else {}
+    clusters.extend(Cluster(name, f"process {p}", cluster, "level") for p, name in boxes.items())
     # A 1-D mesh is one row here (a column in the terminal, where width is scarce).
     rows, cols = (1, len(record.mesh_devices)) if len(record.mesh_shape) <= 1 else \
         grid_shape(record)
@@ -49,7 +61,8 @@ def _grid(record: ShardingRecord, k: int, nodes: list[Node], edges: list[Edge],
         for device in devices[i * cols:(i + 1) * cols]:
             block = block_text(record, device)
             node_id = f"a{k}d{device}"
-            nodes.append(Node(node_id, f"dev {device}\n{block}", "leaf", cluster, fill=fills[block],
+            home = boxes.get(owner.get(device, -1), cluster)
+            nodes.append(Node(node_id, f"dev {device}\n{block}", "leaf", home, fill=fills[block],
                               tooltip=f"device {device} holds {record.name}{block}"))
             row.append(node_id)
         if row:
@@ -60,17 +73,20 @@ def _grid(record: ShardingRecord, k: int, nodes: list[Node], edges: list[Edge],
             previous_row = row
 
 
-def _collective_label(index: int, c: CollectiveRecord) -> str:
+def _collective_label(index: int, c: CollectiveRecord, owner: dict[int, int]) -> str:
     ids = "" if c.ids == "device" else f" ({c.ids} ids)"
     lines = [f"#{index} {c.kind}  {c.shape}", f"{bytes_text(c.result_bytes)} per device",
              _shorten("groups " + groups_text(c) + ids, 70)]
+    across = crossing_text(c, owner)
+    if across:
+        lines.append(across)
     if c.op_name:
         lines.append(_shorten(c.op_name, 70))
     return "\n".join(lines)
 
 
 def _collectives(stage: Stage, k: int, nodes: list[Node], edges: list[Edge],
-                 clusters: list[Cluster]) -> None:
+                 clusters: list[Cluster], owner: dict[int, int]) -> None:
     cluster = f"cluster_stage{k}"
     total = sum(c.result_bytes for c in stage.collectives)
     n = len(stage.collectives)
@@ -82,15 +98,22 @@ def _collectives(stage: Stage, k: int, nodes: list[Node], edges: list[Edge],
     previous = None
     for i, c in enumerate(stage.collectives):
         node_id = f"c{k}_{i}"
-        nodes.append(Node(node_id, _collective_label(i, c), "step", cluster, fill=COLLECTIVE_FILL,
+        nodes.append(Node(node_id, _collective_label(i, c, owner), "step", cluster,
+                          fill=CROSSING_FILL if crossing_text(c, owner).startswith("crosses")
+                          else COLLECTIVE_FILL,
                           tooltip=f"{c.name} in {c.computation}"))
         if previous is not None:  # program order, one column
             edges.append(Edge(previous, node_id))
         previous = node_id
 
 
-def collect_devices(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
-    """Sharded arrays as device grids, replicated ones listed, collectives per stage."""
+def collect_devices(call: Call, options: GraphOptions = GraphOptions(),
+                    owner: dict[int, int] | None = None) -> Graph:
+    """Sharded arrays as device grids, replicated ones listed, collectives per stage.
+
+    `owner` (device id -> process index, a multi-process run) boxes each process's
+    devices inside every grid and marks the collectives that cross processes."""
+    owner = owner or {}
     nodes: list[Node] = []
     edges: list[Edge] = []
     clusters: list[Cluster] = []
@@ -102,20 +125,22 @@ def collect_devices(call: Call, options: GraphOptions = GraphOptions()) -> Graph
     for record in sharded[:MAX_GRIDS]:
         if len(nodes) + len(record.mesh_devices) > budget:
             break
-        _grid(record, drawn, nodes, edges, clusters, same_rank)
+        _grid(record, drawn, nodes, edges, clusters, same_rank, owner)
         drawn += 1
     if len(sharded) > drawn:
         notes.append(f"{len(sharded) - drawn} more sharded arrays not drawn")
     others = [r for r in call.shardings if r.replicated or r.note]
     if others:
         lines = [f"{r.role}: {r.name}  {r.aval}  " +
-                 (f"replicated on {mesh_summary(r)}" if r.replicated else _shorten(r.note, 60))
+                 (f"replicated on {mesh_summary(r)} ({devices_text(r.mesh_devices, owner)})"
+                  if r.replicated and processes_text(r.mesh_devices, owner) else
+                  f"replicated on {mesh_summary(r)}" if r.replicated else _shorten(r.note, 60))
                  for r in others[:30]]
         if len(others) > 30:
             lines.append(f"... and {len(others) - 30} more")
         nodes.append(Node("replicated", "\n".join(lines), "note"))
     for k, stage in enumerate(compiled_stages(call)):
-        _collectives(stage, k, nodes, edges, clusters)
+        _collectives(stage, k, nodes, edges, clusters, owner)
     if not nodes:
         nodes.append(Node("single", "single device: no sharded arrays or collectives recorded",
                           "note"))

@@ -15,8 +15,9 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from transforms.record import Call, CollectiveRecord, ShardingRecord, Stage
+from transforms.record import Call, CollectiveRecord, ProcessInfo, ShardingRecord, Stage
 
+from ..processes import crossing, group_processes
 from ._safe import safe
 
 # Devices holding the same block share a colour (colourless consoles show none).
@@ -62,11 +63,35 @@ def shape_text(shape: tuple[int, ...]) -> str:
     return "[" + ",".join(map(str, shape)) + "]"
 
 
-class MeshGrid:
-    """One array on the mesh: a cell per device with the block it holds."""
+def process_tag(device: int, owner: dict[int, int]) -> str:
+    """`p1 ` for a device of process 1 when devices span several processes, else ""."""
+    return f"p{owner[device]} " if len(set(owner.values())) > 1 and device in owner else ""
 
-    def __init__(self, record: ShardingRecord):
+
+def processes_text(devices: tuple[int, ...], owner: dict[int, int]) -> str:
+    """`processes 0,1` for devices spanning several processes, "" otherwise."""
+    spans = group_processes(devices, owner)
+    return f"processes {','.join(map(str, spans))}" if len(spans) > 1 else ""
+
+
+def devices_text(devices: tuple[int, ...], owner: dict[int, int]) -> str:
+    """`0,1,2,3`, or grouped by process when they span several: `p0: 0,1; p1: 2048,2049`."""
+    if not processes_text(devices, owner):
+        return ",".join(map(str, devices))
+    groups: dict[int, list[int]] = {}
+    for d in devices:
+        groups.setdefault(owner.get(d, -1), []).append(d)
+    return "; ".join(f"p{p}: {','.join(map(str, ds))}" if p >= 0 else ",".join(map(str, ds))
+                     for p, ds in groups.items())
+
+
+class MeshGrid:
+    """One array on the mesh: a cell per device with the block it holds (and, for a
+    multi-process run, the process owning the device: `p1 dev 2048`)."""
+
+    def __init__(self, record: ShardingRecord, owner: dict[int, int] | None = None):
         self.record = record
+        self.owner = owner or {}
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield safe(self._build, "mesh grid")
@@ -78,6 +103,9 @@ class MeshGrid:
             text.append(f"  {r.spec}", style="magenta")
         if r.mesh_devices:
             text.append(f"  on {mesh_summary(r)}")
+        spans = processes_text(r.mesh_devices, self.owner)
+        if spans:
+            text.append(f"  across {spans}", style="bold")
         if r.replicated:
             text.append("  replicated", style="yellow")
         elif r.shard_shape:
@@ -89,8 +117,9 @@ class MeshGrid:
         if r.note:
             return Group(self.header(), Text(f"  {r.note}", style="red"))
         if r.replicated:  # every cell would read the same: say it once
-            ids = ",".join(map(str, r.mesh_devices))
-            return Group(self.header(), Text(f"  whole array on every device ({ids})", style="dim"))
+            return Group(self.header(), Text(f"  whole array on every device "
+                                             f"({devices_text(r.mesh_devices, self.owner)})",
+                                             style="dim"))
         rows, cols = grid_shape(r)
         styles = self._styles()
         table = Table(box=box.SQUARE, show_lines=cols > 1, pad_edge=True,
@@ -105,7 +134,8 @@ class MeshGrid:
                 block = block_text(r, device)
                 # One device per row (a 1-D mesh): device and block on one line.
                 sep = "  " if cols == 1 else "\n"
-                cells.append(Text(f"dev {device}{sep}{block}", style=styles.get(block, "")))
+                tag = process_tag(device, self.owner)
+                cells.append(Text(f"{tag}dev {device}{sep}{block}", style=styles.get(block, "")))
             table.add_row(*cells)
         return Group(self.header(), table)
 
@@ -148,10 +178,12 @@ def bytes_text(n: int) -> str:
 
 
 class CollectivesView:
-    """The collectives of one optimised HLO stage, in program order."""
+    """The collectives of one optimised HLO stage, in program order; in a multi-process
+    run, each says whether it crosses processes (its data goes between hosts)."""
 
-    def __init__(self, stage: Stage):
+    def __init__(self, stage: Stage, owner: dict[int, int] | None = None):
         self.stage = stage
+        self.owner = owner or {}
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield safe(self._build, "collectives")
@@ -167,11 +199,20 @@ class CollectivesView:
             return title
         parts: list[RenderableType] = [title]
         for i, c in enumerate(collectives):
-            parts.append(_collective_facts(i, c))
+            parts.append(_collective_facts(i, c, self.owner))
         return Group(*parts)
 
 
-def _collective_facts(index: int, c: CollectiveRecord) -> RenderableType:
+def crossing_text(c: CollectiveRecord, owner: dict[int, int]) -> str:
+    """`crosses processes 0,1`, `within each process`, or "" (one process, or unknown ids)."""
+    if len(set(owner.values())) < 2 or c.ids != "device" or not c.groups:
+        return ""
+    spans = crossing(c, owner)
+    return f"crosses processes {','.join(map(str, spans))}" if spans else "within each process"
+
+
+def _collective_facts(index: int, c: CollectiveRecord,
+                      owner: dict[int, int] | None = None) -> RenderableType:
     """`#0 all-reduce  648 B per device`, then its result, devices and origin, folded."""
     table = Table.grid(padding=(0, 1))
     table.add_column(no_wrap=True)
@@ -181,6 +222,10 @@ def _collective_facts(index: int, c: CollectiveRecord) -> RenderableType:
     table.add_row("   result", Text(c.shape))
     ids = "" if c.ids == "device" else f" ({c.ids} ids)"
     table.add_row("   devices", Text(groups_text(c) + ids))
+    across = crossing_text(c, owner or {})
+    if across:
+        table.add_row("   processes", Text(across, style="bold red" if across.startswith(
+            "crosses") else "green"))
     if c.op_name:
         table.add_row("   from", Text(c.op_name, style="dim"))
     return Group(head, table)
@@ -191,11 +236,42 @@ def compiled_stages(call: Call) -> list[Stage]:
     return [s for s in call.stages if s.role == "hlo" and (s.collectives or s.shardings)]
 
 
-class DevicesView:
-    """A call on devices: inputs, outputs and gradients on the mesh, then collectives."""
+class ProcessesView:
+    """The processes of a run as groups of devices: which devices each one drives."""
 
-    def __init__(self, call: Call):
+    def __init__(self, info: ProcessInfo):
+        self.info = info
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "processes")
+
+    def _build(self) -> RenderableType:
+        info = self.info
+        by_process: dict[int, list[int]] = {}
+        for d in info.devices:
+            by_process.setdefault(d.process, []).append(d.id)
+        title = Text.assemble(("processes", "bold underline"),
+                              f"  {info.count} in the run, {len(info.devices)} global devices; "
+                              f"this is process {info.index}")
+        table = Table(box=box.SIMPLE, show_header=True, pad_edge=False)
+        for name in ("process", "devices", ""):
+            table.add_column(name, no_wrap=True)
+        for p in range(info.count):
+            devices = ",".join(map(str, by_process.get(p, []))) or "?"
+            here = "◀ this recording" if p == info.index else ""
+            table.add_row(Text(f"p{p}", style="bold" if here else ""), devices,
+                          Text(here, style="cyan"))
+        return Group(title, table)
+
+
+class DevicesView:
+    """A call on devices: inputs, outputs and gradients on the mesh, then collectives;
+    for a process of a multi-process run, its processes as groups of devices first."""
+
+    def __init__(self, call: Call, process: ProcessInfo | None = None):
         self.call = call
+        self.process = process
+        self.owner = {d.id: d.process for d in process.devices} if process is not None else {}
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield safe(self._build, "devices")
@@ -203,15 +279,18 @@ class DevicesView:
     def _build(self) -> RenderableType:
         call = self.call
         stages = compiled_stages(call)
-        if not call.shardings and not stages:
-            return Text("single device: no sharded arrays or collectives recorded", style="dim")
         parts: list[RenderableType] = []
+        if self.process is not None and self.process.count > 1:
+            parts.append(ProcessesView(self.process))
+        if not call.shardings and not stages:
+            empty = Text("single device: no sharded arrays or collectives recorded", style="dim")
+            return Group(*parts, empty) if parts else empty
         for role in ROLES:
             records = [r for r in call.shardings if r.role == role]
             if records:
                 parts.append(Text(_ROLE_TITLES[role], style="bold underline"))
-                parts.extend(MeshGrid(r) for r in records)
+                parts.extend(MeshGrid(r, self.owner) for r in records)
         if stages:
             parts.append(Text("collectives", style="bold underline"))
-            parts.extend(CollectivesView(s) for s in stages)
+            parts.extend(CollectivesView(s, self.owner) for s in stages)
         return Group(*parts)

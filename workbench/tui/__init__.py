@@ -17,7 +17,8 @@ FREEZE_STEPS = 10_000
 
 
 def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
-              title: str | None = None, export_dir: str | Path | None = None):
+              title: str | None = None, export_dir: str | Path | None = None,
+              process: int = 0):
     """The app, not yet running (tests drive it with `run_test()`)."""
     from .app import WorkbenchApp
     gallery = as_gallery(sessions, title)
@@ -27,15 +28,18 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
         # would walk them all (tens of ms, mid-keystroke). Freeze them out of the GC.
         gc.collect()
         gc.freeze()
-    app = WorkbenchApp(gallery, title=title, export_dir=export_dir)
+    app = WorkbenchApp(gallery, title=title, export_dir=export_dir, process=process)
     app.freeze_after_start = big
     return app
 
 
 def run(sessions: Session | Sequence[Session] | Sequence[tuple[str, Session]],
-        title: str | None = None, export_dir: str | Path | None = None) -> None:
-    """Open the TUI on one session or a gallery of (title, Session) pairs; returns on quit."""
-    build_app(sessions, title, export_dir).run()
+        title: str | None = None, export_dir: str | Path | None = None,
+        process: int = 0) -> None:
+    """Open the TUI on one session or a gallery of (title, Session) pairs; returns on quit.
+
+    A multi-process run (Session.processes) opens at process `process`; `p` switches."""
+    build_app(sessions, title, export_dir, process).run()
 
 
 __all__ = ["build_app", "run"]

@@ -9,10 +9,13 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from transforms.record import Session
+
 from .messages import SessionChosen
 from .model import Gallery
 from .screens.help import HelpScreen
 from .screens.picker import PickerScreen
+from .screens.processes import ProcessScreen
 from .screens.session import SessionScreen
 
 
@@ -28,10 +31,11 @@ class WorkbenchApp(App):
     ]
 
     def __init__(self, gallery: Gallery, title: str | None = None,
-                 export_dir: str | Path | None = None) -> None:
+                 export_dir: str | Path | None = None, process: int = 0) -> None:
         super().__init__()
         self.gallery = gallery
         self.export_dir = export_dir
+        self.process = process  # a multi-process run opens at this process
         if title:
             self.title = title
 
@@ -47,12 +51,23 @@ class WorkbenchApp(App):
     def get_default_screen(self) -> Screen:
         if len(self.gallery) == 1:
             title, session = self.gallery[0]
+            if session.processes:
+                return ProcessScreen(session, self._position(session), title,
+                                     export_dir=self.export_dir)
             return SessionScreen(session, title, export_dir=self.export_dir)
         return PickerScreen(self.gallery)
 
     def on_session_chosen(self, message: SessionChosen) -> None:
         title, session = self.gallery[message.index]
+        if session.processes:
+            self.push_screen(ProcessScreen(session, 0, title, gallery=True,
+                                           export_dir=self.export_dir))
+            return
         self.push_screen(SessionScreen(session, title, gallery=True, export_dir=self.export_dir))
+
+    def _position(self, run: Session) -> int:
+        indices = sorted(p.info.index for p in run.processes)
+        return indices.index(self.process) if self.process in indices else 0
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -182,7 +182,7 @@ class SessionScreen(Screen):
             self.query_one(FailurePane).show(self.call_index, call, index)
             self._dirty.discard("failure")
         elif view == "devices" and "devices" in self._dirty:
-            self.query_one(DevicesPane).show(call)
+            self.query_one(DevicesPane).show(call, self.session.process)
             self._dirty.discard("devices")
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:

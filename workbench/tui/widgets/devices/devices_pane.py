@@ -9,14 +9,17 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from transforms.record import Call, Session
+from transforms.record import Call, ProcessInfo, Session
 
 from ....render.devices import DevicesView
 from ...guard import guarded
 
 
 def has_devices(session: Session) -> bool:
-    """Some call kept a multi-device layout or a compiled stage with collectives."""
+    """Some call kept a multi-device layout or a compiled stage with collectives, or
+    the session is a process of a multi-process run."""
+    if session.process is not None and session.process.count > 1:
+        return True
     return any(c.shardings or any(s.collectives for s in c.stages) for c in session.calls)
 
 
@@ -28,6 +31,6 @@ class DevicesPane(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(id="devices-body")
 
-    def show(self, call: Call) -> None:
+    def show(self, call: Call, process: ProcessInfo | None = None) -> None:
         self.query_one("#devices-body", Static).update(
-            guarded(lambda: DevicesView(call), "devices"))
+            guarded(lambda: DevicesView(call, process), "devices"))
