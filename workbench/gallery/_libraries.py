@@ -180,10 +180,11 @@ if _installed("diffrax"):
         levels (the solver's per-step custom_jvp helpers) fold into one row with a count.
         The vector field's `sin` and `mul`, evaluated again by equinox from a staged jaxpr,
         are located at the line that wrote them, not inside the library."""
-        import diffrax
         import equinox as eqx
 
-        eqx.clear_caches()  # diffeqsolve's jit wrapper, if made before the recording began
+        with jax_patched():  # diffrax jits its solver when imported: imported as a script would
+            import diffrax
+        eqx.clear_caches()  # jit wrappers equinox made before the recording began
 
         def vector_field(t, y, rate):
             return -rate * jnp.sin(y)
