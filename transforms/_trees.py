@@ -629,21 +629,35 @@ def user_view(fun: Any, args: tuple, kwargs: dict) -> UserView | None:
 
 def library_values(x: Any) -> Any:
     """`x` with a library's packed values shown as the user's objects: flax nnx's NodeStates
-    (what nnx.jit and nnx.grad hand JAX) merged back into the user's module."""
+    (what nnx.jit and nnx.grad hand JAX) merged back into the user's module.
+
+    NB: no JAX flatten with an `is_leaf` here: on a cyclic or very deep input that
+    exhausts CPython's recursion counter for good. NodeStates sit in the arguments or
+    in plain tuples, lists and dicts a few levels down: looked for there only.
+    """
     nnx = sys.modules.get("flax.nnx")
-    extract = sys.modules.get("flax.nnx.extract")
-    node_states = getattr(extract, "NodeStates", None)
+    node_states = getattr(sys.modules.get("flax.nnx.extract"), "NodeStates", None)
     if nnx is None or not isinstance(node_states, type):
         return x  # flax is not loaded: nothing of it can be in x
-    def packed(v: Any) -> bool:
-        return isinstance(v, node_states)
-    if not any(map(packed, tree_util.tree_leaves(x, is_leaf=packed))):
+    try:
+        return _merged(x, node_states, nnx, 4)
+    except Exception:  # a merge that fails: the trees show what JAX was given
         return x
-    def merged(v: Any) -> Any:
-        if packed(v) and v._graphdef is not None:
-            return nnx.merge(v._graphdef, *v.states)
-        return v
-    return tree_util.tree_map(merged, x, is_leaf=packed)
+
+
+def _merged(x: Any, node_states: type, nnx: Any, depth: int) -> Any:
+    if isinstance(x, node_states):
+        return nnx.merge(x._graphdef, *x.states) if x._graphdef is not None else x
+    if depth == 0:
+        return x
+    kind = type(x)
+    if kind is tuple or kind is list:
+        items = [_merged(v, node_states, nnx, depth - 1) for v in x]
+        return x if all(a is b for a, b in zip(items, x)) else kind(items)
+    if kind is dict:
+        found = {k: _merged(v, node_states, nnx, depth - 1) for k, v in x.items()}
+        return x if all(found[k] is v for k, v in x.items()) else found
+    return x
 
 
 def mark_static(tree: TreeRecord, mask: tuple[bool, ...]) -> TreeRecord:
