@@ -645,7 +645,7 @@ def library_values(x: Any) -> Any:
         return x
 
 
-def _merged(x: Any, node_states: type, nnx: Any, depth: int) -> Any:
+def _merged(x: Any, node_states: Any, nnx: Any, depth: int) -> Any:
     if isinstance(x, node_states):
         return nnx.merge(x._graphdef, *x.states) if x._graphdef is not None else x
     if depth == 0:
