@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh), then run the gallery of seed examples:
+# Set up .venv (scripts/setup.sh --only-311: the demo does not use the 3.12 venv),
+# then run the gallery of seed examples:
 #   bash scripts/demo.sh                 # in the terminal UI
 #   bash scripts/demo.sh --export out/   # no terminal needed: write the exports to out/
 #   bash scripts/demo.sh --list          # the examples; --only NAME records just one
@@ -9,6 +10,6 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-bash "$ROOT/scripts/setup.sh"
+bash "$ROOT/scripts/setup.sh" --only-311
 
 exec "$ROOT/.venv/bin/workbench" demo "$@"

@@ -84,9 +84,17 @@ def record_seeds() -> list[tuple[str, Session]]:
         T.vmap(convolve)(jnp.stack([x, x]), jnp.stack([w, w]))
     sharded = run_example(gallery.find("sharded_training_step")).session
     growth = run_example(gallery.find("loop_vs_vmap")).session
+    container = run_example(gallery.find("ntcontainer_fixed")).session
+    tracers = run_example(gallery.find("print_tracers")).session
     return [("vmap(grad(example_loss))", grads), ("vmap(absolute) fails", failing),
             ("vmap(convolve)", conv), ("data-parallel training step, 8 devices", sharded),
-            ("Python loop vs vmap", growth)]
+            ("Python loop vs vmap", growth), (container.title, container),
+            (tracers.title, tracers)]
+
+
+def gallery_picker() -> list[tuple[str, Session]]:
+    """The picker as `workbench demo` shows it: the gallery's first examples, recorded."""
+    return [(ex.title, run_example(ex).session) for ex in gallery.EXAMPLES[:8]]
 
 
 def record_processes() -> list[tuple[str, Session]]:
@@ -107,14 +115,16 @@ SHOTS = (
     ("tui-failure", 1, ["4"]),
     ("tui-devices", 3, ["5"]),
     ("tui-growth", 4, ["end", "2", "w"]),  # the last call, vmap(convolve), keeps the growth
-    ("tui-sessions", None, []),
+    ("tui-pytree-ntcontainer", 5, ["end", "3"]),  # grad's NTContainer: the ones of .array
+    ("tui-story", 6, ["6"]),  # the description, and the VmapTracer the seed prints
+    ("tui-sessions", None, ["down"]),
 )
 # Process 1 of the two-process run, its Devices view.
 PROCESS_SHOTS = (("tui-processes", 0, ["p", "5"]),)
 
 
 async def shoot(gallery, name: str, entry: int | None, keys: list[str], out: Path) -> Path:
-    app = build_app(gallery if entry is None else [gallery[entry]])
+    app = build_app(gallery_picker() if entry is None else [gallery[entry]])
     app.animation_level = "none"
     async with app.run_test(size=SIZE) as pilot:
         for key in keys:

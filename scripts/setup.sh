@@ -4,6 +4,7 @@
 #   - graphviz (dot) and librsvg2-bin (rsvg-convert) from Debian, when missing
 #   - .venv    : Python 3.11 (python3)             + pip install -e '.[test]'
 #   - .venv312 : Python 3.12 (pyenv 3.12.1, else python3.12 on PATH), the same
+#                (not with --only-311: the demo needs .venv only)
 #
 # A venv is left alone when the package is installed in it and pyproject.toml
 # (and the checkout's path) have not changed since its last install: the hash
@@ -136,11 +137,22 @@ setup_venv() {
     say "$venv ready: $("$venv/bin/python" -c 'import sys, jax; print("Python", sys.version.split()[0], "+ jax", jax.__version__)')"
 }
 
+# --only-311: just .venv (scripts/demo.sh runs the demo on Python 3.11; test.sh needs both)
+only_311=0
+for arg in "$@"; do
+    case "$arg" in
+        --only-311) only_311=1 ;;
+        *) die "unknown option '$arg' (setup.sh takes --only-311 or nothing)" ;;
+    esac
+done
+
 install_system_packages
 
 setup_venv .venv "$(find_python311)"
 
-if py312="$(find_python312)"; then
+if [ "$only_311" = 1 ]; then
+    :
+elif py312="$(find_python312)"; then
     setup_venv .venv312 "$py312"
 else
     warn "no Python 3.12 found (looked for \$(pyenv root)/versions/3.12.1/bin/python3 and python3.12 on PATH):"

@@ -42,6 +42,7 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
         "      #2 TracerBoolConversionError [forward] () -> ()",
         "  error at step 0: jax.errors.TracerBoolConversionError: Attempted boolean conversion"
         " of traced array with shape bool[].",
+        "  stages: none (recorded with stages off)",
     ]
 
 

@@ -321,9 +321,12 @@ def hostile_graph():
 
 
 def visible(text):
-    # What a label shows: newlines are line breaks, control characters the replacement one.
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
-    return "".join("\ufffd" if (ord(c) < 32 and c != "\n") or ord(c) == 127 else c for c in text)
+    # What a label shows: newlines are line breaks, tabs spaces, other control characters
+    # their visible escapes (workbench/safe_text.py), never the characters themselves.
+    text = text.replace("\r\n", "\n").replace("\t", " ")
+    named = {"\r": "\\r"}
+    return "".join(named.get(c, f"\\x{ord(c):02x}") if (ord(c) < 32 and c != "\n") or ord(c) == 127
+                   else c for c in text)
 
 
 @needs_dot
@@ -365,7 +368,7 @@ def test_missing_call_and_stage_are_clear_errors(tmp_path):
         export.graph(s, call=7, out=tmp_path / "g.dot")
     with pytest.raises(ExportError, match=r"no stage 'vmap\(f\)'; its stages are: f"):
         export.graph(s, stage="vmap(f)", out=tmp_path / "g.dot")
-    with pytest.raises(ExportError, match="has no stages: record with"):
+    with pytest.raises(ExportError, match="has no stages: it was recorded with stages off"):
         export.graph(Session(calls=[call_with()]), out=tmp_path / "g.dot")
     with pytest.raises(ExportError, match="unknown view 'nope'"):
         export.graph(s, view="nope", out=tmp_path / "g.dot")

@@ -57,7 +57,8 @@ def test_export_writes_one_dump_per_example_and_an_index(exported):
         assert entry["steps"] == session.step_count
         assert session.title == entry["title"]
         assert session.metadata == {"example": entry["name"], "seed": entry["seed"],
-                                    "description": entry["explanation"]}
+                                    "description": entry["explanation"],
+                                    "output": entry["output"]}
     md = (out / "index.md").read_text()
     assert md.startswith("# Gallery of the seed examples")
     for ex in gallery.EXAMPLES:
@@ -142,9 +143,9 @@ def test_stages_are_recorded_where_they_help(exported):
     session = transforms.load(out / _entry(index, "sum_sq_jit")["dump"])
     names = [s.name for s in session.calls[0].stages]
     assert "f" in names and any(n.startswith("hlo(") for n in names)
-    # printing examples record without stages: stages would trace (and print) again
+    # printing examples keep stages too: they come from the same traces, nothing prints again
     tracers = transforms.load(out / _entry(index, "print_tracers")["dump"])
-    assert all(not c.stages for c in tracers.calls)
+    assert all(c.stages for c in tracers.calls)
     assert _entry(index, "print_tracers")["output"].count("x = ") == 3
 
 

@@ -42,7 +42,7 @@ JIT_STAGES = ("stablehlo(jit(f))", "hlo(jit(f))", "cost(jit(f))", "memory(jit(f)
 
 def stages_of(build, *args, **kwargs) -> tuple[Stage, ...]:
     """The stages recorded for one call of a transforms-built function."""
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         build(*args, **kwargs)
     assert len(session.calls) == 1
     return session.calls[0].stages
@@ -114,7 +114,7 @@ def batch_args(n):
 
 
 def test_growth_is_kept_on_the_call_recorded_last(tmp_path):
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         transforms.vmap(convolve)(XS, WS)
         g = transforms.growth({"loop": manually_batched_convolve,
                                "vmap": transforms.vmap(convolve)}, batch_args, sizes=(1, 2))
@@ -185,7 +185,7 @@ def grad_grad_h(T):
 AD_ORACLES = [
     ("sin_sum", lambda T: sin_sum, 0, False, (X,)),
     ("loss_argnums01", lambda T: corpus.loss, (0, 1), False, (corpus.W, jnp.float32(corpus.B))),
-    ("loss_has_aux", lambda T: corpus.loss_and_preds, 0, True, (corpus.W, corpus.B)),
+    ("loss_has_aux", lambda T: corpus.loss_and_preds, 0, True, (corpus.W, jnp.asarray(corpus.B))),
     ("example_loss_argnums0", lambda T: corpus.example_loss, 0, False,  # arrays held constant
      (corpus.W, jnp.float32(0.5), corpus.INPUTS[0], corpus.TARGETS[0])),
     ("cond", lambda T: corpus.cond_fn, 0, False, (jnp.float32(1.0),)),
@@ -228,17 +228,25 @@ def test_autodiff_stages_are_jaxs_own(fun, argnums, has_aux, args):
         assert_same_equations(find_stage(stages, name), closed)
 
 
-def test_jvp_stage_comes_from_the_captured_jaxpr_when_it_matches():
+def test_every_stage_transforms_what_f_bound_not_f():
     stages = stages_of(transforms.grad(sin_sum), X)
-    assert find_stage(stages, "jvp(f)").method == (
-        "jax.make_jaxpr(jax.jvp(<jaxpr of f>, primals, tangents))")
-    # A Python float is traced by grad but kept as given here: the real function is used
-    stages = stages_of(transforms.grad(corpus.h), 0.3)
-    assert find_stage(stages, "jvp(f)").method == "jax.make_jaxpr(jax.jvp(f, primals, tangents))"
-    # grad(grad(f)): JVP of the inner grad's jaxpr would order equations otherwise
+    assert [s.method for s in stages] == [
+        "jax.make_jaxpr(<the primitives f bound at this call>)",
+        "jax.make_jaxpr(jax.jvp(<recorded f>, primals, tangents))",
+        "jax.make_jaxpr(jax.linearize(<recorded f>, *primals))",
+        "jax.make_jaxpr(jax.linearize(<recorded f>, *primals)[1])",
+        "jax.make_jaxpr(jax.vjp(<recorded f>, *primals)[1])",
+        # an eager call executed grad(f)'s program itself: staged as it ran
+        "jax.make_jaxpr(<the primitives this call executed>)"]
     stages = stages_of(transforms.grad(transforms.grad(corpus.h)), jnp.float32(0.3))
     assert find_stage(stages, "jvp(grad(f))").method == (
-        "jax.make_jaxpr(jax.jvp(f, primals, tangents))")
+        "jax.make_jaxpr(jax.jvp(<recorded f>, primals, tangents))")
+    assert find_stage(stages, "grad(f)").method == (
+        "jax.make_jaxpr(jax.grad(<recorded f>, argnums=0, has_aux=False))")
+    # under jit nothing is executed while tracing: the transformation is applied again
+    stages = stages_of(transforms.jit(transforms.grad(sin_sum)), X)
+    assert find_stage(stages, "grad(f)").method == (
+        "jax.make_jaxpr(jax.grad(<recorded f>, argnums=0, has_aux=False))")
 
 
 def test_transposed_jaxpr_holds_the_backward_of_each_forward_op():
@@ -273,8 +281,10 @@ def test_per_example_grads_chain():
     stages = stages_of(case.build(transforms), *case.args)
     assert names(stages) == REVERSE_CHAIN + ("vmap(grad(f))",)
     assert stages[-1].jaxpr.text == str(jax.make_jaxpr(case.build(jax))(*case.args))
-    assert stages[-1].method == ("jax.make_jaxpr(jax.vmap(<jaxpr of grad(f)>, "
-                                 "in_axes=(None, None, 0, 0), out_axes=0))")
+    assert stages[-1].method == ("jax.make_jaxpr(jax.vmap(<recorded grad(f)>, "
+                                 "in_axes=(None, None, 0, 0), out_axes=0))")  # b is a float
+    assert find_stage(stages, "grad(f)").method == (
+        "jax.make_jaxpr(jax.grad(<recorded f>, argnums=(0, 1), has_aux=False))")
     assert stages[0].jaxpr.in_avals == ("float32[3]", "float32[]", "float32[3]", "bool[]")
 
 
@@ -290,14 +300,29 @@ ORACLE_CASES = [
 ]
 
 
+def as_arrays(args):
+    """Python floats as JAX arrays: both sides trace them (see the test below)."""
+    return tuple(jnp.asarray(a) if isinstance(a, float) else a for a in args)
+
+
 @pytest.mark.parametrize("name", ORACLE_CASES)
 def test_outermost_stage_is_jaxs_own_jaxpr(name):
     case = CASES_BY_NAME[name]
-    stages = stages_of(case.build(transforms), *case.args, **case.kwargs)
+    args = as_arrays(case.args)
+    stages = stages_of(case.build(transforms), *args, **case.kwargs)
     assert all(s.available for s in stages), [(s.name, s.reason) for s in stages]
     last = stages[-1]
     assert last.role == "transformed"
-    assert last.jaxpr.text == str(jax.make_jaxpr(case.build(jax))(*case.args, **case.kwargs))
+    assert last.jaxpr.text == str(jax.make_jaxpr(case.build(jax))(*args, **case.kwargs))
+
+
+def test_a_python_float_jax_did_not_trace_is_the_value_that_ran():
+    # vmap passes y=2.0 through untouched and jnp bakes it into the program it runs:
+    # the recorded program has the literal where make_jaxpr (tracing y) has an input.
+    stages = stages_of(transforms.vmap(lambda x, y: x * y, in_axes=(0, None)), corpus.VEC, 2.0)
+    batched = find_stage(stages, "vmap(f)")
+    assert [e.primitive for e in batched.eqns] == ["mul"]
+    assert batched.eqns[0].in_vars[1] == "=2.0"
 
 
 JIT_CASES = ["seed003_convolve_jit", "seed003_convolve_jit_vmap", "seed000_container_jit",
@@ -360,7 +385,7 @@ def test_a_lowering_failure_under_jit_of_vmap_keeps_every_earlier_stage():
     def f(x):
         return no_lowering_p.bind(jnp.sin(x))
 
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         with pytest.raises(NotImplementedError, match="MLIR translation rule"):
             transforms.jit(transforms.vmap(f))(XS)
     stages = session.calls[0].stages
@@ -377,7 +402,7 @@ def test_a_lowering_failure_keeps_the_jaxpr_stage():
     def f(x):
         return no_lowering_p.bind(jnp.sin(x))
 
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         with pytest.raises(NotImplementedError, match="MLIR translation rule"):
             transforms.jit(f)(X)
     stages = session.calls[0].stages
@@ -395,7 +420,7 @@ def test_a_compilation_failure_keeps_stablehlo():
         call = jax.ffi.ffi_call("not_a_registered_target", jax.ShapeDtypeStruct(x.shape, x.dtype))
         return call(x)
 
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         with pytest.raises(jax.errors.JaxRuntimeError, match="No FFI handler registered"):
             transforms.jit(f)(X)
     stages = session.calls[0].stages
@@ -407,7 +432,7 @@ def test_a_compilation_failure_keeps_stablehlo():
 
 
 def test_reverse_mode_failure_shows_where_the_pipeline_breaks():
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
             transforms.grad(while_fn)(3.0)
     stages = session.calls[0].stages
@@ -418,21 +443,39 @@ def test_reverse_mode_failure_shows_where_the_pipeline_breaks():
                                         "for lax.while_loop")
 
 
-def test_python_control_flow_stages_are_unavailable_not_faked():
-    with transforms.record(stages=True) as session:
-        assert transforms.grad(piecewise)(2.0) == jax.grad(piecewise)(2.0)
+@pytest.mark.parametrize("fun, x", [(piecewise, 2.0), (piecewise, 4.0),
+                                    (corpus.sqrt_newton, 2.0)],
+                         ids=["piecewise_2", "piecewise_4", "sqrt_newton"])
+def test_python_control_flow_under_grad_is_the_branch_taken(fun, x):
+    with transforms.record() as session:
+        assert transforms.grad(fun)(x) == jax.grad(fun)(x)
     stages = session.calls[0].stages
     assert names(stages) == REVERSE_CHAIN
-    assert not any(s.available or s.jaxpr or s.eqns for s in stages)
-    first = stages[0].reason
-    assert first.startswith("TracerBoolConversionError: Attempted boolean conversion")
-    line = piecewise.__code__.co_firstlineno
-    assert f"tracing the function piecewise at {piecewise.__code__.co_filename}:{line}" in first
-    assert stages[3].reason == f"not reached: jax.linearize failed ({stages[2].reason})"
+    assert all(s.available for s in stages), [(s.name, s.reason) for s in stages]
+    # the linear and backward maps are JAX's own at the same point
+    out, linear = jax.linearize(fun, x)
+    assert find_stage(stages, "linear(f)").jaxpr.text == str(jax.make_jaxpr(linear)(x))
+    backward = jax.vjp(fun, x)[1]
+    assert find_stage(stages, "transpose(linear(f))").jaxpr.text == str(
+        jax.make_jaxpr(backward)(out))
+    line = fun.__code__.co_firstlineno + (1 if fun is piecewise else 2)
+    compare = "lt" if fun is piecewise else "gt"
+    name = fun.__name__
+    arg = "x" if fun is piecewise else "a"
+    assert stages[0].note == (
+        f"{name} branches in Python on a traced value (`{compare}` at "
+        f"{fun.__code__.co_filename}:{line}), so it has no jaxpr for all inputs; "
+        f"this is the jaxpr of the branch taken at {arg}={x}")
+    assert all(s.note == stages[0].note for s in stages)
+
+
+def test_a_function_without_python_branches_has_no_note():
+    stages = stages_of(transforms.grad(sin_sum), X)
+    assert {s.note for s in stages} == {""}
 
 
 def test_vmap_failing_before_calling_f():
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         with pytest.raises(ValueError, match="vmap got inconsistent sizes"):
             transforms.vmap(jnp.add)(jnp.ones(2), jnp.ones(3))
     f, batched = session.calls[0].stages
@@ -441,20 +484,26 @@ def test_vmap_failing_before_calling_f():
     assert f.reason == f"not reached: vmap failed before calling the function ({batched.reason})"
 
 
-def test_options_that_are_not_literals_trace_the_recorded_function():
+def test_options_that_are_not_literals_are_used_as_given():
     class Axis:  # an axis name whose repr cannot be read back
         pass
 
-    stages = stages_of(transforms.vmap(jnp.sin, axis_name=Axis()), X)
+    axis = Axis()
+    stages = stages_of(transforms.vmap(jnp.sin, axis_name=axis), X)
     f, batched = stages
-    assert batched.available and batched.method == "jax.make_jaxpr(<the recorded vmap>)"
-    assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(jnp.sin))(X))
-    assert not f.available and f.reason.startswith("not captured: vmap's recorded options")
+    assert f.available and batched.available
+    assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(jnp.sin, axis_name=axis))(X))
+    with transforms.record() as session:  # under jit: applied again, with the live option
+        transforms.jit(transforms.vmap(jnp.sin, axis_name=axis))(X)
+    batched = find_stage(session.calls[0].stages, "vmap(f)")
+    assert batched.method.startswith("jax.make_jaxpr(jax.vmap(<recorded f>, in_axes=0, "
+                                     "out_axes=0, axis_name=<")
+    assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(jnp.sin, axis_name=axis))(X))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_every_corpus_call_gets_a_well_formed_chain(case):
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         outcome(lambda: case.run(transforms))
     for call in session.calls:
         assert call.stages, call.transform
@@ -470,7 +519,7 @@ def test_every_corpus_call_gets_a_well_formed_chain(case):
 # --- the record ---------------------------------------------------------------
 
 def test_session_with_stages_round_trips_through_json(tmp_path):
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         transforms.vmap(transforms.grad(sin_sum))(XS)
         transforms.jit(sum_sq)(jnp.arange(3.0))
         transforms.grad(piecewise)(2.0)
@@ -484,8 +533,11 @@ def test_session_with_stages_round_trips_through_json(tmp_path):
     assert find_stage(loaded.calls[1].stages, "cost(jit(f))").metric("flops") == 5.0
 
 
-def test_stages_only_when_asked():
+def test_stages_by_default_and_none_when_turned_off():
     with transforms.record() as session:
+        transforms.vmap(convolve)(XS, WS)
+    assert names(session.calls[0].stages) == ("f", "vmap(f)")
+    with transforms.record(stages=False) as session:
         transforms.vmap(convolve)(XS, WS)
     assert session.calls[0].stages == ()
 
@@ -494,8 +546,8 @@ def test_a_fault_in_capture_is_recorded_not_raised(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in stage capture")
 
-    monkeypatch.setattr(stages_module, "_capture_spec", broken)
-    with transforms.record(stages=True) as session:
+    monkeypatch.setattr(stages_module, "_capture_group", broken)
+    with transforms.record() as session:
         transforms.vmap(convolve)(XS, WS)
     (stage,) = session.calls[0].stages
     assert (stage.name, stage.available) == ("capture", False)
@@ -508,7 +560,7 @@ def test_a_compilation_failure_under_jit_of_vmap_keeps_every_earlier_stage():
                                 vmap_method="broadcast_all")
         return call(x)
 
-    with transforms.record(stages=True) as session:
+    with transforms.record() as session:
         with pytest.raises(jax.errors.JaxRuntimeError, match="No FFI handler registered"):
             transforms.jit(transforms.vmap(f))(XS)
     stages = session.calls[0].stages

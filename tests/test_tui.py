@@ -18,6 +18,7 @@ from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen
 from workbench.tui.widgets.common.status_bar import StatusBar
 from workbench.tui.widgets.navigator.step_list import StepList
+from workbench.tui.widgets.pytree.pytree_pane import PytreePane
 from workbench.tui.widgets.stages.stages_pane import StagesPane
 from workbench.tui.widgets.step.step_pane import StepPane
 
@@ -46,6 +47,11 @@ def _status(app) -> str:
     return _text(app.screen.query_one(StatusBar))
 
 
+def _shown_lines(widget) -> list[str]:
+    """The lines a LineList draws now, as text."""
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
 def _current_step(app):
     steps = app.screen.query_one(StepList)
     call, pos = steps.current()
@@ -66,7 +72,7 @@ async def test_navigate_steps_and_views():
         await pilot.press("end")
         assert steps.cursor == steps.row_count - 1
         await pilot.press("home")
-        assert steps.cursor == 0 and "vmap(example_loss)" in _step_body(app)
+        assert steps.cursor == 0 and "vmap(grad(example_loss))" in _step_body(app)
         await pilot.press("enter")  # fold the call
         assert steps.row_count == 1
         await pilot.press("enter", "pagedown")
@@ -128,6 +134,8 @@ async def test_search_in_stage_text():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         pane = app.screen.query_one(StagesPane)
+        assert app.screen.steps.has_focus  # a view key keeps the navigator's focus
+        await pilot.press("tab")  # the stages view's left text is next
         assert pane.left.has_focus and pane.left.stage.name == "f"
         await pilot.press("/", *"log", "enter")
         assert pane.left.matches and "log" in pane.left.lines[pane.left.cursor]
@@ -146,7 +154,7 @@ async def test_step_selects_its_equation_and_back():
         assert "tanh" in pane.left.lines[pane.left.cursor]
         assert "tanh" in pane.right.lines[pane.right.cursor]
         # enter on an equation goes back to a step that made it
-        await pilot.press("down", "down", "down")
+        await pilot.press("tab", "down", "down", "down")
         line = pane.left.lines[pane.left.cursor]
         await pilot.press("enter")
         assert app.screen.active_view == "step"
@@ -199,7 +207,7 @@ async def test_pytree_view_pairs_leaves():
     app = build_app(seed_logistic())
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("3")
-        body = _text(app.screen.query_one("#pytree-body"))
+        body = "\n".join(_shown_lines(app.screen.query_one(PytreePane)))
         # Each input tree by its parameter name, with its leaves' avals and small values.
         assert "W (input)" in body and "W: float32[3] = [0.1, 0.4, -0.3]" in body
 
@@ -225,7 +233,8 @@ async def test_export_json_graph_and_svg(tmp_path):
 
 @sync
 async def test_export_to_a_missing_folder_says_so(tmp_path):
-    app = build_app(seed_logistic(), export_dir=tmp_path / "no" / "such")
+    (tmp_path / "a-file").write_text("in the way")
+    app = build_app(seed_logistic(), export_dir=tmp_path / "a-file" / "exports")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("e")
         await app.workers.wait_for_complete()
@@ -428,7 +437,8 @@ async def test_growth_toggle_says_when_a_call_has_none():
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("2", "w")
         await pilot.pause()
-        assert "no growth recorded" in _text(app.screen.query_one("#stage-extra-body"))
+        assert "no growth data for this call" in _text(app.screen.query_one("#stage-extra-body"))
+        assert "no growth data" in _status(app)
 
 
 @sync

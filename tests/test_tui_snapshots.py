@@ -117,3 +117,26 @@ def test_session_picker(snap_compare):
 
 def test_help_screen(snap_compare):
     assert snap_compare(_app(seed_logistic()), terminal_size=(80, 40), press=["question_mark"])
+
+
+def _gallery_session(name: str) -> Session:
+    from workbench.gallery import find, run_example
+    session = run_example(find(name)).session
+    stable = _stable(session)
+    # what the example printed names its files by absolute path: relative to the repository
+    stable.title = session.title
+    stable.metadata = {k: v.replace(f"{ROOT}/", "") for k, v in session.metadata.items()}
+    return stable
+
+
+def test_story_and_pytree_of_the_ntcontainer_gradient(snap_compare):
+    # The example's description above the views, and grad's NTContainer with its ones.
+    app = build_app(_gallery_session("ntcontainer_fixed"), title="NTContainer")
+    app.animation_level = "none"
+    assert snap_compare(app, terminal_size=(110, 30), press=["G", "3"])
+
+
+def test_output_view(snap_compare):
+    app = build_app(_gallery_session("ntcontainer_broken"), title="NTContainer, broken")
+    app.animation_level = "none"
+    assert snap_compare(app, terminal_size=(110, 30), press=["6"])

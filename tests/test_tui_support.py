@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+import os
 import random
 
 import jax.numpy as jnp
@@ -222,13 +223,28 @@ def test_step_maps_to_its_equation_and_line():
     assert "tanh" in lines[smap.eqn_lines[eqn]]
 
 
-def test_source_context_reads_safely():
+def test_source_context_reads_safely(tmp_path):
     here = SourceLocation(__file__, 3, "x")
-    first, lines = model.source_context(here, context=1)
+    roots = (os.path.dirname(os.path.realpath(__file__)),)
+    first, lines = model.source_context(here, context=1, roots=roots)
     assert first == 2 and len(lines) == 3
     for bad in (None, SourceLocation("/", 1, "f"), SourceLocation(__file__, 10**6, "f"),
                 SourceLocation("/no/such/file.py", 1, "f"), SourceLocation(__file__, -4, "f")):
-        assert model.source_context(bad) is None
+        assert model.source_context(bad, roots=roots) is None
+    # Only Python files under the roots: a dump naming /etc/passwd, or a file elsewhere.
+    assert model.source_context(here, roots=(str(tmp_path),)) is None
+    assert model.source_context(SourceLocation("/etc/passwd", 1, "f"), roots=("/",)) is None
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)  # never opened for reading: it would block
+    assert model.source_context(SourceLocation(str(fifo), 1, "f"),
+                                roots=(str(tmp_path),)) is None
+
+
+def test_source_roots_are_the_script_folder_cwd_and_sys_path(tmp_path):
+    s = Session(metadata={"script": str(tmp_path / "train.py")})
+    roots = model.source_roots(s)
+    assert roots[0] == os.path.realpath(tmp_path) and os.path.realpath(os.getcwd()) in roots
+    assert model.source_roots(Session(metadata={"script": "/etc/passwd"}))[0] != "/etc"
 
 
 def test_gallery_forms():

@@ -18,7 +18,15 @@ import jax
 
 from . import _interpreters as _i
 from ._diagnose import check_inputs, non_array_argument_error
-from ._recorder import TRACE_KINDS, _state, function_name, recording_off, run_level
+from ._recorder import (
+    TRACE_KINDS,
+    _state,
+    check_retrace,
+    function_name,
+    note_jit_arguments,
+    recording_off,
+    run_level,
+)
 from ._trees import JACOBIAN_NESTING, parameter_names
 
 # Transformations whose backward pass runs at the enclosing level after the
@@ -33,6 +41,7 @@ class TransformSpec:
     fun: Callable                 # the user's function (possibly another wrapper)
     transformed: Callable         # jax.<kind>(fun, ...) as built, callable on the call's args
     options: tuple
+    settings: dict | None = None  # the options as given (options holds their reprs)
 
     @property
     def name(self) -> str:
@@ -68,11 +77,18 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
             return fun(*args, **kwargs)
         parent = _state.levels[-1] if _state.levels else None
         level = call.new_level(kind, _i.current_trace(), parent, function_name(fun), options)
+        tape = call.watch_level(level, fun, args, kwargs)  # stages: what fun binds here
         try:
             out = run_level(level, fun, args, kwargs)
             if kind in JACOBIAN_NESTING and call.transform == kind and level.depth == 1:
                 call.trees.note_function_output(out)  # the Jacobian's outer structure
+            if tape is not None:
+                tape.finish(out)
             return out
+        except BaseException as e:
+            if tape is not None:
+                tape.abandon(e)
+            raise
         finally:
             if parent is not None and kind in _BACKWARD_KINDS:
                 parent.set_phase("backward")
@@ -81,7 +97,8 @@ def _level_entry(fun: Callable, kind: str, options: tuple) -> Callable:
 
 
 def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
-            args: tuple, kwargs: dict, forward: int | None = None) -> Any:
+            args: tuple, kwargs: dict, forward: int | None = None,
+            settings: dict | None = None) -> Any:
     """Call a JAX-transformed function, opening a recorded Call when none is open.
 
     `forward` is the index of the call a backward call belongs to (a vjp's).
@@ -91,9 +108,13 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         return transformed(*args, **kwargs)
     call = _state.call
     if call is not None:
-        return _invoke_nested(call, kind, transformed, args, kwargs)
+        spec = TransformSpec(kind, fun, transformed, options, settings)
+        call.nested_transform(spec, args, kwargs)  # its own stages and gradient trees
+        out = _invoke_nested(call, kind, transformed, args, kwargs)
+        call.nested_returned(spec, args, kwargs, out)
+        return out
     call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
-    call.spec = TransformSpec(kind, fun, transformed, options)
+    call.spec = TransformSpec(kind, fun, transformed, options, settings)
     if forward is not None:
         call.trees.forward = session.session.calls[forward].trees
     _state.call = call
@@ -101,7 +122,10 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         outer = call.new_level("outer", _i.current_trace(), None)
         if kind == "vjp_backward":
             outer.set_phase("backward")
+        tape = call.watch_outer(outer, args, kwargs)  # stages: what the call executed
         out = run_level(outer, transformed, args, kwargs)
+        if tape is not None:
+            tape.finish(out)
     except BaseException:
         call.finish(failed=True)
         raise
@@ -147,13 +171,15 @@ def _make(kind: str, jax_transform: Callable, fun: Any, options: tuple,
         raise
 
 
-def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable) -> Callable:
+def _wrap_call(kind: str, fun: Any, options: tuple, transformed: Callable,
+               settings: dict | None = None) -> Callable:
     @_i.api_boundary
     @functools.wraps(transformed)
     def call(*args, **kwargs):
-        return _invoke(kind, fun, options, transformed, args, kwargs)
+        return _invoke(kind, fun, options, transformed, args, kwargs, settings=settings)
     call.__wrapped__ = fun  # as jax.<transform>(f).__wrapped__ is f
-    call.__transform_spec__ = TransformSpec(kind, fun, transformed, options)  # type: ignore[attr-defined]
+    call.__transform_spec__ = TransformSpec(  # type: ignore[attr-defined]
+        kind, fun, transformed, options, settings)
     return call
 
 
@@ -183,7 +209,8 @@ def vmap(fun, in_axes=0, out_axes=0, **kwargs):
     options = _options(in_axes=in_axes, out_axes=out_axes, **kwargs)
     transformed = _make("vmap", jax.vmap, fun, options, in_axes=in_axes, out_axes=out_axes,
                         **kwargs)
-    return _wrap_call("vmap", fun, options, transformed)
+    return _wrap_call("vmap", fun, options, transformed,
+                      dict(in_axes=in_axes, out_axes=out_axes, **kwargs))
 
 
 @_i.api_boundary
@@ -339,7 +366,8 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     jitted = jax.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f
     # NB: stages are rebuilt from the plain jax.jit, so capturing them never records.
-    spec = TransformSpec("jit", fun, jax.jit(fun, **kwargs), options)
+    # NB: stages read JAX's own trace of this jitted object from its cache.
+    spec = TransformSpec("jit", fun, jitted, options, dict(kwargs))
     entry.__transform_spec__ = jitted.__transform_spec__ = spec
     return jitted
 
@@ -349,6 +377,7 @@ def _jit_entry(fun: Callable, options: tuple, jit_kwargs: dict) -> Callable:
 
     @functools.wraps(fun)
     def traced(*args, **kwargs):
+        check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         session = _state.session
         if session is None or _state.call is not None:
             return level_entry(*args, **kwargs)
@@ -417,6 +446,7 @@ def _check_before_trace(fun: Callable, options: tuple, jit_again: Callable, args
     with that exception and the check's findings. JAX's exception is the one
     the user gets. Otherwise nothing happens here: the trace records the call.
     """
+    note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
     raised: list[BaseException] = []
     check_inputs(args, kwargs, parameter_names(fun, args), raised)
     if not raised:

@@ -31,7 +31,10 @@ SHARED = (
     "ValueRecord",
     "tuple[ValueRecord, ...]",
     "JaxprRecord",
+    "tuple[Stage, ...]",  # a signature's stages, shared by every call with it
 )
+# Shared since a later writer: a dump without the table has these values inline.
+SHARED_LATER = frozenset({"tuple[Stage, ...]"})
 
 SCALARS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool,
                             "None": type(None)}
@@ -281,6 +284,9 @@ class Reader:
         self.registry = registry
         self.file_fields = self._checked_fields(fields)
         self.tables: dict[str, list] = {}
+        # written inline by writers older than their table
+        self._inline = {name for name in SHARED_LATER
+                        if not (isinstance(tables, dict) and name in tables)}
         self._rows: dict[tuple[str, str | None], _RowsReader] = {}
         if not isinstance(tables, dict):
             raise DumpFormatError(f"'tables' must be an object, got {_kind(tables)}")
@@ -322,11 +328,11 @@ class Reader:
         types = scalar_types(expr)
         if types is not None:
             return _checked_scalars(types, str(expr), where)
-        if is_reference(expr, within):
+        if is_reference(expr, within) and str(expr) not in self._inline:
             return self._reference(str(expr), where)
         optional = expr.optional_part
         if optional is not None:
-            if is_reference(optional, within):
+            if is_reference(optional, within) and str(optional) not in self._inline:
                 return self._reference(str(optional), where, optional=True)
             return _skipping_none(self.converter(optional, within, where))
         if expr.name in self.registry:

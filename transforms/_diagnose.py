@@ -12,6 +12,7 @@ Nothing here changes what the user sees: exceptions are JAX's own.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import dis
 import linecache
 import re
@@ -841,6 +842,16 @@ def diagnose(ctx: FailureContext) -> dict:
 
 # --- the hook a CallBuilder holds ----------------------------------------------------------
 
+# Transformations called inside a call whose gradient trees the call keeps.
+NESTED_DERIVATIVES = frozenset({"grad", "value_and_grad"})
+
+
+def _function_label(fun: Any) -> str:
+    """The function's own name (`loss`, not `make_step.<locals>.loss`), as its stages say."""
+    name = getattr(fun, "__name__", None) or getattr(fun, "__qualname__", None)
+    return name if isinstance(name, str) else type(fun).__name__
+
+
 class CallTrees:
     """A call's trees, pairs and diagnostics while it runs; built once per call.
 
@@ -861,6 +872,7 @@ class CallTrees:
         self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
         self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
         self.view: UserView | None = None  # the user's arguments behind a library's wrapper
+        self.nested_seen: set[str] = set()  # functions of transformations called inside
         try:
             self.parameters = tuple(_parameter_names(fun))
             self.inputs = self._input_trees(transform, fun, args, kwargs)
@@ -911,6 +923,29 @@ class CallTrees:
             self.pairs.extend(pairs)
         except Exception as e:
             self._internal("describing the outputs", e)
+
+    def note_nested(self, transform: str, fun: Any, options: tuple, args: tuple, kwargs: dict,
+                    out: Any) -> None:
+        """A grad/value_and_grad called inside this call (a jitted training step's): its
+        gradient trees paired with the inputs they belong to, named after its function."""
+        if transform not in NESTED_DERIVATIVES or len(self.nested_seen) >= 8:
+            return
+        name = _function_label(fun)
+        if name in self.nested_seen:
+            return
+        self.nested_seen.add(name)
+        try:
+            inputs = input_trees(transform, fun, args, kwargs, self.builder)
+            _, pairs = output_trees(transform, options, inputs, out, self.builder)
+        except Exception as e:
+            self._internal(f"describing the trees of {transform}({name})", e)
+            return
+        for pair in pairs:
+            left = dataclasses.replace(pair.left, name=f"{name}: {pair.left.name}")
+            right = dataclasses.replace(pair.right, name=f"{name}: {pair.right.name}")
+            self.outputs.extend((left, right))
+            self.pairs.append(dataclasses.replace(pair, left=left, right=right,
+                                                  title=f"{name}: {pair.title}"))
 
     def note_function_output(self, out: Any) -> None:
         """The differentiated function's output (traced), for a Jacobian's outer structure."""

@@ -167,7 +167,7 @@ class RecordingTrace(Trace):
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
         level = self.level
-        pending = level.begin_step(primitive, tracers, params, "custom_jvp_call")
+        pending = level.begin_step(primitive, tracers, params, "custom_jvp_call", (fun, jvp))
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
         jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
         try:
@@ -181,7 +181,7 @@ class RecordingTrace(Trace):
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, /, **params):
         level = self.level
-        pending = level.begin_step(primitive, tracers, params, "custom_vjp_call")
+        pending = level.begin_step(primitive, tracers, params, "custom_vjp_call", (fun, fwd, bwd))
         fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
         fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
         bwd = _record_rule(bwd, level.rule_spec("custom_vjp_bwd", bwd))
@@ -221,6 +221,82 @@ class RecordingTrace(Trace):
             return out
         forward.__name__ = name
         return forward
+
+
+def rewound(fun: Any) -> Any:
+    """A custom_jvp/custom_vjp rule (a WrappedFun) ready to be called again.
+
+    NB: jax._src.linear_util: a WrappedFun keeps what its transformations
+    report (output trees) in Stores that may be filled once; the stage replay
+    of a recorded custom_jvp_call binds the same WrappedFuns again, after the
+    call that filled them is over.
+    """
+    for store in getattr(fun, "stores", ()) or ():
+        inner = getattr(store, "_store", store)  # EqualStore wraps a Store
+        reset = getattr(inner, "reset", None)
+        if reset is not None:
+            reset()
+    return fun
+
+
+def bind_with_rules(primitive: Any, rules: tuple, args: list, params: dict) -> Any:
+    """Bind a custom_jvp_call/custom_vjp_call again with its rule functions.
+
+    NB: jax._src.custom_derivatives binds them as `p.bind(*args, subfuns=(fun, jvp), **params)`;
+    a trace receives them as `process_custom_jvp_call(p, fun, jvp, tracers, **params)`.
+    """
+    return primitive.bind(*args, subfuns=tuple(map(rewound, rules)), **params)
+
+
+def source_now() -> Any:
+    """Where a primitive is being bound (traceback and name stack), to stage it there later."""
+    return source_info_util.current()
+
+
+def name_depth() -> int:
+    """How many scopes the name stack has now: a level's scopes are the ones after these."""
+    return len(source_info_util.current_name_stack().stack)
+
+
+class staged_at:
+    """Bind as if at `source`: its traceback, and the name scopes after `depth`.
+
+    NB: jax._src.source_info_util: NameStack.stack holds Scope and Transform
+    entries (each with a `name`); transformations staging the replay push
+    their own names, the user's `named_scope`s are pushed again here.
+    """
+    __slots__ = ("_source", "_depth", "_contexts")
+
+    def __init__(self, source: Any, depth: int):
+        self._source, self._depth = source, depth
+
+    def __enter__(self) -> None:
+        contexts: list[Any] = [source_info_util.user_context(self._source.traceback)]
+        for entry in getattr(self._source.name_stack, "stack", ())[self._depth:]:
+            push = (source_info_util.transform_name_stack
+                    if type(entry).__name__ == "Transform" else source_info_util.extend_name_stack)
+            contexts.append(push(entry.name))
+        for c in contexts:
+            c.__enter__()
+        self._contexts = contexts
+
+    def __exit__(self, *exc: Any) -> None:
+        for c in reversed(self._contexts):
+            c.__exit__(*exc)
+
+
+def legacy_mesh() -> Any:
+    """The mesh of an enclosing `with Mesh(...):` block, or None.
+
+    NB: jax._src.mesh: the legacy mesh context has no public getter; jit's
+    tracing cache is keyed on it, so stages traced later re-enter it.
+    """
+    from jax._src import mesh as _mesh
+    try:
+        mesh = _mesh.thread_resources.env.physical_mesh
+    except AttributeError:
+        return None
+    return None if getattr(mesh, "empty", True) else mesh
 
 
 def is_inline_jit_params(params: dict) -> bool:

@@ -6,9 +6,11 @@ everything into `record.Call`. Only what the record module defines survives.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
-import threading
+import sys
 import weakref
+from types import FrameType
 from typing import Any, Iterator
 
 import jax
@@ -18,7 +20,6 @@ from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from ._stages import capture_stages
 from .record import Call, ErrorRecord, Growth, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
@@ -32,14 +33,78 @@ TRACE_KINDS = {
 }
 
 
-class _State(threading.local):
-    def __init__(self):
-        self.session: SessionRecorder | None = None
-        self.call: CallBuilder | None = None
-        self.levels: list[LevelState] = []
+class _Block:
+    """One open `record()` block: its recorder and the frame that entered it."""
+    __slots__ = ("recorder", "frame")
+
+    def __init__(self, recorder: SessionRecorder, frame: FrameType | None):
+        self.recorder, self.frame = recorder, frame
+
+
+# Recording state is context-local (contextvars), so asyncio tasks and threads each
+# record into their own session. NB: a tuple of the open blocks, not one value with
+# its previous one saved: a block that exits out of order (generators interleaved)
+# removes only itself, and never restores a session that has already closed.
+_blocks: contextvars.ContextVar[tuple[_Block, ...]] = contextvars.ContextVar(
+    "transforms_record_blocks", default=())
+_off: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_recording_off",
+                                                            default=False)
+_call: contextvars.ContextVar[CallBuilder | None] = contextvars.ContextVar(
+    "transforms_call", default=None)
+_levels: contextvars.ContextVar[list[LevelState] | None] = contextvars.ContextVar(
+    "transforms_levels", default=None)
+
+
+class _State:
+    """The recording state as attributes (read by _api.py), kept in context variables.
+
+    `session` is the recorder of the innermost open block whose frame is running (a
+    generator resumed inside its own `with record()` records there), else of the
+    block entered last (a pytest fixture that yields inside one)."""
+
+    @property
+    def session(self) -> SessionRecorder | None:
+        if _off.get():
+            return None
+        blocks = _blocks.get()
+        if not blocks:
+            return None
+        if len(blocks) == 1:
+            return blocks[0].recorder
+        frames = {id(b.frame) for b in blocks}
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame) in frames:
+                return [b for b in blocks if b.frame is frame][-1].recorder
+            frame = frame.f_back
+        return blocks[-1].recorder
+
+    @property
+    def call(self) -> CallBuilder | None:
+        return _call.get()
+
+    @call.setter
+    def call(self, value: CallBuilder | None) -> None:
+        _call.set(value)
+
+    @property
+    def levels(self) -> list[LevelState]:
+        levels = _levels.get()
+        if levels is None:
+            levels = []
+            _levels.set(levels)
+        return levels
 
 
 _state = _State()
+
+
+def _entering_frame() -> FrameType | None:
+    """The frame whose `with` statement entered record(): the first outside contextlib."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == contextlib.__file__:
+        frame = frame.f_back
+    return frame
 
 
 def active_session() -> SessionRecorder | None:
@@ -49,13 +114,14 @@ def active_session() -> SessionRecorder | None:
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
-    def __init__(self, inline_jnp: bool = False, stages: bool = False, detail: str = "default"):
+    def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default"):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
         self.detail = detail
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
         self.session = Session(jax_version=jax.__version__)
+        self.stages = _SharedStages()
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -73,38 +139,145 @@ class SessionRecorder:
         calls[-1] = dataclasses.replace(calls[-1], growth=calls[-1].growth + (growth,))
         return True
 
+    def finish_stages(self) -> None:
+        """Capture what waited for JAX to finish a trace (top-level jit calls)."""
+        with recording_off():
+            self.stages.resolve(self.session.calls)
+
+
+class _SharedStages:
+    """Stages by call signature: captured once, shared by every later call with it.
+
+    A top-level jit's stages wait until its trace is over (`later`); calls
+    sharing them get them when they are resolved. `captures` counts the
+    captures made (tests and benchmarks read it).
+    """
+
+    def __init__(self) -> None:
+        self.by_key: dict[Any, tuple] = {}
+        self.later: dict[Any, tuple[Any, list]] = {}   # key -> (DeferredJit, [(index, fix)])
+        self.captures = 0
+        self._keep: list[Any] = []  # functions in the keys stay alive: ids stay unique
+
+    def known(self, key: Any) -> bool:
+        return key is not None and (key in self.by_key or key in self.later)
+
+    def share(self, key: Any, index: int, fix: Any) -> tuple:
+        if key in self.by_key:
+            return self.by_key[key]
+        self.later[key][1].append((index, fix))
+        return ()
+
+    def keep(self, key: Any, stages: tuple, owner: Any) -> None:
+        if key is not None:
+            self.by_key[key] = stages
+            self._keep.append(owner)
+
+    def wait(self, key: Any, deferred: Any, index: int, fix: Any, owner: Any) -> None:
+        key = key if key is not None else ("unshared", index)
+        self.later[key] = (deferred, [(index, fix)])
+        self._keep.append(owner)
+
+    def resolve(self, calls: list) -> None:
+        while self.later:
+            key, (deferred, waiting) = next(iter(self.later.items()))
+            del self.later[key]
+            stages = deferred.finish()
+            if not (isinstance(key, tuple) and key[:1] == ("unshared",)):
+                self.by_key[key] = stages
+            for index, fix in waiting:
+                if index < len(calls):
+                    calls[index] = fix(calls[index], stages)
+
+# Stage capture's own state, in context variables as the recording state is.
+_refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "transforms_refuse_retrace", default=False)
+# (fun, argument placements, mesh context) noted where jit binds its signature
+_jit_bound: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "transforms_jit_bound", default=None)
+
+
+class RetraceRefused(RuntimeError):
+    """Stage capture met a JAX cache miss that would run the user's function again."""
+
+
+@contextlib.contextmanager
+def refusing_retrace() -> Iterator[None]:
+    """While capturing from JAX's caches: a trace of a recorded function raises instead."""
+    token = _refuse_retrace.set(True)
+    try:
+        yield
+    finally:
+        _refuse_retrace.reset(token)
+
+
+def check_retrace(fun: Any) -> None:
+    """Called by the jit entry: refuse to run the user's function for stage capture."""
+    if _refuse_retrace.get():
+        raise RetraceRefused(
+            f"JAX's tracing cache had no entry for {function_name(fun)} at these arguments, and "
+            f"stages never run the user's function again")
+
+
+def note_jit_arguments(fun: Any, args: tuple, kwargs: dict) -> None:
+    """What jit bound (the concrete arguments) before tracing `fun`: their shardings."""
+    from ._stages import concrete_shardings, mesh_context
+    # NB: here, before JAX traces, the mesh context can be read (inside jit it cannot)
+    _jit_bound.set((fun, concrete_shardings(args, kwargs), mesh_context()))
+
+
+def _take_jit_arguments(fun: Any) -> tuple:
+    """(argument placements or None, mesh context or None) noted for this function."""
+    bound = _jit_bound.get()
+    _jit_bound.set(None)
+    return bound[1:] if bound is not None and bound[0] is fun else (None, None)
+
 
 @contextlib.contextmanager
 def recording_off() -> Iterator[None]:
     """Nothing done inside is recorded: for the traces stages and growth make themselves."""
-    prev = (_state.session, _state.call, _state.levels)
-    _state.session, _state.call, _state.levels = None, None, []
+    off, call, levels = _off.set(True), _call.set(None), _levels.set([])
     try:
         yield
     finally:
-        _state.session, _state.call, _state.levels = prev
+        _levels.reset(levels)
+        _call.reset(call)
+        _off.reset(off)
 
 
 @contextlib.contextmanager
-def record(*, inline_jnp: bool = False, stages: bool = False,
+def record(*, inline_jnp: bool = False, stages: bool = True,
            detail: str = "default") -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
     nothing. With `inline_jnp=True`, jnp wrappers (`jit(inline=True)`) are
     evaluated under the recorder so steps read `sin`, `mul`, `dot_general`.
-    With `stages=True`, each call also keeps its pipeline of jaxprs (slower).
-    At `detail="default"` the bodies of jnp wrappers are named in their step's
-    params (`jaxpr={jaxpr: sin, cos}`) but not kept as sub-jaxprs; with
-    `detail="full"` every sub-jaxpr is kept with its text.
+    Each call keeps its pipeline of jaxprs (stages), captured once per
+    signature from what the call traced (the user's function is not run
+    again); `stages=False` keeps none. A top-level jit's compiled stages are
+    filled in when the block ends. At `detail="default"` the bodies of jnp
+    wrappers are named in their step's params (`jaxpr={jaxpr: sin, cos}`) but
+    not kept as sub-jaxprs; with `detail="full"` every sub-jaxpr is kept with
+    its text.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
-    prev = (_state.session, _state.call, _state.levels)
-    _state.session, _state.call, _state.levels = recorder, None, []
+    block = _Block(recorder, _entering_frame())
+    prev = (_call.get(), _levels.get())
+    _blocks.set((*_blocks.get(), block))
+    _call.set(None)
+    _levels.set([])
     try:
         yield recorder.session
     finally:
-        _state.session, _state.call, _state.levels = prev
+        blocks = _blocks.get()
+        innermost = bool(blocks) and blocks[-1] is block
+        _blocks.set(tuple(b for b in blocks if b is not block))
+        if innermost:  # in order: the state of the block around it comes back
+            _call.set(prev[0])
+            _levels.set(prev[1])
+        block.frame = None
+        recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
 
 
 def function_name(fun: Any) -> str:
@@ -150,9 +323,101 @@ class CallBuilder:
         self.inputs = tuple(self.describer.describe(x) for x in leaves)
         self.out_tree = ""
         self.outputs: tuple = ()
-        self.spec: Any = None  # _api.TransformSpec, for stage capture
+        self._spec: Any = None  # _api.TransformSpec, for stage capture
         self._args = (args, kwargs) if recorder.capture_stages else None
+        self.stage_key: Any = None
+        self.stage_plan: Any = None      # _stages.StagePlan: this call captures its stages
+        self.shared_stages: tuple | None = None  # another call's, with the same signature
         self.shardings = _sharding_hook.inputs(self, leaves, args, kwargs)
+
+    # -- stages ------------------------------------------------------------------
+    @property
+    def spec(self) -> Any:
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: Any) -> None:
+        """Set by the wrapper that opened the call: plan its stages (or find them shared)."""
+        self._spec = spec
+        args = self._args
+        self._args = None  # keep no arrays past this point
+        if args is None or spec is None:
+            return
+        from . import _stages
+        try:
+            if self.parent is not None and self.transform in _stages.BACKWARD_CALLS:
+                # a pullback or pushforward: the forward call's stages, at the primal's types
+                self.shared_stages = self.recorder.session.calls[self.parent].stages
+                return
+            self.stage_key = key = _stages.signature(spec, *args)
+            if self.recorder.stages.known(key):
+                self.shared_stages = self.recorder.stages.share(
+                    key, self.index, self._stages_fixer())
+                return
+            self.stage_plan = _stages.StagePlan(spec, *args)
+            if spec.kind == "jit":
+                placements, mesh = _take_jit_arguments(spec.fun)
+                main = self.stage_plan.main
+                main.point = _stages.sharded_point(main.point, placements)
+                main.mesh = mesh
+        except Exception as e:  # a fault of ours: this call keeps a record of it, not stages
+            self.stage_plan = None
+            self.shared_stages = (_stages.failed_capture(spec, e),)
+
+    def watch_level(self, level: LevelState, fun: Any, args: tuple, kwargs: dict) -> Any:
+        """A wrapper's function is about to run at `level`: its tape, when stages need one."""
+        plan = self.stage_plan
+        if plan is None:
+            return None
+        tape = plan.enter(fun, args, kwargs)
+        level.tape = tape
+        return tape
+
+    def watch_outer(self, level: LevelState, args: tuple, kwargs: dict) -> Any:
+        """The call's outermost level: what it executes is the transformed program."""
+        plan = self.stage_plan
+        if plan is None:
+            return None
+        tape = plan.enter_outer(level.jax_trace, args, kwargs)
+        level.tape = tape
+        return tape
+
+    def watch_rule_level(self, level: LevelState) -> None:
+        """A custom rule's body binding on the call's outermost trace: part of what it ran."""
+        plan = self.stage_plan
+        tape = plan.main.outer_tape if plan is not None else None
+        if tape is None or tape.finished:
+            return
+        if level.jax_trace is not self.level_states[0].jax_trace:
+            return
+        if tape.busy:  # the rule runs inside an outer step (vmap of a custom_jvp): not a tape
+            tape.problem = tape.problem or "a custom rule ran inside one of the call's steps"
+            return
+        level.tape = tape
+
+    def nested_transform(self, spec: Any, args: tuple, kwargs: dict) -> None:
+        """A transformation called inside this call gets stages of its own."""
+        if self.stage_plan is not None:
+            self.stage_plan.nested_call(spec, args, kwargs)
+
+    def nested_returned(self, spec: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """A transformation called inside this call returned: its gradient trees.
+
+        Not for the wrappers of the call's own chain (vmap(grad(f))'s grad): the
+        call's trees already describe them.
+        """
+        from ._stages import chain_of
+        if self._spec is not None and any(spec.transformed is s.transformed
+                                          for s in chain_of(self._spec)):
+            return
+        self.trees.note_nested(spec.kind, spec.fun, spec.options, args, kwargs, out)
+
+    def _stages_fixer(self) -> Any:
+        """How a finished call takes stages resolved later: its shardings follow them."""
+        def fix(call: Call, stages: tuple) -> Call:
+            shardings = call.shardings or _sharding_hook.call_shardings(self, stages)
+            return dataclasses.replace(call, stages=stages, shardings=shardings)
+        return fix
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -264,7 +529,7 @@ class CallBuilder:
         if self.describer.leaked:
             self.trees.note_leaks(self.steps, self.describer.leaked)
         steps = tuple(s for s in self.steps if s is not None)
-        stages = self._stages()
+        stages = self._stages(failed)
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
                     self.out_tree, self.inputs, self.outputs, self.parent, stages,
@@ -278,13 +543,30 @@ class CallBuilder:
         return call
 
 
-    def _stages(self) -> tuple:
-        if self._args is None or self.spec is None:
+    def _stages(self, failed: bool) -> tuple:
+        if self.shared_stages is not None:
+            return self.shared_stages
+        plan, self.stage_plan = self.stage_plan, None
+        if plan is None:
             return ()
-        args, kwargs = self._args
-        self._args = None  # keep no arrays past the call
-        with recording_off():  # stages record nothing
-            return capture_stages(self.spec, args, kwargs)
+        from . import _stages
+        error = self.errors[-1].message if failed and self.errors else ""
+        try:
+            with recording_off():  # stages record nothing
+                captured = _stages.capture(plan, f"{self.errors[-1].type_name}: {error}"
+                                           if error else "")
+        finally:
+            plan.release()
+        shared = self.recorder.stages
+        shared.captures += 1
+        if captured.later is not None:
+            shared.wait(None if failed else self.stage_key, captured.later.with_inner(captured),
+                        self.index, self._stages_fixer(), self.spec)
+            return ()
+        stages = captured.all_stages()
+        if not failed:
+            shared.keep(self.stage_key, stages, self.spec)
+        return stages
 
 
 class _ShardingHook:
@@ -362,7 +644,7 @@ def _gradients_named(call: CallBuilder, records: Any) -> tuple:
 class LevelState:
     """The live side of one Level: what its RecordingTrace reports to."""
     __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
-                 "backward_source", "__weakref__")
+                 "backward_source", "tape", "__weakref__")
 
     def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
                  jax_trace: Any, inline_jnp: bool):
@@ -374,12 +656,14 @@ class LevelState:
         self.inline_jnp = inline_jnp
         self.phase = "forward"
         self.backward_source: SourceLocation | None = None
+        self.tape: Any = None  # _tape.Tape: what the user's function binds here, for stages
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
         self.backward_source = None
 
-    def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str) -> tuple:
+    def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str,
+                   rules: tuple = ()) -> tuple:
         call = self.call
         index = len(call.steps)
         call.steps.append(None)  # reserved: steps this one causes come after it
@@ -402,6 +686,8 @@ class LevelState:
         else:
             cause, source = None, user_location(3)
         call.active_steps.append((index, phase, source))
+        if self.tape is not None:
+            self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
         return (index, primitive, inputs, params, kind, cause, phase, source, _i.name_stack())
 
     def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
@@ -410,12 +696,16 @@ class LevelState:
         describe = call.describer.describe
         outputs = tuple(map(describe, out)) if multiple else (describe(out),)
         call.steps[pending[0]] = self._step(pending, outputs, None)
+        if self.tape is not None:
+            self.tape.end(pending[0], out, multiple)
 
     def fail_step(self, pending: tuple, error: BaseException) -> None:
         call = self.call
         if call.active_steps and call.active_steps[-1][0] == pending[0]:
             call.active_steps.pop()
         call.steps[pending[0]] = self._step(pending, (), _message(error))
+        if self.tape is not None:
+            self.tape.fail(pending[0])
 
     def _step(self, pending: tuple, outputs: tuple, error: str | None) -> Step:
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
@@ -453,6 +743,7 @@ class RuleSpec:
         jax_trace = _i.current_trace()
         level = call.new_level(self.kind, jax_trace, parent, self.function)
         level.set_phase("rule")
+        call.watch_rule_level(level)
         return run_level(level, f, args, kwargs)
 
 
@@ -475,6 +766,10 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
         _state.levels.pop()
         if barrier is not None:
             active.pop()
+
+
+def _source_text(source: SourceLocation | None) -> str:
+    return f"{source.file}:{source.line}" if source is not None else ""
 
 
 def _message(error: BaseException) -> str:

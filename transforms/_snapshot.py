@@ -210,6 +210,40 @@ def _array_summary(x: Any) -> str | None:
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT - 1] + "…"
 
 
+# A concrete pytree leaf too big to print (call inputs and outputs, not every step's
+# values) gets summary statistics up to this many elements.
+STATS_MAX_SIZE = 1_000_000
+
+
+def leaf_value(x: Any, rec: ValueRecord) -> str | None:
+    """A concrete leaf's value text: its values when small (rec.value), else summary
+    statistics as treescope shows them (`≈0.5 ±0.29 [≥0, ≤1]`, NaN/inf counted)."""
+    if rec.value is not None or rec.is_tracer or rec.kind != "array":
+        return rec.value
+    size = getattr(x, "size", None)
+    if not isinstance(size, int) or not 0 < size <= STATS_MAX_SIZE:
+        return None
+    try:
+        a = np.asarray(x)
+        if a.dtype == np.bool_:
+            return f"true: {int(a.sum()):,} of {a.size:,}"
+        if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+            return None
+        finite = a[np.isfinite(a)] if np.issubdtype(a.dtype, np.floating) else a
+        text = "no finite values" if finite.size == 0 else (
+            f"≈{_g(finite.mean())} ±{_g(finite.std())} [≥{_g(finite.min())}, "
+            f"≤{_g(finite.max())}]")
+        nan, inf = (int(np.isnan(a).sum()), int(np.isinf(a).sum())) \
+            if np.issubdtype(a.dtype, np.floating) else (0, 0)
+        return text + (f" nan:{nan:,}" if nan else "") + (f" inf:{inf:,}" if inf else "")
+    except Exception as e:  # e.g. a deleted or donated buffer
+        return f"<unavailable: {type(e).__name__}>"
+
+
+def _g(v: Any) -> str:
+    return f"{float(v):.3g}"
+
+
 def _format_values(values: Any) -> str:
     # NB: not np.array2string, which costs ~30 us a call on the recording path.
     if isinstance(values, list):

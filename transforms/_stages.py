@@ -1,21 +1,24 @@
-"""Stages of a transformation pipeline, captured after a recorded call.
+"""Stages of a transformation pipeline, from what the call itself traced.
 
-The chain is rebuilt from the outermost wrapper inwards (`spec_of`). Each
-transformation is applied again, by JAX, to a probe that stands in for the
-function it wraps. When JAX calls the probe, the probe captures the inner
-stages at the very arguments the transformation passes (per-example avals
-under vmap, static values under jit), then evaluates the inner stage's jaxpr
-where that gives exactly what the function would (`_stand_in`), so user
-Python is not re-run for every stage. `vmap(grad(f))` gives f -> jvp(f) ->
-linearize(f) -> linear(f) -> transpose(linear(f)) -> grad(f) -> vmap(grad(f)),
-each a jaxpr that JAX produced, with the recorded options. jvp(f) is the JVP
-of f's captured jaxpr; linearize(f) and linear(f) come from one
-jax.linearize, the backward pass from jax.vjp, grad(f) from jax.grad: each of
-these runs the user's function, as differentiating a captured jaxpr can order
-equations otherwise (tests compare every stage with JAX's make_jaxpr).
+Nothing here runs the user's Python again. While the first call of each
+signature runs, the recorder keeps a `_tape.Tape` of what the user's
+function bound (the program that ran, at these values) and the argument
+types each wrapper was entered with (`StagePlan`). After the call the chain
+is rebuilt from the innermost function outwards: f is the tape replayed
+under `jax.make_jaxpr`; each transformation is JAX's own, with the recorded
+options, applied to the replay. `vmap(grad(f))` gives f -> jvp(f) ->
+linearize(f) -> linear(f) -> transpose(linear(f)) -> grad(f) ->
+vmap(grad(f)): the replay binds exactly the primitives f bound, with the
+same params, so each stage is the jaxpr JAX makes of that transformation of f
+(tests compare every one with JAX's make_jaxpr). Under grad, Python control
+flow on values is the branch that ran, and the stage says so.
 
-A stage JAX cannot produce for these inputs is recorded as unavailable with
-JAX's error; a failing stage never stops the others.
+A top-level jit is JAX's own trace: our entry runs inside it, so its jaxpr,
+StableHLO, HLO, cost and memory are read once the trace is over
+(`DeferredJit`), from JAX's caches, at the arguments' shardings and mesh.
+
+A stage JAX cannot produce is recorded as unavailable with the reason; a
+failing stage never stops the others.
 """
 from __future__ import annotations
 
@@ -24,19 +27,25 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import inspect
 import sys
+import threading
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import jax
+import numpy as np
 from jax.extend import source_info_util
-from jax.extend.core import DropVar, Literal, jaxpr_as_fun, valid_jaxtype
+from jax.extend.core import DropVar, Literal
 
 from . import _api, _recorder, _sharding  # NB: _api and _recorder import this module
+from . import _interpreters as _i
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
+from ._tape import Tape, abstract, closures_bound, is_array_like
 from .record import (
     EqnRecord,
     Growth,
@@ -65,25 +74,13 @@ AD_STAGES: dict[str, tuple[str, ...]] = {
 # jax.<kind>(fun, *args, **kwargs), with kwargs that configure the transform.
 _WRAPPERS = frozenset({"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "jit"})
 _CALLED = frozenset({"jvp", "vjp", "linearize"})
+# Calls of the function a vjp/linearize returned: the forward call's stages are theirs.
+BACKWARD_CALLS = frozenset({"vjp_backward", "linearize_jvp"})
 
 # cost_analysis() keys shown first, in this order; the rest follow sorted.
 _COST_FIRST = ("flops", "transcendentals", "bytes accessed")
 _MEMORY_FIRST = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
                  "alias_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes")
-
-
-def capture_stages(spec: Any, args: tuple, kwargs: dict) -> tuple[Stage, ...]:
-    """The stages of one recorded call, from the user's function outwards."""
-    global _source_texts
-    outer, _source_texts = _source_texts, {}
-    try:
-        with _young_garbage_collected_once():
-            return tuple(_capture_spec(spec, args, kwargs, in_probe=False).stages)
-    except Exception as e:  # a fault of ours must not fail the user's call: record it
-        label = _Label("capture", f"stage capture of {spec.kind}", "")
-        return (_failed(label, "capture_stages", f"stage capture failed: {_reason(e)}"),)
-    finally:
-        _source_texts = outer
 
 
 @contextlib.contextmanager
@@ -390,86 +387,225 @@ def histogram(primitives: Any) -> tuple[PrimitiveCount, ...]:
     return tuple(PrimitiveCount(p, n) for p, n in ordered)
 
 
-# --- arguments -----------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Split:
-    """Which arguments are traced; the others stay as given (static).
+# --- what a call's capture needs, gathered while the call runs -----------------------
 
-    At the outermost call every JAX value is traced, as `jax.make_jaxpr` does.
-    Inside a probe only tracers are: what the transformation left concrete
-    (static jit arguments) stays concrete for the inner stages too.
+def chain_of(spec: Any) -> list:
+    """The wrappers of a call, outermost first: vmap(grad(f)) -> [vmap, grad]."""
+    chain = [spec]
+    while len(chain) < 64:
+        inner = _api.spec_of(chain[-1].fun)
+        if inner is None:
+            break
+        chain.append(inner)
+    return chain
+
+
+def abstract_point(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """(args, kwargs) with every array and tracer replaced by its type (other leaves kept)."""
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    return jax.tree_util.tree_unflatten(tree, [abstract(x) if is_array_like(x) else x
+                                               for x in leaves])
+
+
+def _point_text(fun: Any, args: tuple) -> str:
+    """`x=2.0, n=3`: the call's small concrete arguments, for a branch's note."""
+    from ._snapshot import describe_concrete
+    try:
+        names = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        names = []
+    parts = []
+    for i, a in enumerate(args[:6]):
+        if isinstance(a, _i.Tracer):
+            return ""
+        leaves = jax.tree_util.tree_leaves(a)
+        value = describe_concrete(a).value if len(leaves) == 1 and leaves[0] is a else None
+        if value is None:
+            return ""
+        parts.append(f"{names[i] if i < len(names) else f'args[{i}]'}={value}")
+    return ", ".join(parts)
+
+
+# Eager calls whose executed primitives are their transformation's program, as
+# jax.make_jaxpr(jax.<kind>(f)) stages it (each primitive bound in the same order).
+_EXECUTED = frozenset({"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian"})
+
+# The most transformations inside one call that get stages of their own.
+MAX_NESTED_GROUPS = 16
+
+
+@dataclass
+class _Group:
+    """One transformation with its own stages: the call's, or one called inside it."""
+    spec: Any
+    point: tuple        # the (args, kwargs) it was called with, arrays as their types
+    nested: bool = False
+    tape: Tape | None = None
+    point_text: str = ""
+    mesh: Callable[[], Any] | None = None  # a top-level jit's mesh context
+    live: tuple | None = None  # the concrete (args, kwargs) of an eager call, until captured
+    outer_tape: Tape | None = None  # what an eager call executed: its transformed program
+
+
+class StagePlan:
+    """What stage capture reads, gathered while a call runs (its signature's first call).
+
+    The tape of each transformed user function (what it bound), and the types of
+    the arguments each wrapper was entered with. Nothing here runs user code.
     """
-    static_argnums: tuple[int, ...]
-    static_kwargs: tuple[str, ...]
-    tree: Any  # of the traced part, which a later call must match
 
-    @classmethod
-    def of(cls, args: tuple, kwargs: dict, in_probe: bool) -> _Split:
-        traced = _is_tracer if in_probe else _is_jax_value
-        split = cls(tuple(i for i, a in enumerate(args) if _all_static(a, traced)),
-                    tuple(k for k, v in kwargs.items() if _all_static(v, traced)), None)
-        tree = jax.tree_util.tree_structure(split.traced_part(args, kwargs))
-        return cls(split.static_argnums, split.static_kwargs, tree)
+    def __init__(self, spec: Any, args: tuple, kwargs: dict):
+        self.main = _Group(spec, abstract_point(args, kwargs), point_text=_point_text(
+            chain_of(spec)[-1].fun, args if spec.kind not in _CALLED else _f_args_of(spec, args)))
+        if not any(isinstance(x, _i.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
+            # autodiff stages hold the other arguments fixed at their values, as JAX would
+            self.main.live = (args, kwargs)
+        self.groups = [self.main]
+        self.points: dict[int, tuple] = {}
+        self._funs: list[Any] = []  # alive while the plan is: their ids stay unique
+        self._waiting: dict[int, list[_Group]] = {}
+        self._nested_keys: set = set()
+        self._in_chains: set[int] = set()
+        chain = chain_of(spec)
+        if not (len(chain) == 1 and spec.kind == "jit"):  # a plain jit's f is jit's own trace
+            self._wait(self.main)
 
-    def traced_part(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
-        return ([a for i, a in enumerate(args) if i not in self.static_argnums],
-                {k: v for k, v in kwargs.items() if k not in self.static_kwargs})
+    def _wait(self, group: _Group) -> None:
+        chain = chain_of(group.spec)
+        self._in_chains.update(id(s.transformed) for s in chain)
+        f = chain[-1].fun
+        self._funs.append(f)
+        self._waiting.setdefault(id(f), []).append(group)
 
-    def make_jaxpr(self, fun: Callable, args: tuple, kwargs: dict) -> tuple[Any, Any]:
-        """(jaxpr, output shapes) of fun at these arguments, statics left concrete."""
-        statics = {k: kwargs[k] for k in self.static_kwargs}
-        target = functools.partial(fun, **statics) if statics else fun
-        _, traced_kwargs = self.traced_part((), kwargs)
-        return jax.make_jaxpr(target, static_argnums=self.static_argnums,
-                              return_shape=True)(*args, **traced_kwargs)
+    def nested_call(self, spec: Any, args: tuple, kwargs: dict) -> None:
+        """A transformation called while the call runs (a value_and_grad inside a jitted step)."""
+        if len(self.groups) > MAX_NESTED_GROUPS or id(spec.transformed) in self._in_chains:
+            return  # a wrapper of a chain already captured: vmap(grad(f))'s grad
+        point = abstract_point(args, kwargs)
+        try:
+            key = (chain_key(spec.fun), spec.kind, spec.options,
+                   tuple(map(_leaf_signature, jax.tree_util.tree_leaves(point))))
+            if key in self._nested_keys:
+                return
+            self._nested_keys.add(key)
+        except TypeError:  # an unhashable static value: keep every such call
+            pass
+        self._funs.append(spec)
+        group = _Group(spec, point, nested=True)
+        self.groups.append(group)
+        self._wait(group)
+
+    def enter(self, fun: Any, args: tuple, kwargs: dict) -> Tape | None:
+        """A wrapper's function is entered: keep its argument types; a tape when one is wanted."""
+        key = id(fun)
+        if key not in self.points:
+            self.points[key] = abstract_point(args, kwargs)
+            self._funs.append(fun)
+        waiting = self._waiting.get(key)
+        if not waiting:
+            return None
+        group = waiting.pop(0)
+        try:
+            group.tape = Tape(_recorder.function_name(fun), args, kwargs)
+        except Exception:  # arguments that will not flatten: JAX reports it, f has no stage
+            return None
+        return group.tape
+
+    def enter_outer(self, trace: Any, args: tuple, kwargs: dict) -> Tape | None:
+        """An eager call's own level: its tape is the whole transformed program that ran.
+
+        NB: not when a Python scalar is an argument: eager dispatch bakes it into
+        the program as a literal, where make_jaxpr of the transformation traces it.
+        """
+        spec = self.main.spec
+        if spec.kind not in _EXECUTED or type(trace).__name__ != "EvalTrace":
+            return None
+        if any(isinstance(x, (bool, int, float, complex))
+               for x in jax.tree_util.tree_leaves((args, kwargs))):
+            return None
+        try:
+            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs)
+        except Exception:  # arguments that will not flatten: no such stage
+            return None
+        return self.main.outer_tape
+
+    def release(self) -> None:
+        for group in self.groups:
+            group.live = None
+            if group.tape is not None:
+                group.tape.release()
 
 
-def _all_static(x: Any, traced: Callable[[Any], bool]) -> bool:
-    leaves = jax.tree_util.tree_leaves(x)
-    return bool(leaves) and not any(traced(leaf) for leaf in leaves)
+def _f_args_of(spec: Any, args: tuple) -> tuple:
+    return tuple(args[0]) if spec.kind == "jvp" and args else tuple(args)
 
 
-def _is_tracer(x: Any) -> bool:
-    return isinstance(x, jax.core.Tracer)
+# --- signatures: which calls share their stages ---------------------------------
+
+def chain_key(fun: Any) -> tuple:
+    """A wrapper chain as data, down to the user's function.
+
+    A Python function is its code and what it closes over (arrays by type), so a
+    `lambda p: loss(p, batch)` made afresh each step is the same function.
+    """
+    spec = _api.spec_of(fun)
+    if spec is not None:
+        return (spec.kind, spec.options, chain_key(spec.fun))
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return ("id", id(fun))
+    cells = tuple(_leaf_signature(_cell_value(c)) for c in (getattr(fun, "__closure__", None) or ()))
+    defaults = tuple(map(_leaf_signature, getattr(fun, "__defaults__", None) or ()))
+    return ("code", code, cells, defaults)
 
 
-def _is_jax_value(x: Any) -> bool:
-    return isinstance(x, jax.core.Tracer) or valid_jaxtype(x)
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
+
+def _leaf_signature(x: Any) -> Any:
+    if isinstance(x, _i.Tracer):
+        return ("traced", x.aval)
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return ("type", x.shape, str(x.dtype), x.weak_type, x.sharding)
+    if isinstance(x, jax.Array):
+        aval = jax.typeof(x)
+        return ("array", aval.shape, str(aval.dtype), aval.weak_type,
+                x.sharding if x.committed else None)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ("numpy", x.shape, str(x.dtype))
+    if isinstance(x, (float, complex)):  # traced as a weak type wherever it is traced
+        return ("python", type(x))
+    if x is None or isinstance(x, (bool, int, str, bytes)):
+        return ("value", type(x), x)
+    if callable(x) or isinstance(x, type):
+        return chain_key(x) if callable(x) else ("id", id(x))
+    return ("id", id(x))
+
+
+def signature(spec: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """What must match for a later call to share this call's stages, or None (never)."""
+    try:
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        key = (chain_key(spec.fun), spec.kind, spec.options, tree,
+               tuple(map(_leaf_signature, leaves)))
+        hash(key)
+    except Exception:  # an unhashable or unflattenable argument: captured on its own
+        return None
+    return key
+
+
+# --- the chain -----------------------------------------------------------------
 
 def _name_like(f: Any, fun: Any) -> None:
     # JAX names jit modules and pjit equations after __name__, and its errors
     # point at the function found through __wrapped__: the user's, not ours.
     f.__name__ = f.__qualname__ = _recorder.function_name(fun)
     f.__wrapped__ = fun
-
-
-def _call_key(args: tuple, kwargs: dict) -> tuple:
-    """What must match for a probe's captured jaxpr to stand in for the function."""
-    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-    return tree, tuple(_leaf_key(x) for x in leaves)
-
-
-def _leaf_key(x: Any) -> Any:
-    if isinstance(x, jax.core.Tracer) or hasattr(x, "aval"):
-        aval = x.aval
-        return ("aval", aval.shape, str(aval.dtype), getattr(aval, "weak_type", False))
-    return ("static", id(x))
-
-
-def _evaluator(closed: Any, shape: Any, split: _Split, fallback: Callable) -> Callable:
-    """A function computing what the jaxpr computes, with the original pytrees."""
-    run = jaxpr_as_fun(closed)
-    out_tree = jax.tree_util.tree_structure(shape)
-
-    def evaluate(*args, **kwargs):
-        leaves, tree = jax.tree_util.tree_flatten(split.traced_part(args, kwargs))
-        if tree != split.tree:
-            return fallback(*args, **kwargs)
-        return jax.tree_util.tree_unflatten(out_tree, run(*leaves))
-    _name_like(evaluate, fallback)
-    return evaluate
 
 
 def _literal_options(options: tuple) -> dict | None:
@@ -480,62 +616,12 @@ def _literal_options(options: tuple) -> dict | None:
         return None
 
 
-# --- the chain -----------------------------------------------------------------
-
-@dataclass
-class _Captured:
-    stages: list[Stage]
-    final: Callable        # computes this level: evaluates its jaxpr, or the real function
-    derived: bool = False  # final evaluates a captured jaxpr
-
-
-# Transformations that stage a captured jaxpr equation by equation, exactly as
-# they stage the function it came from.
-_EQUATION_WISE = frozenset({"vmap", "jit"})
-
-
-def _stand_in(captured: _Captured, fun: Callable, outer_kind: str) -> tuple[Callable, bool]:
-    """What the outer transformation is applied to, and whether it is a captured jaxpr.
-
-    vmap and jit get the captured jaxpr: what they make of it is what they
-    make of the function, and user Python is not run again. Autodiff gets
-    the function itself: on jax 0.12 differentiating a jaxpr can order
-    residuals and accumulations unlike differentiating the function
-    (jax.vjp's residuals; grad(grad(f))'s add_any).
-    """
-    if captured.derived and outer_kind in _EQUATION_WISE:
-        return captured.final, True
-    return fun, False
-
-
-class _Probe:
-    """Stands in for the function a transformation wraps; captures its stages on the first call."""
-
-    def __init__(self, fun: Callable, outer_kind: str):
-        self.fun = fun
-        self.outer_kind = outer_kind
-        self.captured: _Captured | None = None
-        self.key: tuple | None = None
-        self.derived = False
-        self.raised = False
-        self.seconds = 0.0
-        _name_like(self, fun)
-
-    def __call__(self, *args, **kwargs):
-        key = _call_key(args, kwargs)
-        if self.captured is None:
-            start = time.perf_counter()
-            self.captured = _capture(self.fun, args, kwargs, in_probe=True)
-            self.key = key
-            self.seconds += time.perf_counter() - start
-        fun = self.fun  # a later call at other types (a retrace) runs the real function
-        if key == self.key:
-            fun, self.derived = _stand_in(self.captured, self.fun, self.outer_kind)
-        try:
-            return fun(*args, **kwargs)
-        except BaseException:
-            self.raised = True
-            raise
+def _settings(spec: Any) -> dict | None:
+    """The wrapper's options as it was given them, else as read back from their text."""
+    settings = getattr(spec, "settings", None)
+    if settings is not None:
+        return dict(settings)
+    return _literal_options(spec.options)
 
 
 def _exprs(fun: Any) -> tuple[str, str]:
@@ -547,49 +633,11 @@ def _exprs(fun: Any) -> tuple[str, str]:
     return f"{spec.kind}({expr})", f"{spec.kind}({named})"
 
 
-def _capture(fun: Callable, args: tuple, kwargs: dict, in_probe: bool) -> _Captured:
-    spec = _api.spec_of(fun)
-    if spec is None:
-        return _capture_function(fun, args, kwargs, in_probe)
-    return _capture_spec(spec, args, kwargs, in_probe)
-
-
-def _capture_spec(spec: Any, args: tuple, kwargs: dict, in_probe: bool) -> _Captured:
-    if spec.kind == "jit":
-        return _capture_jit(spec, args, kwargs, in_probe)
-    return _capture_transform(spec, args, kwargs, in_probe)
-
-
-def _capture_function(fun: Callable, args: tuple, kwargs: dict, in_probe: bool) -> _Captured:
-    """The jaxpr of the user's function."""
-    label = _Label("f", _recorder.function_name(fun), "f")
-    method = "jax.make_jaxpr(f)"
-    split = _Split.of(args, kwargs, in_probe)
-    start = time.perf_counter()
-    try:
-        closed, shape = split.make_jaxpr(fun, args, kwargs)
-    except Exception as e:  # e.g. Python control flow on a traced value
-        return _Captured([_failed(label, method, _reason(e), time.perf_counter() - start)], fun)
-    stage = _built(label, closed, method, time.perf_counter() - start)
-    return _Captured([stage], _evaluator(closed, shape, split, fun), derived=True)
-
-
 def _data_args(spec: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, dict]:
     """(args, kwargs) to trace, and kwargs that configure jax.jvp/vjp/linearize."""
     if spec.kind in _CALLED:
         return args, {}, kwargs
     return args, kwargs, {}
-
-
-def _f_args(spec: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-    """The arguments the wrapped function sees, where they are the call's own."""
-    if spec.kind == "vmap":
-        return None  # per-example values: only a probe inside vmap sees them
-    if spec.kind == "jvp":
-        return tuple(args[0]), {}
-    if spec.kind in _CALLED:
-        return args, {}
-    return args, kwargs
 
 
 def _rebuilder(spec: Any) -> tuple[Callable[[Callable], Callable], str] | None:
@@ -599,67 +647,11 @@ def _rebuilder(spec: Any) -> tuple[Callable[[Callable], Callable], str] | None:
         return None
     if spec.kind in _CALLED:
         return (lambda h: functools.partial(jax_transform, h)), f"jax.{spec.kind}(<{{inner}}>, ...)"
-    options = _literal_options(spec.options)
+    options = _settings(spec)
     if spec.kind not in _WRAPPERS or options is None:
         return None
     shown = "".join(f", {key}={text}" for key, text in spec.options)
     return (lambda h: jax_transform(h, **options)), f"jax.{spec.kind}(<{{inner}}>{shown})"
-
-
-def _capture_transform(spec: Any, args: tuple, kwargs: dict, in_probe: bool) -> _Captured:
-    """Inner stages (via the probe), this transformation's autodiff stages, its own jaxpr."""
-    expr_in, named_in = _exprs(spec.fun)
-    label = _Label(f"{spec.kind}({expr_in})", f"{spec.kind}({named_in})", "transformed", spec.kind)
-    data_args, data_kwargs, config = _data_args(spec, args, kwargs)
-    split = _Split.of(data_args, data_kwargs, in_probe)
-    probe = _Probe(spec.fun, spec.kind)
-    start = time.perf_counter()
-    closed, shape, method, error = _trace_transform(spec, probe, split, data_args, data_kwargs,
-                                                    config)
-    seconds = time.perf_counter() - start - probe.seconds
-    inner = probe.captured or _not_reached_inner(spec, args, kwargs, in_probe, expr_in, error)
-    stages = list(inner.stages)
-    h, _ = _stand_in(inner, spec.fun, spec.kind)
-    stages += _ad_stages(spec, h, _jaxpr_stand_in(spec, inner, probe, args, kwargs), args, kwargs,
-                         expr_in, named_in)
-    method = method.replace("{inner}", f"jaxpr of {expr_in}" if probe.derived else expr_in)
-    if closed is None:
-        stages.append(_failed(label, method, error, seconds))
-        return _Captured(stages, spec.transformed)
-    stages.append(_built(label, closed, method, seconds))
-    return _Captured(stages, _evaluator(closed, shape, split, spec.transformed), derived=True)
-
-
-def _jaxpr_stand_in(spec: Any, inner: _Captured, probe: _Probe, args: tuple,
-                    kwargs: dict) -> Callable | None:
-    """The captured jaxpr of the wrapped function, where it was captured at these arguments."""
-    f_args = _f_args(spec, args, kwargs)
-    plain = _api.spec_of(spec.fun) is None
-    if not (plain and inner.derived) or probe.key is None or f_args is None:
-        return None
-    return inner.final if _call_key(*f_args) == probe.key else None
-
-
-def _trace_transform(spec: Any, probe: _Probe, split: _Split, args: tuple, kwargs: dict,
-                     config: dict) -> tuple:
-    """make_jaxpr of the rebuilt transformation; if it cannot be rebuilt, of the recorded one."""
-    rebuilt = _rebuilder(spec)
-    if rebuilt is not None:
-        build, shown = rebuilt
-        method = f"jax.make_jaxpr({shown})"
-        try:
-            closed, shape = split.make_jaxpr(_configured(build(probe), config), args, kwargs)
-            return closed, shape, method, ""
-        except Exception as e:
-            if probe.raised:  # the user's function failed: tracing it again would too
-                return None, None, method, _reason(e)
-    # Options we cannot rebuild (or that rebuilt differently): the recorded function itself.
-    method = f"jax.make_jaxpr(<the recorded {spec.kind}>)"
-    try:
-        closed, shape = split.make_jaxpr(_configured(spec.transformed, config), args, kwargs)
-        return closed, shape, method, ""
-    except Exception as e:
-        return None, None, method, _reason(e)
 
 
 def _configured(fun: Callable, config: dict) -> Callable:
@@ -673,26 +665,398 @@ def _configured(fun: Callable, config: dict) -> Callable:
     return with_config
 
 
-def _not_reached_inner(spec: Any, args: tuple, kwargs: dict, in_probe: bool, expr_in: str,
-                       error: str) -> _Captured:
-    """The transformation failed before calling its function: capture it directly if we can."""
-    f_args = _f_args(spec, args, kwargs)
-    if f_args is not None:
-        return _capture(spec.fun, *f_args, in_probe=in_probe)
-    role = "f" if expr_in == "f" else "transformed"
-    label = _Label(expr_in, _exprs(spec.fun)[1], role)
-    if error:
-        reason = f"not reached: {spec.kind} failed before calling the function ({error})"
-    else:  # traced as recorded, without a probe: the per-example arguments stayed inside
-        reason = (f"not captured: {spec.kind}'s recorded options are not literals, so the "
-                  f"arguments it passes to the function are unknown")
-    return _Captured([_failed(label, "", reason)], spec.fun)
+# Closed-over values of the group being captured: the replayed function reads
+# them (see _tape.closures_bound); every jaxpr of the group takes them as inputs.
+_group_closures: tuple = ()
+# Arguments an autodiff stage holds fixed whose values are not known (only
+# their types): inputs of the stage's jaxpr, read by the function being
+# differentiated (see _Point).
+_held = threading.local()
+
+
+def _held_values() -> tuple:
+    return getattr(_held, "values", ())
+
+
+def _with_extras(fun: Callable, n_closures: int, n_held: int) -> Callable:
+    """fun(*args) as a function of (*args, *closures, *held): the extras become invars."""
+    n_extra = n_closures + n_held
+
+    def staged(*all_args, **kwargs):
+        k = len(all_args) - n_extra
+        prev, _held.values = _held_values(), tuple(all_args[k + n_closures:])
+        try:
+            with closures_bound(all_args[k:k + n_closures]):
+                return fun(*all_args[:k], **kwargs)
+        finally:
+            _held.values = prev
+    _name_like(staged, fun)
+    return staged
+
+
+def _make_jaxpr(fun: Callable, held: tuple = ()) -> Callable:
+    """jax.make_jaxpr(fun), with the group's closures and `held` types as trailing inputs."""
+    closures = _group_closures
+
+    def make(*args, **kwargs):
+        if not closures and not held:
+            return jax.make_jaxpr(fun)(*args, **kwargs)
+        staged = _with_extras(fun, len(closures), len(held))
+        return jax.make_jaxpr(staged)(*args, *closures, *held, **kwargs)
+    return make
+
+
+@dataclass
+class Captured:
+    """A call's stages; for a top-level jit, the compiled part still to come (`later`)."""
+    stages: list[Stage]
+    later: DeferredJit | None = None
+    nested: list[Stage] = dataclasses.field(default_factory=list)  # transformations inside
+
+    def all_stages(self) -> tuple[Stage, ...]:
+        return tuple(self.stages) + tuple(self.nested)
+
+
+def capture(plan: StagePlan, call_error: str = "") -> Captured:
+    """Every group's stages: the call's own chain, then each transformation inside it."""
+    global _source_texts
+    outer, _source_texts = _source_texts, {}
+    try:
+        with _young_garbage_collected_once():
+            captured = _capture_group(plan.main, plan, call_error, set())
+            names = {s.name for s in captured.stages}
+            for group in plan.groups[1:]:
+                found = _capture_group(group, plan, "", names).stages
+                names.update(s.name for s in found)
+                captured.nested.extend(found)
+            return captured
+    except Exception as e:  # a fault of ours must not fail the user's call: record it
+        return Captured([failed_capture(plan.main.spec, e)])
+    finally:
+        _source_texts = outer
+
+
+def _unique(base: str, names: set) -> str:
+    name, n = base, 1
+    while any(s == name or s.endswith(f"({name})") for s in names):
+        n += 1
+        name = f"{base}#{n}"
+    return name
+
+
+def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) -> Captured:
+    global _group_closures
+    chain = chain_of(group.spec)
+    f = chain[-1].fun
+    named = _recorder.function_name(f)
+    expr = _unique(_short_name(named), names) if group.nested else "f"
+    tape = group.tape
+    prev, _group_closures = _group_closures, tuple(tape.closure_types) if tape else ()
+    try:
+        stages: list[Stage] = []
+        plain_jit = len(chain) == 1 and group.spec.kind == "jit" and not group.nested
+        h = None
+        if not plain_jit:
+            f_stage, h = _function_stage(tape, tape.point if tape else None, expr, f, group,
+                                         chain[-1], call_error)
+            stages.append(f_stage)
+        blocked = "" if h is not None or plain_jit else f"not reached: {_stage_reason(stages[0])}"
+        for i in range(len(chain) - 1, -1, -1):
+            spec = chain[i]
+            point = group.point if i == 0 else plan.points.get(id(chain[i - 1].fun))
+            outer_expr, outer_named = f"{spec.kind}({expr})", f"{spec.kind}({named})"
+            if spec.kind == "jit" and i == 0 and not group.nested:
+                later = DeferredJit(spec, group.point, expr, named, plain_jit, call_error,
+                                    mesh=group.mesh)
+                return Captured(stages, later)
+            if point is None:
+                blocked = blocked or f"not reached: {spec.kind} did not call its function"
+            if spec.kind == "jit":
+                jit_stages, h = _nested_jit_stages(spec, h, point, expr, named, blocked)
+                stages += jit_stages
+            else:
+                at = group.live if i == 0 and group.live is not None else point
+                stages += _ad_stages(spec, h, at, expr, named, blocked,
+                                     at_values=bool(tape is not None and tape.branches()))
+                stage, h = _transform_stage(spec, h, point, outer_expr, outer_named, blocked,
+                                            call_error if i == 0 else "",
+                                            group.outer_tape if i == 0 else None)
+                stages.append(stage)
+            if stages and stages[-1].available is False and h is None:
+                blocked = blocked or f"not reached: {_stage_reason(stages[-1])}"
+            expr, named = outer_expr, outer_named
+        note = next((s.note for s in stages if s.note), "")
+        if note:
+            stages = [s if s.note or not s.available or s.jaxpr is None
+                      else dataclasses.replace(s, note=note) for s in stages]
+        return Captured(stages)
+    finally:
+        _group_closures = prev
+
+
+def _short_name(name: str) -> str:
+    return name.rpartition(".")[2].replace("<", "").replace(">", "") or "f"
+
+
+def _stage_reason(stage: Stage) -> str:
+    reason = stage.reason
+    return reason[len("not reached: "):] if reason.startswith("not reached: ") else reason
+
+
+def _function_stage(tape: Tape | None, point: tuple | None, expr: str, f: Any,
+                    group: _Group, inner_spec: Any, call_error: str
+                    ) -> tuple[Stage, Callable | None]:
+    """The user's function as it ran: its tape, replayed under make_jaxpr."""
+    named = _recorder.function_name(f)
+    label = _Label(expr, named, "f")
+    if tape is None or point is None:
+        if call_error:
+            reason = (f"not reached: {inner_spec.kind} failed before calling the function "
+                      f"({call_error})")
+        else:
+            reason = f"not reached: {inner_spec.kind} did not call {named}"
+        return _failed(label, "", reason), None
+    if not tape.replayable:
+        return _failed(label, "", tape.problem or f"{named} did not return"), None
+
+    def replay(*args, **kwargs):
+        return tape.replay(*args, **kwargs)
+    _name_like(replay, f)
+    args, kwargs = point
+    stage = _stage_of(label, "jax.make_jaxpr(<the primitives f bound at this call>)",
+                      lambda: _make_jaxpr(replay)(*args, **kwargs))
+    branches = tape.branches()
+    if branches and stage.available:
+        first = branches[0]
+        where = f" (`{first.primitive}` at {first.source})" if first.source else ""
+        at = f" at {group.point_text}" if group.point_text else " at this call's values"
+        stage = dataclasses.replace(stage, note=(
+            f"{named} branches in Python on a traced value{where}, so it has no jaxpr for all "
+            f"inputs; this is the jaxpr of the branch taken{at}"))
+    return stage, replay
+
+
+def _transform_stage(spec: Any, h: Callable | None, point: tuple | None, expr: str, named: str,
+                     blocked: str, call_error: str, executed: Tape | None = None
+                     ) -> tuple[Stage, Callable | None]:
+    """jax.<kind> with the recorded options, applied to the replayed function.
+
+    For an eager call, `executed` is what the call itself ran: the same
+    primitives, in the same order, as make_jaxpr of the transformation binds,
+    staged without transforming anything again.
+    """
+    label = _Label(expr, named, "transformed", spec.kind)
+    rebuilt = _rebuilder(spec)
+    if h is None or point is None:
+        return _failed(label, "", call_error or blocked), None
+    if executed is not None and executed.replayable and not executed.ambiguous \
+            and rebuilt is not None:
+        def ran(*args, **kwargs):
+            return executed.replay(*args, **kwargs)
+        _name_like(ran, h)
+        args, kwargs = point
+        stage = _stage_of(label, "jax.make_jaxpr(<the primitives this call executed>)",
+                          lambda: jax.make_jaxpr(ran)(*args, **kwargs))
+        if stage.available:
+            return stage, rebuilt[0](h)
+    if rebuilt is None:
+        return _failed(label, "", f"not captured: {spec.kind}'s recorded options are not "
+                       f"literals, and the workbench does not run the user's function again "
+                       f"to trace it"), None
+    build, shown = rebuilt
+    data_args, data_kwargs, config = _data_args(spec, *point)
+    g = _configured(build(h), config)
+    _name_like(g, h)
+    method = f"jax.make_jaxpr({shown.replace('{inner}', 'recorded ' + _inner_expr(expr))})"
+    stage = _stage_of(label, method, lambda: _make_jaxpr(g)(*data_args, **data_kwargs))
+    return stage, (build(h) if spec.kind in _WRAPPERS else None)
+
+
+def _inner_expr(expr: str) -> str:
+    return expr[expr.index("(") + 1:-1] if "(" in expr else expr
+
+
+def _nested_jit_stages(spec: Any, h: Callable | None, point: tuple | None, expr: str,
+                       named: str, blocked: str) -> tuple[list[Stage], Callable | None]:
+    """A jit inside another transformation: JAX traced it at these types; lower and compile."""
+    outer, outer_named = f"jit({expr})", f"jit({named})"
+    if h is None or point is None:
+        return _compiled_stages(None, blocked or "not reached", outer, outer_named), None
+    options = _settings(spec) or {}
+    jitted = jax.jit(h, **options)
+    args, kwargs = point
+    traced, error = None, ""
+    try:
+        if _group_closures:
+            traced = jax.jit(_with_extras(h, len(_group_closures), 0)).trace(
+                *args, *_group_closures, **kwargs)
+        else:
+            traced = jitted.trace(*args, **kwargs)
+    except Exception as e:
+        error = _reason(e)
+    return _compiled_stages(traced, error, outer, outer_named), jitted
+
+
+# --- a jit called at top level: compiled after JAX's trace ends --------------------
+
+@dataclass
+class DeferredJit:
+    """A top-level jit call's compiled stages, made once JAX has finished its trace.
+
+    JAX calls our entry inside its trace, so the jaxpr does not exist yet when
+    the call ends. Afterwards `jitted.trace` at the call's argument types (with
+    the arguments' shardings and the mesh context of the call) is a hit in
+    JAX's tracing cache, and lowering and compiling hit jit's own caches: the
+    user's Python is not run again (a miss is refused, see `_api`).
+    """
+    spec: Any
+    point: tuple
+    expr: str
+    named: str
+    plain: bool
+    error: str = ""
+    mesh: Callable[[], Any] | None = None  # re-enters the call's mesh context
+    inner: tuple[Stage, ...] = ()          # the stages captured when the call ended
+    nested: tuple[Stage, ...] = ()         # of the transformations called inside
+
+    def with_inner(self, captured: Captured) -> DeferredJit:
+        return dataclasses.replace(self, inner=tuple(captured.stages),
+                                   nested=tuple(captured.nested))
+
+    def finish(self) -> tuple[Stage, ...]:
+        """The call's stages, now that JAX's trace is over. Never raises."""
+        global _source_texts
+        outer, _source_texts = _source_texts, {}
+        try:
+            with _young_garbage_collected_once():
+                return self.inner + tuple(self.stages()) + self.nested
+        except Exception as e:  # a fault of ours: recorded on the call
+            return self.inner + (failed_capture(self.spec, e),) + self.nested
+        finally:
+            _source_texts = outer
+
+    def stages(self) -> list[Stage]:
+        outer, outer_named = f"jit({self.expr})", f"jit({self.named})"
+        f_label = _Label("f", self.named, "f")
+        method = "jax.jit(f).trace(*args).jaxpr (JAX's own trace of this call)"
+        if self.error:
+            stages = [_failed(f_label, method, f"jit tracing failed ({self.error})")] \
+                if self.plain else []
+            return stages + _compiled_stages(None, self.error, outer, outer_named)
+        args, kwargs = self.point
+        start = time.perf_counter()
+        traced, error = None, ""
+        try:
+            with self.mesh() if self.mesh is not None else contextlib.nullcontext():
+                with _recorder.refusing_retrace():
+                    traced = self.spec.transformed.trace(*args, **kwargs)
+        except Exception as e:
+            error = _reason(e)
+        seconds = time.perf_counter() - start
+        stages = []
+        if self.plain:
+            stages.append(_failed(f_label, method, error, seconds) if traced is None
+                          else _built(f_label, traced.jaxpr, method, seconds))
+        with self.mesh() if self.mesh is not None else contextlib.nullcontext():
+            stages += _compiled_stages(traced, error, outer, outer_named)
+        return stages
+
+
+def failed_capture(spec: Any, error: BaseException) -> Stage:
+    label = _Label("capture", f"stage capture of {spec.kind}", "")
+    return _failed(label, "capture", f"stage capture failed: {_reason(error)}")
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where a committed array argument lives (kept instead of the array)."""
+    shape: tuple
+    sharding: Any
+
+
+_NOT_PLACED = object()
+
+
+def concrete_shardings(args: tuple, kwargs: dict) -> tuple[list, dict] | None:
+    """Per argument, its leaves' placements (committed arrays only): no arrays are kept.
+
+    NB: leaves only (a flatten, as the recorder does for every call), never
+    an unflatten; None when the arguments do not flatten.
+    """
+    def placed(x: Any) -> Any:
+        if isinstance(x, jax.Array) and not isinstance(x, _i.Tracer) and x.committed:
+            return _Placed(tuple(x.shape), x.sharding)
+        return _NOT_PLACED
+    try:
+        leaves = jax.tree_util.tree_leaves
+        return ([[placed(x) for x in leaves(a)] for a in args],
+                {k: [placed(x) for x in leaves(v)] for k, v in kwargs.items()})
+    except Exception:  # a node whose flatten raises: JAX reports it itself
+        return None
+
+
+def sharded_point(point: tuple, bound: tuple | None) -> tuple:
+    """The call's argument types with the shardings of the arrays jit was given.
+
+    `bound` is what jit bound its signature with (per argument, its leaves'
+    placements): each committed array's sharding goes on the type at the same
+    place in the same argument.
+    """
+    if bound is None:
+        return point
+    (args, kwargs), (bargs, bkwargs) = point, bound
+    new_args = [_with_shardings(a, bargs[i]) if i < len(bargs) else a for i, a in enumerate(args)]
+    new_kwargs = {k: _with_shardings(v, bkwargs[k]) if k in bkwargs else v
+                  for k, v in kwargs.items()}
+    return tuple(new_args), new_kwargs
+
+
+def _with_shardings(typed: Any, placements: list) -> Any:
+    t_leaves, tree = jax.tree_util.tree_flatten(typed)
+    if len(t_leaves) != len(placements):
+        return typed
+    out = []
+    for t, c in zip(t_leaves, placements):
+        if isinstance(t, jax.ShapeDtypeStruct) and isinstance(c, _Placed) and c.shape == t.shape:
+            t = jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=c.sharding, weak_type=t.weak_type)
+        out.append(t)
+    return jax.tree_util.tree_unflatten(tree, out)
+
+
+def mesh_context() -> Callable[[], Any] | None:
+    """A factory re-entering the mesh context active now (jit's cache is keyed on it)."""
+    try:
+        legacy = _i.legacy_mesh()
+        found: Any = jax.sharding.get_mesh()
+    except Exception:  # inside a trace, or no mesh context on this JAX
+        return None
+    mesh = None if found is None or getattr(found, "empty", True) else found
+    if legacy is None and mesh is None:
+        return None
+
+    @contextlib.contextmanager
+    def entered() -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            if legacy is not None:  # the user entered it; re-entering it is ours: no warning
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    stack.enter_context(legacy)
+            if mesh is not None:
+                stack.enter_context(jax.set_mesh(mesh))
+            yield
+    return entered
 
 
 # --- autodiff stages -----------------------------------------------------------
 
-def _ad_stages(spec: Any, h: Callable, captured: Callable | None, args: tuple, kwargs: dict,
-               expr_in: str, named_in: str) -> list[Stage]:
+def _ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str, named_in: str,
+               blocked: str, at_values: bool = False) -> list[Stage]:
+    """jvp, linearize, linear and transpose stages of h at the point.
+
+    `at_values`: f branched in Python, so its program is the branch taken at
+    the call's values: the linear and backward maps are JAX's at those values
+    (`jax.linearize(f, x)[1]`, run eagerly). Otherwise they are traced.
+    """
     roles = AD_STAGES.get(spec.kind, ())
     if not roles:
         return []
@@ -708,20 +1072,23 @@ def _ad_stages(spec: Any, h: Callable, captured: Callable | None, args: tuple, k
                              f"backward pass of {named_in}: the transposed linear map",
                              "transposed", spec.kind),
     }
+    if h is None or point is None:
+        return [_failed(labels[r], "", blocked or "not reached") for r in roles]
     try:
-        point = _Point.of(spec, h, args, kwargs)
-        # JVP of the user's function, applied equation by equation, is JVP of its
-        # captured jaxpr: user Python is not run again. NB: only for the user's
-        # function; a transform's jaxpr may differentiate otherwise (see _stand_in).
-        jvp_point = point if captured is None else _Point.of(spec, captured, args, kwargs, True)
+        args, kwargs = point
+        p = _Point.of(spec, h, args, kwargs, at_values=at_values)
     except Exception as e:  # e.g. argnums out of range: every autodiff stage says so
         return [_failed(labels[r], "", _reason(e)) for r in roles]
-    stages = [jvp_point.jvp_stage(labels["jvp"])] if "jvp" in roles else []
+    stages = [p.jvp_stage(labels["jvp"])] if "jvp" in roles else []
     if "linear" in roles:
-        stages += point.linearize_stages(labels, roles)
+        stages += p.linearize_stages(labels, roles)
     if "transposed" in roles:
-        stages.append(point.transposed_stage(labels["transposed"]))
+        stages.append(p.transposed_stage(labels["transposed"]))
     return stages
+
+
+
+_DIFFERENTIATED = object()  # a differentiated argument's place among the fixed ones
 
 
 @dataclass(frozen=True)
@@ -730,57 +1097,88 @@ class _Point:
     fun: Callable
     primals: tuple
     has_aux: bool
-    derived: bool = False  # fun evaluates the captured jaxpr of the function
+    held: tuple = ()  # types of the fixed arguments known only by type: extra inputs
+    at_values: bool = False  # linear maps at the call's values (see _ad_stages)
+
+    def make_jaxpr(self, fun: Callable) -> Callable:
+        return _make_jaxpr(fun, self.held)
+
+    @property
+    def aux(self) -> Any:  # NB: Any: jax.linearize/vjp overload on a literal has_aux
+        return self.has_aux
 
     @classmethod
-    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict, derived: bool = False) -> _Point:
+    def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict,
+           at_values: bool = False) -> _Point:
         if spec.kind in _CALLED:
             f_args, f_kwargs, has_aux = args, {}, bool(kwargs.get("has_aux", False))
             positions: tuple[int, ...] = tuple(range(len(args)))
         else:
-            options = _literal_options(spec.options) or {}
+            options = _settings(spec) or {}
             argnums = options.get("argnums", 0)
             positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
             f_args, f_kwargs, has_aux = args, kwargs, bool(options.get("has_aux", False))
         primals = tuple(f_args[i] for i in positions)
+        fixed = [_DIFFERENTIATED if i in positions else a for i, a in enumerate(f_args)]
+        leaves, tree = jax.tree_util.tree_flatten((fixed, f_kwargs))
+        typed = [isinstance(x, jax.ShapeDtypeStruct) for x in leaves]
 
         def of_primals(*xs):
-            full = list(f_args)
+            values = iter(_held_values())
+            a, k = jax.tree_util.tree_unflatten(
+                tree, [next(values) if t else x for x, t in zip(leaves, typed)])
             for i, x in zip(positions, xs):
-                full[i] = x
-            return h(*full, **f_kwargs)
+                a[i] = x
+            return h(*a, **k)
         _name_like(of_primals, h)
-        return cls(of_primals, primals, has_aux, derived)
+        held = tuple(x for x, t in zip(leaves, typed) if t)
+        return cls(of_primals, primals, has_aux, held, at_values)
 
     def jvp_stage(self, label: _Label) -> Stage:
         def jvp(primals, tangents):
             return jax.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
         _name_like(jvp, self.fun)
-        shown = "<jaxpr of f>" if self.derived else "f"
-        return _stage_of(label, f"jax.make_jaxpr(jax.jvp({shown}, primals, tangents))",
-                         lambda: jax.make_jaxpr(jvp)(self.primals, self.primals))
+        return _stage_of(label, "jax.make_jaxpr(jax.jvp(<recorded f>, primals, tangents))",
+                         lambda: self.make_jaxpr(jvp)(self.primals, self.primals))
+
+    @property
+    def concrete(self) -> bool:
+        """Linear maps at the call's values (scalar residuals inlined, as JAX does there)."""
+        return self.at_values and not self.held and not _group_closures and not any(
+            isinstance(x, (jax.ShapeDtypeStruct, _i.Tracer))
+            for x in jax.tree_util.tree_leaves(self.primals))
 
     def linearize_stages(self, labels: dict[str, _Label], roles: tuple[str, ...]) -> list[Stage]:
-        """One jax.linearize gives the primal-with-residuals and the linear jaxprs."""
+        """linearize(f) (primal outputs and residuals) and linear(f), the tangent map.
+
+        At known values the linear map is `jax.linearize(f, *primals)[1]` at
+        those values, as a user would get it; otherwise both come from one
+        traced jax.linearize.
+        """
         inside: dict[str, Stage] = {}
+        concrete = self.concrete
+        linear_method = "jax.make_jaxpr(jax.linearize(<recorded f>, *primals)[1])"
 
         def linearized(*primals):
             out = jax.linearize(self.fun, *primals, has_aux=self.has_aux)
-            inside["linear"] = _stage_of(labels["linear"],
-                                         "jax.make_jaxpr(jax.linearize(f, *primals)[1])",
-                                         lambda: jax.make_jaxpr(out[1])(*primals))
+            if not concrete:
+                inside["linear"] = _stage_of(labels["linear"], linear_method,
+                                             lambda: jax.make_jaxpr(out[1])(*primals))
             return out
         _name_like(linearized, self.fun)
 
-        method = "jax.make_jaxpr(jax.linearize(f, *primals))"
+        method = "jax.make_jaxpr(jax.linearize(<recorded f>, *primals))"
         start = time.perf_counter()
         try:
-            closed = jax.make_jaxpr(linearized)(*self.primals)
+            closed = self.make_jaxpr(linearized)(*self.primals)
         except Exception as e:
             first = _failed(labels["linearized"], method, _reason(e), time.perf_counter() - start)
         else:
             seconds = time.perf_counter() - start - sum(s.seconds for s in inside.values())
             first = _built(labels["linearized"], closed, method, seconds)
+        if concrete and first.available:
+            inside["linear"] = _stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(
+                jax.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))
         linear = inside.get("linear") or _failed(
             labels["linear"], "", f"not reached: jax.linearize failed ({first.reason})")
         return [first, linear] if "linearized" in roles else [linear]
@@ -793,7 +1191,12 @@ class _Point:
         `jax.linear_transpose` of that map stages work on residuals alone
         (a cond's) that vjp's backward pass does not have.
         """
-        method = "jax.make_jaxpr(jax.vjp(f, *primals)[1])"
+        method = "jax.make_jaxpr(jax.vjp(<recorded f>, *primals)[1])"
+        if self.concrete:
+            def backward() -> Any:
+                out = jax.vjp(self.fun, *self.primals, has_aux=self.aux)
+                return jax.make_jaxpr(out[1])(out[0])
+            return _stage_of(label, method, backward)
         inside: dict[str, Stage] = {}
 
         def forward(*primals):
@@ -804,45 +1207,14 @@ class _Point:
 
         start = time.perf_counter()
         try:
-            jax.make_jaxpr(forward)(*self.primals)
+            self.make_jaxpr(forward)(*self.primals)
         except Exception as e:  # the forward pass failed: the backward one is not reached
             if "stage" not in inside:
                 return _failed(label, method, _reason(e), time.perf_counter() - start)
         return dataclasses.replace(inside["stage"], seconds=time.perf_counter() - start)
 
 
-# --- jit: the compiled views ---------------------------------------------------
-
-def _capture_jit(spec: Any, args: tuple, kwargs: dict, in_probe: bool) -> _Captured:
-    """The jaxpr jit traces, then StableHLO, optimised HLO, cost and memory."""
-    expr_in, named_in = _exprs(spec.fun)
-    expr, named = f"jit({expr_in})", f"jit({named_in})"
-    plain = _api.spec_of(spec.fun) is None
-    probe = None if plain else _Probe(spec.fun, "jit")
-    jitted = spec.transformed
-    if probe is not None:
-        options = _literal_options(spec.options)
-        if options is not None:
-            jitted = jax.jit(probe, **options)
-    start = time.perf_counter()
-    traced, error = None, ""
-    try:
-        traced = jitted.trace(*args, **kwargs)
-    except Exception as e:
-        error = _reason(e)
-    seconds = time.perf_counter() - start - (probe.seconds if probe is not None else 0.0)
-    if plain:
-        label = _Label("f", named_in, "f")
-        method = "jax.jit(f).trace(*args).jaxpr"
-        stages = [_failed(label, method, error, seconds) if traced is None
-                  else _built(label, traced.jaxpr, method, seconds)]
-    elif probe is not None and probe.captured is not None:
-        stages = list(probe.captured.stages)
-    else:
-        stages = list(_capture(spec.fun, args, kwargs, in_probe).stages)
-    stages += _compiled_stages(traced, error, expr, named)
-    return _Captured(stages, jitted)
-
+# --- compiled views: StableHLO, optimised HLO, cost, memory ----------------------
 
 def _compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Stage]:
     labels = [

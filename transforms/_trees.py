@@ -21,7 +21,7 @@ import numpy as np
 from jax import tree_util
 
 from ._interpreters import Tracer
-from ._snapshot import describe_concrete
+from ._snapshot import describe_concrete, leaf_value
 from .record import PairRow, TreeNode, TreePair, TreeRecord, ValueRecord
 
 MAX_NODES = 2000    # per tree: larger trees end in a "truncated" node
@@ -179,7 +179,7 @@ class TreeBuilder:
                             type_name, note=f"not described: {type(e).__name__}")
         traced = rec.is_tracer
         return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
-                        type_name, "", (), (), rec.aval, rec.value, traced,
+                        type_name, "", (), (), rec.aval, leaf_value(x, rec), traced,
                         rec.describe() if traced else "", "")
 
     def _walk(self, obj: Any, role: str, name: str, argnum: int | None) -> TreeRecord:
@@ -269,7 +269,7 @@ class TreeBuilder:
             fields["note"] = f"not described: {type(e).__name__}"
             return fields
         fields["aval"] = rec.aval
-        fields["value"] = rec.value
+        fields["value"] = leaf_value(x, rec)
         if rec.is_tracer:
             fields["traced"] = True
             fields["tracer"] = rec.describe()

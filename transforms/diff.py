@@ -92,6 +92,42 @@ def find_stage(stages: Sequence[Stage], name: str) -> Stage:
     raise KeyError(f"no stage named {name!r}; the stages are: {known}")
 
 
+def stage_function(name: str) -> str:
+    """The function a stage name is an expression of: "transpose(linear(loss))" -> "loss".
+
+    A call's own chain is named from "f"; a transformation called inside it
+    (a jitted step's value_and_grad) from its function's name.
+    """
+    while name.endswith(")") and "(" in name:
+        name = name[name.index("(") + 1:-1]
+    return name
+
+
+def stage_groups(stages: Sequence[Stage]) -> list[list[int]]:
+    """Indices of the jaxpr stages of each function, the call's own ("f") first."""
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(stages):
+        if s.jaxpr is not None:
+            groups.setdefault(stage_function(s.name), []).append(i)
+    own = groups.pop("f", [])
+    return ([own] if own else []) + list(groups.values())
+
+
+def default_pair(stages: Sequence[Stage]) -> tuple[int, int] | None:
+    """Before and after: a function and its whole transformed program, as indices.
+
+    The call's own chain when it has two jaxpr stages (f -> vmap(grad(f))),
+    else the first transformation inside the call that has (loss ->
+    value_and_grad(loss) inside a jitted step); None when no function has two.
+    """
+    for group in stage_groups(stages):
+        if len(group) < 2:
+            continue
+        transformed = [i for i in group if stages[i].role == "transformed"]
+        return group[0], (transformed or group)[-1]
+    return None
+
+
 # --- alignment -----------------------------------------------------------------
 
 Pair = tuple[int | None, int | None]

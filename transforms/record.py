@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import gc
 import json
 import os
 import platform
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Container, Iterator, NamedTuple
 
-from . import _codec
+from . import _check, _codec
 
 SCHEMA_VERSION = 2
 SCHEMA_NAME = "jax-transform-workbench/session"
@@ -174,6 +176,7 @@ class Stage:
     # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
     collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
     shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
+    note: str = ""            # how to read an available stage (e.g. "the branch taken at x=2.0")
 
     @property
     def eqn_count(self) -> int | None:
@@ -683,10 +686,13 @@ class Session:
                 "calls": body["calls"]}
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write atomically: the file appears complete or not at all."""
+        """Write atomically: the file appears complete or not at all (see write_atomically)."""
+        write_atomically(path, self.to_json_text())
+
+    def to_json_text(self) -> str:
+        """The dump's text, as save() writes it."""
         with gc_paused():
-            text = json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
-        write_atomically(path, text)
+            return json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
 
 
 @contextlib.contextmanager
@@ -720,8 +726,23 @@ def new_file_mode() -> int:
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
+    """Write `text` to what `path` names: a regular file atomically, a FIFO or device by streaming.
+
+    A symlink is followed (its target is written, the link stays); a regular file (or
+    a new one) is replaced by a temp file beside it, so it appears complete or not at
+    all; a FIFO, a terminal or another device is written into, never replaced (as
+    root, replacing /dev/null would break the machine); a folder raises
+    IsADirectoryError. An OSError (disk full, read-only) leaves no temp file behind.
+    """
+    path = os.path.realpath(os.fspath(path))
+    kind = special_file_kind(path)
+    if kind == "directory":
+        raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+    if kind:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         os.fchmod(fd, new_file_mode())
@@ -736,24 +757,54 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
         raise
 
 
-def load(path: str | os.PathLike) -> Session:
-    """Read a session file; raises SessionLoadError with a message that names the problem."""
-    path = os.fspath(path)
+def special_file_kind(path: str | os.PathLike) -> str:
+    """"" for a regular file or nothing at all; else "directory", "fifo", "device", "socket"."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
+
+
+def load(path: str | os.PathLike) -> Session:
+    """Read a session file; raises SessionLoadError with a message that names the problem.
+
+    Only a regular file is read (not a FIFO, a device such as /dev/zero, or a folder),
+    and no more of it than its size when opened."""
+    path = os.fspath(path)
+    shown = _echo(path, 200)
+    try:
+        # NB: O_NONBLOCK, so that opening a FIFO does not wait for a writer.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise SessionLoadError(f"{shown}: not a regular file (a session file is one)")
+            data = f.read(info.st_size + 1)
+        if len(data) > info.st_size:
+            raise SessionLoadError(f"{shown}: the file grew while it was read")
+        text = data.decode("utf-8")
     except FileNotFoundError:
-        raise SessionLoadError(f"{path}: no such file") from None
+        raise SessionLoadError(f"{shown}: no such file") from None
     except IsADirectoryError:
-        raise SessionLoadError(f"{path}: is a directory, not a session file") from None
+        raise SessionLoadError(f"{shown}: is a directory, not a session file") from None
     except UnicodeDecodeError:
-        raise SessionLoadError(f"{path}: not a text file (invalid UTF-8)") from None
+        raise SessionLoadError(f"{shown}: not a text file (invalid UTF-8)") from None
     except OSError as e:
-        raise SessionLoadError(f"{path}: cannot read ({e.strerror})") from None
+        raise SessionLoadError(f"{shown}: cannot read ({e.strerror})") from None
     return loads(text, source=path)
 
 
 def loads(text: str, source: str = "<string>") -> Session:
+    """A session from the text of a dump; SessionLoadError (under 500 characters) if it is bad."""
+    source = _echo(source, 200)
     if not text.strip():
         raise SessionLoadError(f"{source}: the file is empty")
     try:
@@ -763,14 +814,43 @@ def loads(text: str, source: str = "<string>") -> Session:
         raise SessionLoadError(f"{source}: malformed session data (nested too deeply)") from None
 
 
+_LITERALS = ("null", "true", "false", "NaN", "Infinity", "-Infinity")
+
+
+def _echo(text: str, limit: int) -> str:
+    """Text from a file or the user, cut before it goes into an error message."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON objects with a key written twice are refused (json would keep the last silently).
+
+    NB: records are arrays, so a version 2 dump has only a handful of objects."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _DuplicateKey(f"the key {_echo(repr(twice), 60)} appears twice in one object")
+    return out
+
+
 def _session_from_text(text: str, source: str) -> Session:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
-        ended_early = e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+        # NB: a file cut inside a literal (`nu` of null) fails at the literal's start.
+        rest = text[e.pos:].rstrip()
+        ended_early = (e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+                       or any(word.startswith(rest) for word in _LITERALS) and bool(rest))
         what = "truncated" if ended_early else "corrupt"
         raise SessionLoadError(
             f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    except ValueError as e:  # a key written twice; an integer too long to read (4,300 digits)
+        raise SessionLoadError(f"{source}: corrupt JSON ({_echo(str(e), 200)})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         raise SessionLoadError(f"{source}: not a workbench session (no '{SCHEMA_NAME}' schema tag)")
     version = data.get("schema_version")
@@ -778,14 +858,17 @@ def _session_from_text(text: str, source: str) -> Session:
         raise SessionLoadError(f"{source}: the schema_version is missing or not an integer")
     if version > SCHEMA_VERSION:
         raise SessionLoadError(
-            f"{source}: written with schema version {version}, but this workbench reads "
-            f"up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
+            f"{source}: written with schema version {_echo(str(version), 20)}, but this "
+            f"workbench reads up to version {SCHEMA_VERSION}; upgrade the workbench to open it")
     if version < 1:
-        raise SessionLoadError(f"{source}: schema version {version} does not exist")
+        raise SessionLoadError(f"{source}: schema version {_echo(str(version), 20)} does not exist")
     try:
         return _session_v1(data) if version == 1 else _session_v2(data)
-    except (KeyError, TypeError, ValueError) as e:
-        raise SessionLoadError(f"{source}: malformed session data ({type(e).__name__}: {e})") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # NB: the checks of _codec and _check raise DumpFormatError (a ValueError); the
+        # others are the version 1 decoder's. The data is echoed only in part.
+        raise SessionLoadError(f"{source}: malformed session data "
+                               f"({type(e).__name__}: {_echo(str(e), 240)})") from None
 
 
 # The top-level keys of a version 2 dump besides the Session's own fields.
@@ -803,7 +886,9 @@ def _session_v2(data: dict[str, Any]) -> Session:
     reader = _codec.Reader(_RECORD_TYPES, data["fields"], data["tables"])
     values = {name: reader.decode(str(fields[name].type), [data[name]], name)[0]
               for name in fields if name in data}
-    return Session(**values, schema_version=2)
+    session = Session(**values, schema_version=2)
+    _check.check_session(session, reader.tables)
+    return session
 
 
 # --- version 1 dumps (read only) ----------------------------------------------
@@ -812,9 +897,11 @@ def _session_v2(data: dict[str, Any]) -> Session:
 
 def _session_v1(data: dict[str, Any]) -> Session:
     calls = [_decode(Call, c) for c in _as_list(data["calls"])]
-    return Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
-                   python_version=_decode_typed("str", data.get("python_version", "")),
-                   schema_version=1)
+    session = Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
+                      python_version=_decode_typed("str", data.get("python_version", "")),
+                      schema_version=1)
+    _check.check_session(session)
+    return session
 
 
 def _decode(cls: type, data: Any) -> Any:

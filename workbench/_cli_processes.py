@@ -78,36 +78,41 @@ def show_processes(session: Session, args: argparse.Namespace,
                    error: Callable[[str], None]) -> int:
     """`workbench show RUN.json`: the processes, their devices, then each one's calls."""
     from .cli import summarize_call
+    from .safe_text import terminal
+
+    def say(text: str = "") -> None:  # every line made terminal-safe
+        print(terminal(text, 20_000, lines=True))
+
     problem = check_process(session, args.process)
     if problem:
         error(f"{args.trace}: {problem}")
         return EXIT_BAD_INPUT
     views = processes.process_sessions(session)
-    print(f"{args.trace}: a run of {len(views)} processes, {session.step_count} steps "
-          f"(jax {session.jax_version}, python {session.python_version})")
+    say(f"{args.trace}: a run of {len(views)} processes, {session.step_count} steps "
+        f"(jax {session.jax_version}, python {session.python_version})")
     if session.title:
-        print(f"title: {session.title}")
+        say(f"title: {session.title}")
     owner = processes.owners(session)
     if owner:
         groups = ", ".join(f"process {p}: {','.join(str(d) for d, q in owner.items() if q == p)}"
                            for p in sorted(set(owner.values())))
-        print(f"devices: {len(owner)} global ({groups})")
+        say(f"devices: {len(owner)} global ({groups})")
     found = processes.run_divergence(session)
     if found is not None:
-        print(f"WARNING: {found.describe()}")
+        say(f"WARNING: {found.describe()}")
     for view in views:
         info = view.process
         if args.process is not None and (info is None or info.index != args.process):
             continue
-        print()
-        print(info_text(info) if info is not None else "process ?")
-        print(f"  {len(view.calls)} calls, {view.step_count} steps")
+        say()
+        say(info_text(info) if info is not None else "process ?")
+        say(f"  {len(view.calls)} calls, {view.step_count} steps")
         calls = view.calls
         if args.call is not None:
             calls = [c for c in calls if c.index == args.call]
         for call in calls:
-            print("\n".join("  " + line for line in summarize_call(call, with_steps=args.steps,
-                                                                     expand=args.expand)))
+            say("\n".join("  " + line for line in summarize_call(call, with_steps=args.steps,
+                                                                   expand=args.expand)))
     return EXIT_OK
 
 

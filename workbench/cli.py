@@ -20,11 +20,14 @@ import argparse
 import json
 import os
 import sys
-from collections import Counter
 from typing import Any, Callable, Sequence
 
 import transforms
-from transforms.record import Call, Session, level_rows, write_atomically
+from transforms.record import Call, Session, Step, level_rows, write_atomically
+
+from .safe_text import first_line as _first_line
+from .safe_text import terminal as _t
+from .saving import fallback_paths, save_recording, usable_output
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -63,12 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--list", action="store_true", help="list the examples and exit")
     demo.add_argument("--no-graphs", action="store_true", help="with --export: skip images")
     demo.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    _export_dir_argument(demo)
 
     run_exits = ("the script's own exit code (0 when it ends normally, its sys.exit code, "
                  "1 for an uncaught exception with the traceback printed as Python prints it, "
-                 "130 for Ctrl-C); the dump is written in every case; 2 the script could not "
-                 "be run at all (no such file, a syntax error) or bad usage: nothing ran and "
-                 "no dump is written.")
+                 "130, 143, 129 for Ctrl-C, SIGTERM, SIGHUP); the dump is written in every "
+                 "case: when -o cannot be written (disk full, folder gone or read-only) it goes "
+                 "to a fallback path that is printed, and the exit code stays the script's; 2 "
+                 "the script could not be run at all (no such file, a syntax error) or bad "
+                 "usage: nothing ran and no dump is written.")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
         "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
@@ -76,10 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
         "`transforms` for the duration of the run (also for libraries that call them as "
         "jax.grad(...) at call time), then restored. The script's output and exit code are "
         "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
-        "raises, or Ctrl-C, still leaves the dump of what was recorded.")
+        "raises, or Ctrl-C (or SIGTERM, SIGHUP), still leaves the dump of what was recorded; "
+        "a single Ctrl-C during the final save does not stop it. -o may name a symlink (its "
+        "target is written), a FIFO or a device (streamed into, never replaced).")
     run = command("run", "run a JAX script unchanged, recording its transformations",
-                  run_description + " Without -o, opens the terminal UI on the recording.",
+                  run_description + " Without -o, opens the terminal UI on the recording; "
+                  "with --watch, records again whenever SCRIPT.py changes and shows the new "
+                  "recording in place, at the same call and step.",
                   run_exits)
+    run.add_argument("--watch", action="store_true",
+                     help="re-record when SCRIPT.py changes and refresh the open terminal UI "
+                          "in place (each run in a fresh process; what it prints is in the "
+                          "Output view)")
+    _export_dir_argument(run)
     _script_arguments(run, output_required=False)
     dump = command("dump", "like run, writing the dump (-o) with no terminal UI",
                    run_description, run_exits)
@@ -93,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     open_.add_argument("trace", metavar="TRACE.json", help="a session dump")
     open_.add_argument("--process", type=int, metavar="I",
                        help="a multi-process run: start at process I (p switches)")
+    _export_dir_argument(open_)
 
     show = command("show", "print a summary of a dump (calls, levels, steps, errors)",
                    "Print a summary of a session file written by Session.save().",
@@ -162,13 +178,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _export_dir_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--export-dir", metavar="DIR",
+                   help="where the terminal UI's e/i/s keys write a call's JSON, its graph and "
+                        "the view as SVG (default: workbench-exports/ here, made when needed)")
+
+
 def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None:
     p.add_argument("-o", "--output", metavar="TRACE.json",
                    help="write the dump here (atomically)"
                         + ("; required" if output_required else ""))
-    p.add_argument("--stages", action="store_true",
-                   help="also keep each call's jaxprs before/after every transformation "
-                        "(slower: traces each function again)")
+    p.add_argument("--no-stages", dest="stages", action="store_false",
+                   help="keep no jaxprs before/after each transformation (by default each "
+                        "call keeps them, captured once per signature from what the call "
+                        "traced; the script's functions never run again)")
+    p.add_argument("--stages", dest="stages", action="store_true",
+                   help=argparse.SUPPRESS)  # the default; accepted for older command lines
     p.add_argument("--inline-jnp", action="store_true",
                    help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
     p.add_argument("-q", "--quiet", action="store_true",
@@ -194,8 +219,10 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                         "everything goes to the script (`SCRIPT.py -- -o theirs.txt`).")
 
 
-_SCRIPT_FLAGS = {"--stages": "stages", "--inline-jnp": "inline_jnp", "-q": "quiet",
-                 "--quiet": "quiet"}
+# flag -> (attribute, value) for the options that may follow SCRIPT.py
+_SCRIPT_FLAGS = {"--stages": ("stages", True), "--no-stages": ("stages", False),
+                 "--inline-jnp": ("inline_jnp", True), "-q": ("quiet", True),
+                 "--quiet": ("quiet", True)}
 
 
 _SCRIPT_VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {
@@ -212,7 +239,7 @@ def _take_trailing_options(args: argparse.Namespace) -> str:
             rest.pop(0)
             break
         if head in _SCRIPT_FLAGS:
-            setattr(args, _SCRIPT_FLAGS[rest.pop(0)], True)
+            setattr(args, *_SCRIPT_FLAGS[rest.pop(0)])
         elif head in ("-o", "--output"):
             if len(rest) < 2:
                 return f"{head} needs a file name"
@@ -258,12 +285,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"workbench: {message}", file=sys.stderr)
+    print(f"workbench: {_t(message, lines=True)}", file=sys.stderr)
 
 
 def _note(args: argparse.Namespace, message: str) -> None:
     if not getattr(args, "quiet", False):
-        print(f"workbench: {message}", file=sys.stderr, flush=True)
+        print(f"workbench: {_t(message, lines=True)}", file=sys.stderr, flush=True)
 
 
 def _load_or_report(path: str) -> Session | None:
@@ -298,13 +325,15 @@ def tui_opener() -> tuple[Callable[..., Any] | None, str]:
 
 
 def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str,
-              process: int | None = None) -> int:
+              process: int | None = None, **options: Any) -> int:
+    """options: export_dir, watch (as workbench.tui.run takes them)."""
     opener, reason = tui_opener()
     if opener is None:
         _error(f"{reason}; {alternative}")
         return EXIT_BAD_INPUT
     # A multi-process run opens at process 0, or the one asked for.
-    result = opener(sessions, title=title, **({} if process is None else {"process": process}))
+    result = opener(sessions, title=title, **options,
+                    **({} if process is None else {"process": process}))
     return result if isinstance(result, int) else EXIT_OK
 
 
@@ -379,14 +408,12 @@ def _demo(args: argparse.Namespace) -> int:
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
+    if args.export is None:
+        return _demo_tui(examples, args.export_dir)
     outcomes = _record_gallery(examples, quiet=args.quiet)
     broken = [o for o in outcomes if not o.ok]
     for o in broken:
         _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
-    if args.export is None:
-        code = _open_tui([(o.example.title, o.session) for o in outcomes],
-                         "Gallery of the seed examples", "use --export DIR")
-        return code or (EXIT_SCRIPT_FAILED if broken else EXIT_OK)
     exporter = None if args.no_graphs else graph_exporter()
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
@@ -395,6 +422,25 @@ def _demo(args: argparse.Namespace) -> int:
                 + ("" if exporter or args.no_graphs else
                    "; no graph images: the Graphviz exporter (workbench.export) is not "
                    "available yet"))
+    return EXIT_SCRIPT_FAILED if broken else EXIT_OK
+
+
+def _demo_tui(examples: list, export_dir: str | None) -> int:
+    """The picker at once; each example is recorded in the background (the one opened first)."""
+    from workbench import gallery
+    from workbench.tui import run_gallery
+    broken = []
+
+    def record(i: int) -> Session:
+        o = gallery.run_example(examples[i])
+        if not o.ok:
+            broken.append(o)
+        return o.session
+
+    run_gallery([(ex.title, ex.explanation) for ex in examples], record,
+                title="Gallery of the seed examples", export_dir=export_dir)
+    for o in broken:
+        _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 
@@ -518,34 +564,90 @@ def _run(args: argparse.Namespace) -> int:
         from workbench.launch import is_folder
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
         problem = _usable_folder(args.output) if is_folder(args.output) and \
-            args.processes is None else _usable_output(args.output)
+            args.processes is None else usable_output(args.output)
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
+    if getattr(args, "watch", False):
+        if args.processes is not None:
+            _error("--watch records the script in one process; it does not take --processes")
+            return EXIT_BAD_INPUT
+        return _watch(args)
     if args.processes is not None:
         from workbench._cli_processes import run_processes
         return run_processes(args, _note, _error, _open_tui)
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
-                                   inline_jnp=args.inline_jnp)
+                                   inline_jnp=args.inline_jnp,
+                                   note=lambda message: _note(args, message))
     except runner.ScriptError as e:
         _error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
     what = f"{len(session.calls)} calls, {session.step_count} steps"
     if result.interrupted:
-        what += " (interrupted: what was recorded until Ctrl-C)"
+        what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
     elif result.error is not None:
         what += " (up to the script's failure)"
     if args.output is not None:
         from workbench.launch import dump_path
-        path, where = dump_path(args.output, session)
-        session.save(path)
-        _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
+        try:
+            path, where = dump_path(args.output, session)
+        except OSError:  # a folder that cannot be made: the save falls back, and says so
+            path, where = os.path.join(args.output, "process-0.json"), ""
+        _save(args, session, what, path, where)
         return result.exit_code
     _note(args, f"recorded {what}")
-    code = _open_tui(session, session.title or args.script, "use -o trace.json")
+    code = _open_tui(session, session.title or args.script, "use -o trace.json",
+                     export_dir=args.export_dir)
     return result.exit_code if code == EXIT_OK else code
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """`run --watch`: record in a fresh process now and on every change, the TUI open."""
+    from workbench import runner
+    from workbench.watch import Watch
+    if args.output is not None:
+        _error("--watch shows each recording in the terminal UI; it does not take -o")
+        return EXIT_BAD_INPUT
+    try:
+        runner.check_script(args.script)
+    except runner.ScriptError as e:
+        _error(str(e))
+        return EXIT_BAD_INPUT
+    options = [flag for flag, on in (("--stages", args.stages), ("--inline-jnp", args.inline_jnp))
+               if on]
+    watch = Watch(args.script, list(args.args), options)
+    _note(args, f"recording {args.script} (watching it for changes)")
+    first = watch.record()
+    if first.session is None:
+        _error(first.note)
+        return EXIT_BAD_INPUT
+    _note(args, f"recorded {first.note}")
+    return _open_tui(first.session, first.session.title or args.script, "use -o trace.json",
+                     export_dir=args.export_dir, watch=watch)
+
+
+def _save(args: argparse.Namespace, session: Session, what: str, path: str,
+          where: str = "") -> None:
+    """Save the recording to `path`, saying where it went; the exit code stays the script's.
+
+    `where`: what to say when it was written there (a process's dump in a folder).
+    NB: the notes of a failure are printed even with --quiet: they say where the
+    recording is."""
+    outcome = save_recording(session, path, lambda message: _note(args, message))
+    if outcome.path == path:
+        _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
+    elif outcome.path is not None:
+        _error(f"recorded {what}; could not write {path} ({outcome.problem}), so "
+               f"the recording was saved to {outcome.path}")
+    elif outcome.abandoned:
+        _error(f"recorded {what}; {outcome.problem}: nothing was written "
+               f"(an existing {path} is kept)")
+    else:
+        _error(f"recorded {what}; could not write {path} ({outcome.problem}) nor any "
+               f"fallback ({', '.join(fallback_paths(path)) or 'none'}): the recording "
+               f"is lost")
 
 
 def _process_options(args: argparse.Namespace) -> str:
@@ -564,30 +666,35 @@ def _process_options(args: argparse.Namespace) -> str:
 
 
 def _usable_output(path: str) -> str:
-    if os.path.isdir(path):
-        return f"{path}: is a folder; give a file name for the dump"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"{path}: the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK):
-        return f"{path}: the folder {folder} is not writable"
-    return ""
+    return usable_output(path)
 
 
 # --- open / show ----------------------------------------------------------------
 
 def _open(args: argparse.Namespace) -> int:
-    session = _load_or_report(args.trace)
-    if session is None:
-        return EXIT_BAD_INPUT
-    if session.processes:
-        from workbench._cli_processes import check_process
-        problem = check_process(session, args.process)
-        if problem:
-            _error(f"{args.trace}: {problem}")
+    opener, reason = tui_opener()
+    if opener is None or not os.path.exists(args.trace):
+        # No terminal, or no such file: say what is wrong with the file first, as `show` does.
+        session = _load_or_report(args.trace)
+        if session is None:
             return EXIT_BAD_INPUT
-    return _open_tui(session, args.trace, f"use `workbench show {args.trace}` for a text summary",
-                     process=args.process)
+        problem = _process_problem(args, session)
+        _error(problem or f"{reason}; use `workbench show {args.trace}` for a text summary")
+        return EXIT_BAD_INPUT
+    # The terminal UI draws its first frame at once and reads the dump behind it.
+    from workbench.processes import load_run
+    from workbench.tui import open_dump
+    return open_dump(args.trace, export_dir=args.export_dir, process=args.process,
+                     load=load_run, check=lambda session: _process_problem(args, session))
+
+
+def _process_problem(args: argparse.Namespace, session: Session) -> str:
+    """What is wrong with `open --process I` for this session ("" when nothing is)."""
+    if not session.processes:
+        return ""
+    from workbench._cli_processes import check_process
+    problem = check_process(session, args.process)
+    return f"{args.trace}: {problem}" if problem else ""
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -604,44 +711,100 @@ def _show(args: argparse.Namespace) -> int:
                    f"(it has {len(calls)}: 0..{len(calls) - 1})")
             return EXIT_BAD_INPUT
         calls = [calls[args.call]]
-    print(f"{args.trace}: {len(session.calls)} calls, {session.step_count} steps "
-          f"(jax {session.jax_version}, python {session.python_version})")
+    _print_lines([f"{_t(args.trace)}: {len(session.calls)} calls, {session.step_count} steps "
+                  f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
     if session.title:
-        print(f"title: {session.title}")
+        _print_lines([f"title: {_t(session.title)}"])
+    first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
-        print("\n".join(summarize_call(call, with_steps=args.steps, expand=args.expand)))
+        _print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))
+        _print_lines(stage_lines(call, first_with))
     return EXIT_OK
+
+
+# Each printed line is made terminal-safe once more as it is printed: nothing from a
+# recording reaches the terminal raw, whatever a formatter forgot.
+LINE_LIMIT = 20_000
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    print("\n".join(_t(line, LINE_LIMIT) for line in lines))
+
+
+def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[str]:
+    """Each stage with its equation count (or what it holds, or why it is missing).
+
+    Calls that share a signature share one stages tuple: after the first, one line.
+    """
+    if not call.stages:
+        return ["  stages: none (recorded with stages off)"]
+    if first_with is not None:
+        first = first_with.setdefault(id(call.stages), call.index)
+        if first != call.index:
+            return [f"  stages: {len(call.stages)}, shared with call {first} (same signature)"]
+    width = min(36, max(len(s.name) for s in call.stages))
+    lines = [f"  stages: {len(call.stages)}"]
+    for s in call.stages:
+        lines.append(f"    {s.name:<{width}}  {_stage_summary(s)}")
+    notes = dict.fromkeys(s.note for s in call.stages if s.note)
+    lines.extend(f"    note: {note}" for note in notes)
+    return lines
+
+
+def _stage_summary(stage: Any) -> str:
+    if not stage.available:
+        reason = (stage.reason or "unavailable").splitlines()[0]
+        return "unavailable: " + (reason if len(reason) <= 100 else reason[:99] + "…")
+    if stage.jaxpr is not None:
+        return f"{stage.jaxpr.eqn_count} eqns"
+    if stage.text is not None:
+        collectives = f", {len(stage.collectives)} collectives" if stage.collectives else ""
+        return f"{stage.text.count(chr(10)) + 1} lines{collectives}"
+    if stage.metrics:
+        return ", ".join(f"{m.name}={m.value:g}" for m in stage.metrics[:3])
+    return ""
 
 
 def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
-    where = f" at {call.source}" if call.source else ""
-    lines = [f"call {call.index}: {call.transform}({call.function}){where}  [{status}]"]
-    counts = Counter(s.level for s in call.steps)
+    where = f" at {_t(call.source)}" if call.source else ""
+    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
+    by_level: dict[int, list[Step]] = {}
+    for s in call.steps:
+        by_level.setdefault(s.level, []).append(s)
     # Levels nest by parent; runs of identical sibling levels are one row (`expand`: each).
-    rows = level_rows(call, range(len(call.levels)) if expand else ())
-    for row in rows:
+    for row in level_rows(call, range(len(call.levels)) if expand else ()):
         level = call.levels[row.position]
-        text = f"  {'  ' * row.depth}{level.label}  {level.trace_type}  {counts[level.index]} steps"
-        if row.folded:
-            text += f"  ×{row.repeats} identical levels"
-        lines.append(text)
+        steps = by_level.get(level.index, [])
+        repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
+        lines.append(f"  {_indent(row.depth)}{_t(level.label)}  {_t(level.trace_type)}  "
+                     f"{len(steps)} steps{repeats}")
         if with_steps:
-            lines.extend(_step_lines(call, level.index, row.depth))
+            lines.extend(_step_lines(steps, row.depth))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
-        lines.append(f"  error{at}: {error.type_name}: {error.message.splitlines()[0]}")
+        message = _first_line(error.message) or "(no message)"
+        lines.append(f"  error{at}: {_t(error.type_name)}: {message}")
     return lines
 
 
-def _step_lines(call: Call, level: int, depth: int) -> list[str]:
-    pad = "  " * (depth + 2)
+# Levels nest at most this deep on screen; a dump's depth is only checked to be sane.
+MAX_INDENT = 20
+
+
+def _indent(depth: int) -> str:
+    return "  " * min(depth, MAX_INDENT)
+
+
+def _step_lines(steps: list[Step], depth: int) -> list[str]:
+    pad = "  " + _indent(depth + 1)
     lines = []
-    for step in call.steps_at(level):
+    for step in steps:
         ins = ", ".join(v.describe() for v in step.inputs)
         outs = ", ".join(v.describe() for v in step.outputs)
-        lines.append(f"{pad}#{step.index} {step.title} [{step.phase}] ({ins}) -> ({outs})")
+        lines.append(f"{pad}#{step.index} {_t(step.title)} [{_t(step.phase)}] "
+                     f"({_t(ins)}) -> ({_t(outs)})")
     return lines
 
 
@@ -668,7 +831,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))
     else:
-        print("\n".join(format_diff(d, args.a, args.b, verbose=args.verbose)))
+        _print_lines(format_diff(d, args.a, args.b, verbose=args.verbose))
     if not d.related:
         if args.json:
             _error(f"{args.a} and {args.b} look unrelated: no call matches")
@@ -726,19 +889,28 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _validate(paths: list[str], schema: Any) -> int:
+    """Each dump through the loader (its checks), then the schema of the dump's own layout.
+
+    So `schema --validate` accepts exactly the files `transforms.load` reads: a dump
+    written by an older workbench (fewer fields, named in its `fields` header) is checked
+    against the schema of that layout, and a version 1 dump is read by the old decoder."""
     code = EXIT_OK
-    session_schema = schema.session_schema()
     for path in paths:
         if _load_or_report(path) is None:  # the loader's message says what is wrong
             code = EXIT_BAD_INPUT
             continue
         with open(path, encoding="utf-8") as f:
-            problems = schema.validate(json.load(f), session_schema)
+            data = json.load(f)
+        if data.get("schema_version") == 1:
+            print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
+                  f"still reads; the schema describes version {transforms.SCHEMA_VERSION})")
+            continue
+        problems = schema.validate(data, schema.session_schema(data["fields"]))
         if problems:
             code = EXIT_BAD_INPUT
             _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))
         else:
-            print(f"{path}: valid")
+            print(f"{_t(path)}: valid")
     return code
 
 

@@ -15,16 +15,18 @@ import contextlib
 import os
 import shlex
 import sys
+import threading
 import traceback
 import types
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 
 import transforms
 from transforms.record import Session
 
+from . import saving
 from .launch import process_recording
 
 PATCHED = ("grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
@@ -40,7 +42,8 @@ class RunResult:
     session: Session
     exit_code: int                  # as `python SCRIPT.py` would exit
     error: BaseException | None = None  # what the script raised (not SystemExit)
-    interrupted: bool = False       # Ctrl-C
+    interrupted: bool = False       # Ctrl-C, SIGTERM or SIGHUP
+    signal: str = ""                # the signal that stopped it: "SIGTERM" ("" for Ctrl-C)
 
 
 class _JaxWithOriginals(types.ModuleType):
@@ -100,20 +103,23 @@ def check_script(path: str) -> types.CodeType:
                           f"{detail}") from None
 
 
-def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
-               inline_jnp: bool = False, detail: str = "default") -> RunResult:
+def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
+               inline_jnp: bool = False, detail: str = "default",
+               note: Callable[[str], None] | None = None) -> RunResult:
     """Run path as `python path args...` would, recording; never raises for the script's faults.
 
     A traceback is printed to stderr as Python prints it (via sys.excepthook),
-    and Ctrl-C stops the script but keeps what was recorded.
+    and Ctrl-C (or SIGTERM, SIGHUP) stops the script but keeps what was recorded.
+    `note` is told once when the recording grows past SIZE_NOTICE_STEPS steps.
     """
     code_object = check_script(path)
     script = os.path.abspath(path)
     error: BaseException | None = None
     code, interrupted = 0, False
-    with _as_main_script(path, args) as namespace:
+    with _as_main_script(path, args) as namespace, saving.stops_as_ctrl_c() as stopped_by:
         with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail) as session:
-            with jax_patched(), process_recording(session, path, args):
+            with jax_patched(), process_recording(session, path, args), \
+                    _size_notice(session, note):
                 try:
                     exec(code_object, namespace)
                 except SystemExit as e:
@@ -122,21 +128,60 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = False,
                     error, code, interrupted = e, 130, True  # as a shell reports SIGINT
                 except BaseException as e:  # the script's own failure: reported as Python would
                     error, code = e, 1
-    if error is not None:
+    stop = saving.signal_name(stopped_by[0]) if stopped_by and interrupted else ""
+    if stop:
+        code = 128 + stopped_by[0]  # as a shell reports a process ended by that signal
+    elif error is not None:
         _print_traceback(error, script)
     _flush()
-    describe_run(session, path, args, code, interrupted)
-    return RunResult(session, code, error, interrupted)
+    describe_run(session, path, args, code, interrupted, stop)
+    return RunResult(session, code, error, interrupted, stop)
 
 
 def describe_run(session: Session, path: str, args: Sequence[str], exit_code: int,
-                 interrupted: bool) -> None:
+                 interrupted: bool, stop: str = "") -> None:
     """Name the recording after the command that made it (shown by the TUI and `show`)."""
     session.title = shlex.join([os.path.basename(path), *args])
     session.metadata = {"script": os.path.abspath(path), "argv": shlex.join(args),
                         "exit_code": str(exit_code)}
     if interrupted:
-        session.metadata["interrupted"] = "Ctrl-C"
+        session.metadata["interrupted"] = stop or "Ctrl-C"
+
+
+# A dump takes about 0.6 KB a step: past this many steps (about 60 MB) the user is told once.
+SIZE_NOTICE_STEPS = 100_000
+SIZE_NOTICE_EVERY = 1.0  # seconds between counts
+BYTES_PER_STEP = 600
+
+
+@contextlib.contextmanager
+def _size_notice(session: Session, note: Callable[[str], None] | None) -> Iterator[None]:
+    """Tell `note` once when the recording passes SIZE_NOTICE_STEPS (checked every second).
+
+    NB: a watcher thread, not a hook in the recorder: recording must not print, or
+    change what the script does, and the count is cheap (len of each call's steps).
+    """
+    if note is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(SIZE_NOTICE_EVERY):
+            steps = sum(len(c.steps) for c in list(session.calls))
+            if steps >= SIZE_NOTICE_STEPS:
+                note(f"the recording has passed {steps:,} steps (a dump of about "
+                     f"{steps * BYTES_PER_STEP / 1e6:,.0f} MB, {BYTES_PER_STEP / 1000:.1f} KB "
+                     f"a step); Ctrl-C stops the script and keeps what was recorded")
+                return
+
+    thread = threading.Thread(target=watch, name="workbench-size-notice", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 

@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from transforms.diff import default_pair, stage_function, stage_groups
 from transforms.record import Call, Session, SessionLoadError, Stage
 from workbench.processes import load_run, owners, process_session
 
+from .. import safe_text
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
 from .graphviz import (
@@ -113,15 +115,16 @@ def jaxpr_stages(call: Call) -> list[Stage]:
 
 
 def default_stage(call: Call) -> Stage:
-    """The outermost jaxpr stage: what the user's transformed function stages to."""
+    """The outermost jaxpr stage of the call's own chain: what its function stages to."""
     _require_stages(call)
-    candidates = jaxpr_stages(call)
-    if not candidates:
+    groups = stage_groups(call.stages)
+    if not groups:
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in call.stages if s.reason)
         raise ExportError(f"call {call.index} has no stage with a jaxpr"
                           + (f" ({_short(reasons)})" if reasons else ""))
-    transformed = [s for s in candidates if s.role == "transformed"]
-    return (transformed or candidates)[-1]
+    own = [call.stages[i] for i in groups[0]]
+    transformed = [s for s in own if s.role == "transformed"]
+    return (transformed or own)[-1]
 
 
 def find_stage(call: Call, name: str | None) -> Stage:
@@ -141,15 +144,23 @@ def find_stage(call: Call, name: str | None) -> Stage:
 
 def _stage_pair(call: Call, first: str | None, second: str | None) -> tuple[Stage, Stage]:
     if first is None and second is None:
-        after = default_stage(call)
-        plain = [s for s in jaxpr_stages(call) if s.role == "f"]
-        before = plain[0] if plain else jaxpr_stages(call)[0]
-        if before is after:
-            raise ExportError(f"call {call.index} has one jaxpr stage ({after.name}); name two "
-                              f"with --stage and --vs")
+        _require_stages(call)
+        pair = default_pair(call.stages)
+        if pair is None:
+            jaxprs = ", ".join(s.name for s in jaxpr_stages(call)) or "none"
+            raise ExportError(f"call {call.index} has no function with two jaxpr stages to "
+                              f"compare (jaxpr stages: {jaxprs}); name two with --stage and "
+                              f"--vs")
+        return call.stages[pair[0]], call.stages[pair[1]]
+    if second is None:  # the named stage against its function's whole transformed program
+        before = find_stage(call, first)
+        own = [s for s in jaxpr_stages(call)
+               if stage_function(s.name) == stage_function(before.name)]
+        transformed = [s for s in own if s.role == "transformed"]
+        after = (transformed or own)[-1]
+        if after is before:
+            after = default_stage(call)
         return before, after
-    if second is None:
-        return find_stage(call, first), default_stage(call)
     if first is None:
         plain = [s for s in jaxpr_stages(call) if s.role == "f"]
         return (plain[0] if plain else default_stage(call)), find_stage(call, second)
@@ -159,8 +170,8 @@ def _stage_pair(call: Call, first: str | None, second: str | None) -> tuple[Stag
 def _require_stages(call: Call) -> None:
     if not call.stages:
         raise ExportError(f"call {call.index} ({call.transform} {call.function}) has no stages: "
-                          f"record with transforms.record(stages=True) or "
-                          f"`workbench run --stages`")
+                          f"it was recorded with stages off (transforms.record(stages=False) "
+                          f"or `workbench run --no-stages`)")
 
 
 def _short(text: str, width: int = 300) -> str:
@@ -219,7 +230,7 @@ def cli_graph(args: argparse.Namespace) -> int:
                      force=getattr(args, "force", False), timeout=getattr(args, "timeout", None),
                      quiet=getattr(args, "quiet", False), process=getattr(args, "process", None))
     except ExportError as e:
-        print(f"workbench graph: {e}", file=sys.stderr)
+        print(f"workbench graph: {safe_text.terminal(e, lines=True)}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"workbench graph: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
@@ -267,7 +278,8 @@ def export_session_graphs(session: Session, folder: str | os.PathLike, stem: str
                 written.append(os.fspath(e.dot_path))
             except ExportError as e:  # e.g. a stage that failed: the other views still go
                 if not quiet:
-                    print(f"workbench: {out.name}: {e}", file=sys.stderr)
+                    print(f"workbench: {out.name}: {safe_text.terminal(e, lines=True)}",
+                          file=sys.stderr)
     return written
 
 

@@ -14,8 +14,10 @@ from typing import Sequence
 
 import graphviz as gv
 
-from transforms.diff import diff_stages, short_aval
+from transforms.diff import diff_stages, short_aval, stage_function
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
+
+from .. import safe_text
 
 # --- the graph as data -------------------------------------------------------------
 
@@ -567,7 +569,7 @@ def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None
     Returns (names or None, a note saying why the plain variable names are used).
     """
     n = len(stage.in_vars)
-    if call is None or not n:
+    if call is None or not n or not _of_the_call(stage):
         return None, ""
     leaves = _leaf_paths(call, "input")
     if not leaves:
@@ -588,7 +590,7 @@ def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None
 
 def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:
     n = len(stage.out_vars)
-    if call is None or not n:
+    if call is None or not n or not _of_the_call(stage):
         return None, ""
     if stage.role == "transposed" or (stage.transform in ("grad",) and stage.role == "transformed"
                                       and stage.name.startswith("grad")):
@@ -604,6 +606,12 @@ def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | Non
         if n == len(grads):
             return tuple(f"grad {p}" for p in grads), ""
     return None, ""
+
+
+def _of_the_call(stage: Stage) -> bool:
+    """A stage of the call's own chain (named from f), whose trees are the call's; not one of
+    a transformation called inside it (`value_and_grad(loss)` in a jitted step)."""
+    return stage_function(stage.name) == "f"
 
 
 def _leaf_paths(call: Call, role: str) -> list[str]:
@@ -832,33 +840,9 @@ def _wrap(text: str, width: int, max_lines: int = 20) -> str:
 
 # --- DOT text ----------------------------------------------------------------------
 
-_SPECIAL = {"\\": "\\\\", '"': '\\"', "&": "&amp;", "<": "&lt;", ">": "&gt;", "{": "&#123;",
-            "}": "&#125;", "|": "&#124;", "\n": "\\n", "\t": " "}
-_NEEDS_ESCAPE = re.compile(r'[\\"&<>{}|\n\r\t\x00-\x1f\x7f-\U0010ffff]')
-
-
-def _escape_char(m: re.Match) -> str:
-    c = m.group(0)
-    hit = _SPECIAL.get(c)
-    if hit is not None:
-        return hit
-    if c == "\r":
-        return "\\n"
-    if ord(c) < 32 or ord(c) == 127:
-        return "&#65533;"  # a control character: shown as the replacement character
-    if 0xD800 <= ord(c) <= 0xDFFF:
-        return "&#65533;"  # a lone surrogate cannot be written as UTF-8
-    return f"&#{ord(c)};"
-
-
-def dot_escape(text: str) -> str:
-    """The inside of a DOT double-quoted string whose label shows `text` exactly, in ASCII.
-
-    Backslashes and quotes are escaped for DOT; `& < > { } |` and non-ASCII become
-    HTML character references (Graphviz decodes them in every label, record shapes
-    included); newlines become line breaks (`\\r\\n` and `\\r` too).
-    """
-    return _NEEDS_ESCAPE.sub(_escape_char, text.replace("\r\n", "\n"))
+# Every label and id goes through the shared DOT escaping (workbench/safe_text.py): pure
+# ASCII, no control character left, cut below Graphviz's 16,384-character label limit.
+dot_escape = safe_text.dot_escape
 
 
 def dot_string(text: str) -> str:

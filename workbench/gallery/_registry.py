@@ -60,19 +60,36 @@ def example(title: str, seed: str, *, stages: bool = True, inline_jnp: bool = Fa
     return register
 
 
-def expect_failure(error_type: type[BaseException], fun: Callable, *args: Any) -> BaseException:
-    """Call fun(*args), which must raise error_type as the seed shows; print it as JAX words it."""
-    try:
-        fun(*args)
-    except error_type as e:
-        first = str(e).splitlines()[0] if str(e) else ""
-        line = f"{type(e).__name__}: {first}"
+class expect_failure:
+    """`with expect_failure(TypeError): T.grad(f)(x)`: the block must raise error_type, as the
+    seed shows; it is printed as JAX words it, and kept in `.error`.
+
+    A context manager, not a function taking `fun` to call: the transformed call then
+    runs in the example's own frame, so the recording's call site and the error's line
+    are the example's, never this harness's.
+    """
+
+    def __init__(self, error_type: type[BaseException]):
+        self.error_type = error_type
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> expect_failure:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: Any) -> bool:
+        if kind is None:
+            raise AssertionError(f"expected {self.error_type.__name__}, but the block "
+                                 f"ran without raising it")
+        if error is None or not isinstance(error, self.error_type):
+            return False  # not the failure the seed shows: the example is broken
+        first = str(error).splitlines()[0] if str(error) else ""
+        line = f"{type(error).__name__}: {first}"
         print(line)
         if _shown is not None:
             _shown.append(line)
-        return e
-    raise AssertionError(f"expected {error_type.__name__} from {getattr(fun, '__name__', fun)}"
-                         f"{args!r}, but it returned normally")
+        self.error = error
+        return True
 
 
 def run_example(ex: Example) -> Outcome:
@@ -99,5 +116,7 @@ def run_example(ex: Example) -> Outcome:
         _shown = prev
         transforms.set_user_code(*setting)
     session.title = ex.title
-    session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation}
+    # What it printed belongs to the story: the TUI's Output view shows it.
+    session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation,
+                        "output": out.getvalue()}
     return Outcome(ex, session, out.getvalue(), shown, error, tb, time.perf_counter() - start)

@@ -51,8 +51,10 @@ def ntcontainer_broken():
     jax.tree_util.register_pytree_node(NTContainer, unpack_NTC, repack_NTC)
     container = _container(NTContainer)
     for transform in (T.jit, T.vmap, T.grad):
-        error = expect_failure(NameError, transform(test_func), container)
-    where = traceback.extract_tb(error.__traceback__)[-1]
+        with expect_failure(NameError) as failed:
+            transform(test_func)(container)
+    assert failed.error is not None
+    where = traceback.extract_tb(failed.error.__traceback__)[-1]
     print(f"diagnosis: {where.name} at {where.filename}:{where.lineno} names `value`, "
           f"which is not defined; it should use `array`")
 

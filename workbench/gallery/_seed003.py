@@ -227,13 +227,13 @@ def per_example_grads():
     print(b_grads)
 
 
-@example("Printing tracers under vmap, grad and jit", "003", stages=False)
+@example("Printing tracers under vmap, grad and jit", "003")
 def print_tracers():
     """Printing an argument inside a transformed function shows the tracer that stands in for
     it: a VmapTracer carrying the batch under vmap, a GradTracer with one concrete primal under
     grad, a JitTracer with only a type under jit. print runs once per trace, not once per
-    element: it is a side effect at trace time. (Recorded without stages, which would trace
-    the function again and print again.)"""
+    element: it is a side effect at trace time. (Its stages come from those same traces:
+    the workbench never runs f again, so each print happens once, as without it.)"""
     def f(x):
         print("x =", x)
         print("jax.typeof(x) =", jax.typeof(x))
@@ -243,7 +243,7 @@ def print_tracers():
     T.jit(f)(3.0)
 
 
-@example("Peeking at vmap's batch through .val", "003", stages=False)
+@example("Peeking at vmap's batch through .val", "003")
 def tracer_val():
     """vmap's tracers know the whole batch of values: .val (unsupported internals) shows it
     mid-trace. What traced code cannot do is specialize on those values."""
@@ -288,8 +288,8 @@ def absolute_vmap():
     the comparison's boolean conversion (recorded as the failing step, with the user's line).
     The fix expresses the choice as an array operation, jnp.where, which computes a
     per-element answer."""
-    expect_failure(jax.errors.TracerBoolConversionError,
-                   T.vmap(absolute_if), jnp.arange(-2.0, 3.0))
+    with expect_failure(jax.errors.TracerBoolConversionError):
+        T.vmap(absolute_if)(jnp.arange(-2.0, 3.0))
     print(T.vmap(absolute_where)(jnp.arange(-2.0, 3.0)))
 
 
@@ -312,9 +312,10 @@ def jit_grad_control_flow():
     abstractly: under jit(grad(f)) the tracer carries no value, and under vmap(grad(f)) a
     batch, so the `if` fails again with TracerBoolConversionError and needs jnp.where or
     lax.cond."""
-    expect_failure(jax.errors.TracerBoolConversionError, T.jit(T.grad(piecewise)), 2.0)
-    expect_failure(jax.errors.TracerBoolConversionError,
-                   T.vmap(T.grad(piecewise)), jnp.array([2.0, 4.0]))
+    with expect_failure(jax.errors.TracerBoolConversionError):
+        T.jit(T.grad(piecewise))(2.0)
+    with expect_failure(jax.errors.TracerBoolConversionError):
+        T.vmap(T.grad(piecewise))(jnp.array([2.0, 4.0]))
 
 
 @example("jit: sum_sq compiled", "003")

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from transforms.record import Call, ErrorRecord
 
+from .. import safe_text
 from .diagnostics import DiagnosticsView
 from .pytree import PairView, safe
 from .step import shorten_paths
@@ -24,7 +25,7 @@ def _short_error(type_name: str) -> str:
 
 
 def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
+    return safe_text.first_line(text)
 
 
 class FailurePanel:

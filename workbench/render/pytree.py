@@ -16,6 +16,7 @@ from rich.tree import Tree
 
 from transforms.record import TreeNode, TreePair, TreeRecord
 
+from ..safe_text import terminal as _t
 from ._safe import safe
 from .diagnostics import DiagnosticsView
 
@@ -25,11 +26,11 @@ _MARK_STYLES = {"same": "", "differs": "yellow", "left_only": "red", "right_only
 
 def short_type(type_name: str) -> str:
     """`corpus.NTContainer` -> `NTContainer`: views have little room."""
-    return type_name.rsplit(".", 1)[-1]
+    return _t(type_name.rsplit(".", 1)[-1])
 
 
 def static_text(node: TreeNode) -> str:
-    return ", ".join(f"{k}={v}" for k, v in node.static)
+    return _t(", ".join(f"{k}={v}" for k, v in node.static))
 
 
 # --- node labels: an ordered handler chain, most specific first -----------------------
@@ -38,22 +39,22 @@ def static_text(node: TreeNode) -> str:
 def _label_problem(node: TreeNode) -> Any:
     if node.kind not in ("error", "cycle", "truncated"):
         return NotImplemented
-    return Text.assemble((f"<{node.kind}: {node.note}>", "red"))
+    return Text.assemble((f"<{_t(node.kind)}: {_t(node.note)}>", "red"))
 
 
 def _label_leaf(node: TreeNode) -> Any:
     if node.kind != "leaf":
         return NotImplemented
-    text = Text.assemble((node.aval or short_type(node.type_name), "cyan"))
+    text = Text.assemble((_t(node.aval) or short_type(node.type_name), "cyan"))
     if node.static_leaf:  # a library's wrapper kept it out of the trace (eqx.filter_jit)
         text.append("  static", style="magenta")
     if node.traced:
         text.append("  traced ", style="bold")
-        text.append(node.tracer)
+        text.append(_t(node.tracer))
     elif node.value is not None:
-        text.append(f" = {node.value}")
+        text.append(f" = {_t(node.value)}")
     if node.note:
-        text.append(f"  ({node.note})", style="red")
+        text.append(f"  ({_t(node.note)})", style="red")
     return text
 
 
@@ -68,9 +69,9 @@ def _label_node(node: TreeNode) -> Any:
         text.append(static_text(node))
     elif node.aux:
         text.append("  static: ", style="magenta")
-        text.append(node.aux)
+        text.append(_t(node.aux))
     if node.note:
-        text.append(f"  ({node.note})", style="red")
+        text.append(f"  ({_t(node.note)})", style="red")
     return text
 
 
@@ -83,7 +84,7 @@ def node_label(node: TreeNode) -> Text:
         out = handler(node)
         if out is not NotImplemented:
             return out
-    return Text(repr(node.kind))
+    return Text(_t(repr(node.kind)))
 
 
 class TreeView:
@@ -98,13 +99,13 @@ class TreeView:
 
     def _build(self) -> RenderableType:
         record = self.tree
-        head = Text(self.title if self.title is not None else f"{record.name} ({record.role})",
-                    style="bold")
+        head = Text(_t(self.title if self.title is not None
+                       else f"{record.name} ({record.role})"), style="bold")
         if not record.nodes:
-            return Group(head, Text(f"<empty tree{': ' + record.note if record.note else ''}>",
+            return Group(head, Text(f"<empty tree{': ' + _t(record.note) if record.note else ''}>",
                                     style="dim"))
         root = record.nodes[0]
-        label = Text(f"{record.name}: ")
+        label = Text(f"{_t(record.name)}: ")
         label.append_text(node_label(root))
         view = Tree(label, guide_style="dim")
         branches: dict[int, Tree] = {0: view}
@@ -113,12 +114,12 @@ class TreeView:
             parent = branches.get(node.parent) if node.parent is not None else None
             if parent is None:
                 continue
-            label = Text(f"{node.key}: ")
+            label = Text(f"{_t(node.key)}: ")
             label.append_text(node_label(node))
             branches[node.index] = parent.add(label)
         parts: list[RenderableType] = [head, view]
         if record.note:
-            parts.append(Text(f"({record.note})", style="dim"))
+            parts.append(Text(f"({_t(record.note)})", style="dim"))
         return Group(*parts)
 
 
@@ -131,10 +132,10 @@ def _cell(tree: TreeRecord, index: int | None) -> Text:
         if node.static:
             text.append(f" [{static_text(node)}]", style="magenta")
         elif node.aux:
-            text.append(f" [{node.aux}]", style="magenta")
+            text.append(f" [{_t(node.aux)}]", style="magenta")
         return text
     if node.kind == "leaf":
-        text = Text(node.aval or short_type(node.type_name), style="cyan")
+        text = Text(_t(node.aval) or short_type(node.type_name), style="cyan")
         if node.traced:
             text.append(" traced")
         return text

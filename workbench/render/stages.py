@@ -192,7 +192,7 @@ class StageStats:
 
     def _histogram(self) -> Table:
         bars = self.stage.histogram[:self.top]
-        most = bars[0].count
+        most = max(bar.count for bar in bars) or 1  # NB: not bars[0]: a bar is never wider
         table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
         table.add_column(style="bold")
         table.add_column(justify="right")
@@ -260,6 +260,8 @@ class StageView:
         parts: list[RenderableType] = [Text.assemble((stage.name, "bold"), "  ", stage.title)]
         if stage.method:
             parts.append(Text(stage.method, style="dim"))
+        if stage.note:
+            parts.append(Text(stage.note, style="yellow"))
         if not stage.available:
             parts.append(Text(f"unavailable: {stage.reason}", style="red"))
             return Group(*parts)

@@ -17,6 +17,7 @@ from rich.tree import Tree
 
 from transforms.record import TRACER_DISPLAY_NAMES, SourceLocation, Step, ValueRecord
 
+from .. import safe_text
 from ._safe import safe
 
 # What a tracer of each kind holds, in the words a user knows.
@@ -42,8 +43,10 @@ def shown_path(path: object) -> str:
 
 
 def _clip(text: object, limit: int = 400) -> str:
+    """Recorded text for the step view: made terminal-safe (lines kept), cut to `limit`."""
     s = str(text)
-    return s if len(s) <= limit else s[:limit] + "…"
+    s = s if len(s) <= limit else s[:limit] + "…"
+    return safe_text.terminal(s, limit + 1, lines=True)
 
 
 class TowerView:

@@ -41,9 +41,14 @@ def record_classes() -> dict[str, type]:
     return found
 
 
-def session_schema() -> dict[str, Any]:
-    """The schema for this version's dumps, built from the record classes and the codec's rules."""
-    builder = _SchemaBuilder(record_classes())
+def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The schema for this version's dumps, built from the record classes and the codec's rules.
+
+    `header`: a dump's own `fields` (its rows' field order), for a dump written by an
+    older workbench whose records had fewer fields: the loader reads those too (missing
+    fields take their defaults), so `schema --validate` checks them against the schema
+    of their own layout. Default: this workbench's layout (the checked-in schema)."""
+    builder = _SchemaBuilder(record_classes(), header)
     session_fields = {
         "schema": {"const": record.SCHEMA_NAME,
                    "description": "identifies a workbench session dump"},
@@ -61,8 +66,9 @@ def session_schema() -> dict[str, Any]:
     session_fields["fields"] = {
         "type": "object", "additionalProperties": False,
         "description": "per record class, its field names in the order of its rows",
-        "properties": {name: {"const": [f.name for f in _codec.record_fields(cls)]}
-                       for name, cls in sorted(builder.classes.items())}}
+        "properties": {name: {"const": builder.field_order(name)}
+                       for name in sorted(builder.classes) if builder.field_order(name)
+                       or header is None}}
     session_fields["tables"] = {
         "type": "object", "additionalProperties": False,
         "description": "values stored once and referenced by index: tables[annotation][i]",
@@ -97,9 +103,16 @@ def schema_text() -> str:
 class _SchemaBuilder:
     """Walks the annotations as the codec encodes them, one $defs row schema per record."""
 
-    def __init__(self, classes: dict[str, type]):
+    def __init__(self, classes: dict[str, type], header: dict[str, list[str]] | None = None):
         self.classes = classes
+        self.header = header
         self.defs: dict[str, Any] = {}
+
+    def field_order(self, name: str) -> list[str]:
+        """The order of a class's fields in its rows: the dump's header, else the class's."""
+        if self.header is None:
+            return [f.name for f in _codec.record_fields(self.classes[name])]
+        return list(self.header.get(name, []))
 
     def type_schema(self, text: str, within: str | None) -> dict[str, Any]:
         return self._schema(_codec.parse(text), within)
@@ -133,14 +146,22 @@ class _SchemaBuilder:
             self.defs[key] = {}  # placeholder: records nest in themselves
             cls = self.classes[name]
             comments = _field_comments(cls)
+            by_name = {f.name: f for f in _codec.record_fields(cls)}
+            order = self.field_order(name)
             items = []
-            for f in _codec.record_fields(cls):
-                item = self._schema(_codec.parse(f.annotation), within)
-                items.append({"title": f.name, **_described(item, comments.get(f.name, ""))})
+            for field_name in order:
+                item = self._schema(_codec.parse(by_name[field_name].annotation), within)
+                items.append({"title": field_name,
+                              **_described(item, comments.get(field_name, ""))})
+            # A field the rows lack must have a default (the loader refuses the file
+            # otherwise): no row of such a class can be valid.
+            required_missing = any(not f.has_default and f.name not in order
+                                   for f in by_name.values())
             self.defs[key] = {
                 "type": "array", "description": f"{_doc(cls)} A row: the fields in the order "
                                                 f"of fields[{name!r}].",
-                "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+                "prefixItems": items, "minItems": len(items) + required_missing,
+                "maxItems": len(items)}
         return key
 
 

@@ -1,4 +1,9 @@
-"""Export from inside the TUI: the current call as JSON, its graph as an image, the view as SVG."""
+"""Export from inside the TUI: the current call as JSON, its graph as an image, the view as SVG.
+
+Everything goes into one export folder (`workbench-exports/` in the working
+directory unless `--export-dir` says otherwise), created when first needed, each
+file named after the session and the call: `grad-of-tanh-call0-grad-tanh.json`.
+"""
 from __future__ import annotations
 
 import importlib
@@ -8,16 +13,39 @@ from pathlib import Path
 
 from transforms.record import Call, Session
 
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "call"
+DEFAULT_FOLDER = "workbench-exports"
 
 
-def export_call_json(session: Session, call: Call, folder: str | os.PathLike) -> Path:
+def slug(text: str, limit: int = 60) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:limit].strip("-.") or "call"
+
+
+def export_folder(folder: str | os.PathLike | None) -> Path:
+    """The folder exports go to: the one given, or workbench-exports/ here."""
+    return Path(folder) if folder is not None else Path.cwd() / DEFAULT_FOLDER
+
+
+def file_stem(session_title: str, call: Call | None, label: str = "") -> str:
+    """`<session>-call<N>-<label>`: which recording, and which of its calls."""
+    stem = slug(session_title or "session", 40)
+    if call is not None:
+        stem += f"-call{call.index}-{slug(label or f'{call.transform}-{call.function}', 40)}"
+    return stem
+
+
+def _ready(folder: str | os.PathLike) -> Path:
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)  # OSError (a file in the way, no permission) says why
+    return path
+
+
+def export_call_json(session: Session, call: Call, folder: str | os.PathLike,
+                     stem: str | None = None) -> Path:
     """Write one call as a session file (`workbench open` reads it back)."""
-    path = Path(folder) / f"workbench-call{call.index}-{slug(call.transform)}.json"
+    path = _ready(folder) / f"{stem or file_stem(session.title, call)}.json"
     Session(calls=[call], jax_version=session.jax_version,
-            python_version=session.python_version).save(path)
+            python_version=session.python_version, title=session.title,
+            metadata=dict(session.metadata)).save(path)
     return path
 
 
@@ -25,7 +53,7 @@ class Unavailable(RuntimeError):
     """An export this install cannot make; the message says why."""
 
 
-def export_call_graph(call: Call, folder: str | os.PathLike) -> Path:
+def export_call_graph(call: Call, folder: str | os.PathLike, stem: str | None = None) -> Path:
     """Draw the call's graph with workbench.export, when that module is installed."""
     try:
         module = importlib.import_module("workbench.export")
@@ -36,6 +64,6 @@ def export_call_graph(call: Call, folder: str | os.PathLike) -> Path:
     if writer is None:
         raise Unavailable("graph export is unavailable: workbench.export has no "
                           "write_call_graph(call, path)")
-    path = Path(folder) / f"workbench-call{call.index}-{slug(call.transform)}.svg"
+    path = _ready(folder) / f"{stem or file_stem('', call)}.svg"
     written = writer(call, path)
     return Path(written) if written else path

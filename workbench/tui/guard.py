@@ -14,6 +14,8 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
+from .. import safe_text
+
 
 def _placeholder(what: str, error: Exception) -> Text:
     return Text(f"<render-error {what}: {type(error).__name__}: {error}>", style="red")
@@ -41,19 +43,33 @@ class Guarded:
             except Exception as e:  # a renderer never takes the UI down with it
                 yield _placeholder(self.what, e)
                 return
+            lines = [_safe_line(line) for line in lines]
             self._drawn = (key, lines)
         if options.height is not None:
             lines = lines[:options.height]
-        for i, line in enumerate(lines):
-            if i:
-                yield Segment.line()
+        # Every line ends in a newline, the last one too: Textual counts newlines to find
+        # the height, and a renderable after this one in a Group starts on a line of its own.
+        newline = Segment.line()
+        for line in lines:
             yield from line
+            yield newline
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         try:
             return Measurement.get(console, options, self.renderable)
         except Exception:  # drawing will show the placeholder
             return Measurement(1, options.max_width)
+
+
+def _safe_line(line: list[Segment]) -> list[Segment]:
+    """The last net under every pane: no segment reaches the terminal with a control
+    sequence, a bidi mark or a lone surrogate in it, whatever a renderer forgot
+    (workbench/safe_text.py; renderers escape their text before layout, so this
+    almost never changes anything)."""
+    if not any(safe_text.has_unsafe(seg.text) for seg in line):
+        return line
+    return [Segment(safe_text.terminal(seg.text, len(seg.text)), seg.style, seg.control)
+            if safe_text.has_unsafe(seg.text) else seg for seg in line]
 
 
 def guarded(build: Callable[[], RenderableType], what: str) -> Guarded:

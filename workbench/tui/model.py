@@ -10,11 +10,16 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
+import sys
 from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from transforms.diff import default_pair
 from transforms.record import Call, Level, LevelRow, Session, SourceLocation, Stage, Step, level_rows
+
+from .. import safe_text
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -34,8 +39,9 @@ def unpack(code: int) -> tuple[int, int, int]:
 class CallIndex:
     """Per-call lookups built once, on first use: levels in tree order, steps per level."""
 
-    def __init__(self, call: Call):
+    def __init__(self, call: Call, source_roots: tuple[str, ...] = ()):
         self.call = call
+        self.source_roots = source_roots  # folders the call's source lines may be read from
         self.level_by_index: dict[int, Level] = {}
         for lv in call.levels:
             self.level_by_index.setdefault(lv.index, lv)
@@ -55,8 +61,10 @@ class CallIndex:
                 steps = by_level[level] = array("q")
             steps.append(pos)
         self.steps_by_level = by_level
+        self.hidden = self._repeated_empty_levels()
         self.failing = failing_steps(call)
         self._caused: dict[int, list[int]] | None = None
+        self._texts: SearchTexts | None = None
         self._occurrences: dict[int, dict[tuple, list[int]]] = {}
 
     def level_rows(self, expanded: set[int]) -> list[LevelRow]:
@@ -64,6 +72,21 @@ class CallIndex:
         rows = level_rows(self.call, expanded)
         self.runs.update((row.position, row) for row in rows if row.repeats > 1)
         return rows
+
+    def _repeated_empty_levels(self) -> set[int]:
+        """Positions of levels not listed: empty ones whose label another level shares
+        (a custom rule traced twice records its level twice); one of them stays."""
+        by_label: dict[str, list[int]] = {}
+        for pos in self.order:
+            by_label.setdefault(str(self.call.levels[pos].label), []).append(pos)
+        hidden: set[int] = set()
+        for positions in by_label.values():
+            if len(positions) < 2:
+                continue
+            empty = [p for p in positions
+                     if not self.steps_by_level.get(self.call.levels[p].index)]
+            hidden.update(empty if len(empty) < len(positions) else empty[1:])
+        return hidden
 
     def label(self, level: int | None) -> str:
         lv = self.level_by_index.get(level) if isinstance(level, int) else None
@@ -91,6 +114,13 @@ class CallIndex:
                 return pos
         return None
 
+    def search_texts(self) -> SearchTexts:
+        """Each step's search text, made once per distinct text (built when first needed,
+        or beforehand in slices: `Outline.prepare_search`)."""
+        if self._texts is None:
+            self._texts = SearchTexts(self)
+        return self._texts
+
     def occurrences(self, level: int) -> dict[tuple, list[int]]:
         """Steps at one level grouped by (primitive, file, line), in order: for step <-> eqn."""
         found = self._occurrences.get(level)
@@ -102,6 +132,46 @@ class CallIndex:
                     found.setdefault(key, []).append(pos)
             self._occurrences[level] = found
         return found
+
+
+class SearchTexts:
+    """What search looks in, per step: `ids[pos]` indexes `texts`. Steps that differ only
+    in their index share one text, found by the identity of their parts (a loaded dump
+    shares its params and source records between steps). Built in slices (`build`), so
+    the TUI can make it in idle moments before the first search needs it."""
+
+    SLICE = 5_000  # steps per slice: a few milliseconds
+
+    def __init__(self, index: CallIndex):
+        self.index = index
+        self._found: dict[tuple, int] = {}
+        self.texts: list[str] = []
+        self.ids = array("l")
+
+    @property
+    def done(self) -> bool:
+        return len(self.ids) >= len(self.index.call.steps)
+
+    def build(self, steps: int | None = None) -> bool:
+        """Index the next `steps` steps (all of them by default); whether it is done."""
+        call, found, texts, ids = self.index.call, self._found, self.texts, self.ids
+        start = len(ids)
+        end = len(call.steps) if steps is None else min(len(call.steps), start + steps)
+        label = self.index.label
+        for step in call.steps[start:end]:
+            key = (step.primitive, id(step.params), id(step.source), step.kind, step.phase,
+                   step.level, step.name_stack, step.error)
+            t = found.get(key)
+            if t is None:
+                t = found[key] = len(texts)
+                texts.append(step_haystack(step, label(step.level)))
+            ids.append(t)
+        return self.done
+
+    def hits(self, q: str) -> bytes:
+        """A flag per distinct text: whether it holds q (lower-cased already)."""
+        self.build()
+        return bytes(q in text for text in self.texts)
 
 
 def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
@@ -128,6 +198,67 @@ def failing_steps(call: Call) -> set[int]:
     out = {s.index for s in call.steps if s.kind == "error" or s.error}
     out.update(e.step for e in call.errors if isinstance(e.step, int))
     return out
+
+
+# --- call labels --------------------------------------------------------------------
+
+# The transformations a user applies (transforms' public wrappers): a level of one of
+# these kinds is part of a call's composition; eval, custom rules and the like are not.
+TRANSFORMATIONS = frozenset({"grad", "value_and_grad", "vmap", "jit", "jvp", "vjp",
+                             "linearize", "jacfwd", "jacrev", "hessian"})
+
+
+def composition(call: Call) -> list[str]:
+    """The transformations applied, outermost first: ["vmap", "grad"] for vmap(grad(f)).
+
+    Read off the deepest transformation level's label (`vmap#1/grad#2`), which
+    names every level above it; the call's own transform comes first."""
+    deepest: Level | None = None
+    for lv in call.levels:
+        if lv.kind in TRANSFORMATIONS and (deepest is None or lv.depth > deepest.depth):
+            deepest = lv
+    kinds = []
+    if deepest is not None:
+        for part in str(deepest.label).split("/"):
+            kind = part.rsplit("#", 1)[0]
+            if kind in TRANSFORMATIONS:
+                kinds.append(kind)
+    if call.transform and (not kinds or kinds[0] != call.transform):
+        kinds.insert(0, call.transform)
+    return kinds
+
+
+def composed_label(call: Call) -> str:
+    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`."""
+    label = str(call.function)
+    for kind in reversed(composition(call)):
+        label = f"{kind}({label})"
+    return label
+
+
+def call_labels(session: Session) -> list[str]:
+    """Each call's composed label; calls whose labels are equal are told apart by the
+    line that made them (`at _seed003.py:302`), else by their number among them."""
+    labels = [sanitize(composed_label(c)) for c in session.calls]
+    groups: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(label, []).append(i)
+    out = list(labels)
+    for label, members in groups.items():
+        if len(members) < 2:
+            continue
+        wheres = [_call_line(session.calls[i]) for i in members]
+        distinct = len(set(wheres)) == len(wheres) and all(wheres)
+        for n, (i, where) in enumerate(zip(members, wheres), 1):
+            out[i] = f"{label} at {where}" if distinct else f"{label} #{n}"
+    return out
+
+
+def _call_line(call: Call) -> str:
+    src = call.source
+    if src is None or not isinstance(src.line, int):
+        return ""
+    return f"{os.path.basename(str(src.file))}:{src.line}"
 
 
 # --- the navigator's rows ---------------------------------------------------------
@@ -189,12 +320,20 @@ class Outline:
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
+        self._labels: list[str] | None = None
         self.rebuild()
+
+    def call_label(self, call: int) -> str:
+        """The call's composed label, told apart from equal ones (`call_labels`)."""
+        if self._labels is None:
+            self._labels = call_labels(self.session)
+        return self._labels[call]
 
     def index(self, call: int) -> CallIndex:
         found = self._index.get(call)
         if found is None:
-            found = self._index[call] = CallIndex(self.session.calls[call])
+            found = self._index[call] = CallIndex(self.session.calls[call],
+                                                  source_roots(self.session))
         return found
 
     def rebuild(self) -> None:
@@ -207,7 +346,8 @@ class Outline:
                 continue
             expanded = {pos for c2, pos in self.expanded_runs if c2 == c}
             groups = [(row.position, call.levels[row.position].index)
-                      for row in idx.level_rows(expanded)]
+                      for row in idx.level_rows(expanded)
+                      if row.position not in idx.hidden or row.repeats > 1]
             if -1 in idx.steps_by_level:
                 groups.append((len(call.levels), -1))
             for pos, level in groups:
@@ -327,27 +467,56 @@ class Outline:
                 return j
         return i
 
+    def prepare_search(self, steps: int = SearchTexts.SLICE) -> bool:
+        """Index up to `steps` more steps for search; whether every call is indexed."""
+        for c in range(min(len(self.session.calls), 1 << _CALL_BITS)):
+            texts = self.index(c).search_texts()
+            if not texts.done:
+                texts.build(steps)
+                return False
+        return True
+
     def search(self, query: str) -> list[int]:
-        """Rows whose step (or call, or level) text holds `query`, case-insensitive."""
+        """Rows whose step (or call, or level) text holds `query`, case-insensitive.
+
+        Each distinct step text is tested once (a big session repeats a few hundred
+        texts, primitive, params and line, over 100,000 steps); then each step row
+        is two array lookups."""
         q = query.lower()
         if not q:
             return []
-        out = []
-        calls = self.session.calls
-        for j, code in enumerate(self.rows):
-            kind, c, index = unpack(code)
+        rows, calls = self.rows, self.session.calls
+        shift, mask = _CALL_BITS + 2, (1 << _CALL_BITS) - 1
+        flags: dict[int, tuple[array, bytes]] = {}
+        for c in {(code >> 2) & mask for code in rows if code & 3 == CALL}:
+            texts = self.index(c).search_texts()
+            flags[c] = (texts.ids, texts.hits(q))
+        out: list[int] = []
+        others: list[int] = []  # call and level rows: few, tested one by one
+        start = 0
+        n = len(rows)
+        while start < n:
+            # The rows of one call run from its CALL row to the next one.
+            c = (rows[start] >> 2) & mask
+            end = start + 1
+            while end < n and rows[end] & 3 != CALL:
+                end += 1
+            ids, hit = flags[c]
+            out += [j for j in range(start, end)
+                    if (code := rows[j]) & 3 == STEP and hit[ids[code >> shift]]]
+            others += [j for j in range(start, end) if rows[j] & 3 != STEP]
+            start = end
+        for j in others:
+            kind, c, index = unpack(rows[j])
             call = calls[c]
-            if kind == STEP:
-                step = call.steps[index]
-                hay = step_haystack(step, self.index(c).label(step.level))
-            elif kind == LEVEL:
+            if kind == LEVEL:
                 lv = call.levels[index] if index < len(call.levels) else None
                 hay = f"{lv.label} {lv.kind} {lv.trace_type}".lower() if lv else ""
             else:
-                hay = f"{call.transform}({call.function})".lower()
+                hay = self.call_label(c).lower()
             if q in hay:
                 out.append(j)
-        return out
+        return sorted(out) if others else out
 
 
 # --- step texts ---------------------------------------------------------------------
@@ -493,6 +662,9 @@ def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
     """Before and after: the user's function and the call's whole transformed program."""
     if not stages:
         return 0, 0
+    pair = default_pair(stages)
+    if pair is not None:
+        return pair
     jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
     left = jaxprs[0] if jaxprs else 0
     transformed = [i for i in jaxprs if stages[i].role == "transformed"]
@@ -505,23 +677,57 @@ def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
 MAX_SOURCE_BYTES = 4_000_000
 
 
+# A dump names its source files, and a dump is untrusted: lines are read only from
+# Python files (never /etc/passwd, whatever a step says) under the folder of the script
+# the session ran, the current folder, or a folder on sys.path (where its modules come from).
+SOURCE_SUFFIXES = (".py", ".pyw")
+
+
+def source_roots(session: Session) -> tuple[str, ...]:
+    """The folders a session's source lines may be read from."""
+    roots = [os.getcwd(), *(p for p in sys.path if p)]
+    script = session.metadata.get("script", "") if isinstance(session.metadata, dict) else ""
+    if isinstance(script, str) and script.endswith(SOURCE_SUFFIXES):
+        roots.insert(0, os.path.dirname(script))
+    return tuple(dict.fromkeys(os.path.realpath(r) for r in roots if isinstance(r, str)))
+
+
+def readable_source(path: str, roots: tuple[str, ...]) -> str | None:
+    """The real path of a source file the TUI may show, or None (see SOURCE_SUFFIXES)."""
+    if "\x00" in path or not path.endswith(SOURCE_SUFFIXES):
+        return None
+    real = os.path.realpath(path)
+    if not real.endswith(SOURCE_SUFFIXES):
+        return None
+    if not any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+        return None
+    return real
+
+
 @functools.lru_cache(maxsize=64)
 def _file_lines(path: str) -> tuple[str, ...] | None:
     """A source file's lines, read once per session of the TUI (steps share a few files)."""
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_SOURCE_BYTES:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return tuple(f.read().split("\n"))
+        # NB: O_NONBLOCK, so that a FIFO named as a source does not block the open.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+                return None
+            data = f.read(MAX_SOURCE_BYTES + 1)
+        return tuple(data.decode("utf-8", errors="replace").split("\n"))
     except (OSError, ValueError):
         return None
 
 
-def source_context(src: SourceLocation | None, context: int = 2) -> tuple[int, list[str]] | None:
-    """(first line number, lines) around a source line, read safely; None if it cannot be read."""
+def source_context(src: SourceLocation | None, context: int = 2,
+                   roots: tuple[str, ...] = ()) -> tuple[int, list[str]] | None:
+    """(first line number, lines) around a source line, read safely; None if it cannot be read.
+
+    Only from a Python file under one of `roots` (readable_source)."""
     if src is None or not isinstance(src.line, int) or src.line < 1:
         return None
-    lines = _file_lines(src.file) if isinstance(src.file, str) else None
+    path = readable_source(src.file, roots) if isinstance(src.file, str) else None
+    lines = _file_lines(path) if path is not None else None
     if lines is None or src.line > len(lines):
         return None
     first = max(1, src.line - context)
@@ -532,6 +738,8 @@ def source_context(src: SourceLocation | None, context: int = 2) -> tuple[int, l
 # --- sessions -----------------------------------------------------------------------
 
 Gallery = list[tuple[str, Session]]
+# A gallery still being recorded: a session is None until it is there.
+Entries = list[tuple[str, "Session | None"]]
 
 
 def as_gallery(sessions: object, title: str | None = None) -> Gallery:
@@ -552,21 +760,30 @@ def as_gallery(sessions: object, title: str | None = None) -> Gallery:
     return out
 
 
+def session_description(session: Session) -> str:
+    """What the recording is about, as its recorder wrote it (a gallery example's story)."""
+    return sanitize(session.metadata.get("description", "")) if session.metadata else ""
+
+
+def session_output(session: Session) -> str | None:
+    """What the recorded program printed, when that was kept (None: not kept)."""
+    return session.metadata.get("output") if session.metadata else None
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def session_summary(session: Session) -> str:
     failed = sum(1 for c in session.calls if c.errors)
-    text = f"{len(session.calls)} calls, {session.step_count:,} steps"
+    text = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     return text + (f", {failed} failed" if failed else "")
 
 
 def sanitize(text: object, limit: int = 4000) -> str:
-    """One line of display text: control characters shown as `?`, long text cut."""
-    s = str(text)
-    if len(s) > limit:
-        s = s[:limit] + "…"
-    return _CONTROL.sub("?", s)
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    """One line of display text, safe on a terminal (workbench/safe_text.py): control,
+    bidi and zero-width characters and lone surrogates shown as escapes, long text cut."""
+    return safe_text.terminal(text, limit)
 
 
 def first_line(text: object) -> str:

@@ -20,8 +20,8 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from ..app import WorkbenchApp
     from ..widgets.common.line_list import LineList
     from ..widgets.failure.failure_pane import FailurePane
-    from ..widgets.navigator.step_list import StepList
-    from ..widgets.stages.stages_pane import StagesPane
+    from ..widgets.navigator.step_list import PHASE_MARKS, StepList
+    from ..widgets.stages.stages_pane import STAGE_KEYS
     from .session import SessionScreen
 
     def rows(bindings) -> list[tuple[str, str]]:
@@ -34,12 +34,15 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     return [
         ("Everywhere", rows(WorkbenchApp.BINDINGS) + [("ctrl+p", "Command palette"),
                                                       ("tab, shift+tab", "Next / previous pane")]),
-        ("Session", rows(SessionScreen.BINDINGS)),
+        ("Session", rows(b for b in SessionScreen.BINDINGS
+                                if not (isinstance(b, Binding) and b.action.startswith("stages(")))),
         ("Lists (navigator, stages)", rows(LineList.BINDINGS)),
         ("Navigator", rows(StepList.BINDINGS) + [("enter", "Fold a call or level")]),
-        ("Stages view", rows(StagesPane.BINDINGS) +
-         [("enter", "Go to the step that made this equation")]),
+        ("Stages view (its keys work wherever the focus is)", rows(STAGE_KEYS) +
+         [("enter", "Go to the step that made this equation (stage text focused)")]),
         ("Failure view", rows(FailurePane.BINDINGS)),
+        ("Marks in the navigator", [(mark, meaning) for mark, meaning in PHASE_MARKS.values()]
+         + [("✗", "a failing step, or a call that failed")]),
         ("Filter syntax", [("p:sin", "primitive contains 'sin'"), ("l:grad#2", "level label"),
                            ("is:error", "failing steps only"), ("words", "anywhere in the step")]),
     ]

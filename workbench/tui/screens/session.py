@@ -2,47 +2,73 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, ClassVar, Iterable, NamedTuple
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, Input
+from textual.widgets import Header, Input, Static
 
 from transforms.record import Call, Session
 
+from ... import safe_text
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..model import StageMap, eqn_key, step_key
+from ..model import (
+    CALL,
+    StageMap,
+    eqn_key,
+    pack,
+    session_description,
+    session_output,
+    session_summary,
+    step_key,
+)
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack
 from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.status_bar import StatusBar
 from ..widgets.common.tab_line import TabLine
+from ..widgets.common.text_lines import TextLines
 from ..widgets.devices.devices_pane import DevicesPane, has_devices
 from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
 from ..widgets.navigator.step_list import StepList
 from ..widgets.pytree.pytree_pane import PytreePane
-from ..widgets.stages.stages_pane import StagesPane
+from ..widgets.stages.stages_pane import STAGE_KEYS, StagesPane
 from ..widgets.step.step_pane import StepPane
 
-VIEWS = ("step", "stages", "pytree", "failure", "devices")
+VIEWS = ("step", "stages", "pytree", "failure", "devices", "output")
+
+
+# Sessions with this many steps index them for search in the background (idle slices).
+PREPARE_SEARCH_STEPS = 20_000
+
+
+class Place(NamedTuple):
+    """The user's place in a session: selection, view, filter, navigator hidden."""
+    call: int
+    step: int | None
+    view: str
+    filter: str
+    zoomed: bool
 
 
 class SessionScreen(Screen):
     """One session: pick a step on the left, see it from every side on the right."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "view('step')", "Step"),
         Binding("2", "view('stages')", "Stages"),
         Binding("3", "view('pytree')", "Pytree"),
         Binding("4", "view('failure')", "Failure"),
         Binding("5", "view('devices')", "Devices", show=False),
+        Binding("6", "view('output')", "Story: description and printed output", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(True)", "Next match", show=False),
         Binding("N", "next_match(False)", "Previous match", show=False),
@@ -53,15 +79,20 @@ class SessionScreen(Screen):
         Binding("z", "zoom", "Hide/show navigator", show=False),
         Binding("o", "sessions", "Sessions", show=False),
         Binding("escape", "back", "Back", show=False),
+        *(Binding(b.key, f"stages({b.action!r})", b.description, show=b.show)
+          for b in STAGE_KEYS),
     ]
 
     def __init__(self, session: Session, title: str = "session", *, gallery: bool = False,
-                 export_dir: str | Path | None = None) -> None:
+                 export_dir: str | Path | None = None, place: Place | None = None,
+                 note: str = "") -> None:
         super().__init__()
+        self._place = place  # where the user was in the session this one replaces
+        self._note = note
         self.session = session
         self.session_title = title
         self.gallery = gallery
-        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
+        self.export_dir = export.export_folder(export_dir)
         self.call_index = 0
         self.step_pos: int | None = None
         self._scope: LineList | None = None
@@ -69,20 +100,25 @@ class SessionScreen(Screen):
         self._dirty: set[str] = set(VIEWS)
         # NB: the devices view exists only for sessions that ran on several devices.
         self.has_devices = has_devices(session)
+        self.description = session_description(session)
+        self.output = session_output(session)
 
     def compose(self) -> ComposeResult:
         yield Header()
+        if self.description:
+            yield Static(Text(self.description), id="story")
         with Horizontal(id="body"):
             yield Navigator(self.session, id="navigator")
             with Vertical(id="views"):
                 yield TabLine(self._tab_labels(), "step", id="tabs")
                 with PaneStack(initial="step-pane", id="view-switcher"):
                     yield StepPane(id="step-pane")
-                    yield StagesPane(id="stages-pane")
+                    yield StagesPane(self.session, id="stages-pane")
                     yield PytreePane(id="pytree-pane")
                     yield FailurePane(id="failure-pane")
                     if self.has_devices:
                         yield DevicesPane(id="devices-pane")
+                    yield TextLines(id="output-pane")
         yield SearchBar(id="search")
         yield StatusBar(id="status")
         yield KeyBar(id="keys")
@@ -91,7 +127,8 @@ class SessionScreen(Screen):
         failed = sum(1 for c in self.session.calls if c.errors)
         labels = [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
                   ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
-        return labels + ([("devices", "5 Devices")] if self.has_devices else [])
+        labels += [("devices", "5 Devices")] if self.has_devices else []
+        return labels + [("output", "6 Story")]
 
     def _heading(self) -> str:
         """The caller's title (a file name), and the recording's own title when it says more."""
@@ -101,10 +138,45 @@ class SessionScreen(Screen):
         return own if self.session_title == "session" else f"{self.session_title} — {own}"
 
     def on_mount(self) -> None:
-        self.title = f"workbench: {self._heading()}"
-        self.sub_title = (f"{len(self.session.calls)} calls, {self.session.step_count:,} steps"
+        self.title = f"workbench: {safe_text.terminal(self._heading(), 300)}"
+        self.sub_title = (f"{session_summary(self.session)}"
                           f"  ? help  ctrl+p commands")
         self.steps.focus()
+        if self._place is not None:
+            self._restore(self._place)
+        if self._note:
+            self.say(self._note)
+        if self.session.step_count >= PREPARE_SEARCH_STEPS:
+            # Index the steps for search in idle slices of a few ms, so the first `/` on a
+            # big session does not pay for it.
+            self._preparing = self.set_interval(0.02, self._prepare_search)
+
+    def _prepare_search(self) -> None:
+        if self.steps.outline.prepare_search():
+            self._preparing.stop()
+
+    def current_place(self) -> Place:
+        """Where the user is: kept when a new recording replaces this session (--watch)."""
+        nav = self.query_one(Navigator)
+        return Place(self.call_index, self.step_pos, self.active_view,
+                     self.query_one("#filter", Input).value, not nav.display)
+
+    def _restore(self, place: Place) -> None:
+        calls = self.session.calls
+        if place.filter:
+            self.query_one("#filter", Input).value = place.filter
+            self.steps.set_filter(place.filter)
+        if calls:
+            call = min(place.call, len(calls) - 1)
+            steps = calls[call].steps
+            if place.step is not None and steps:
+                self.steps.select_step(call, min(place.step, len(steps) - 1))
+            else:
+                self.steps.set_cursor(self.steps.outline.find(pack(CALL, call, 0)))
+        if place.zoomed:
+            self.action_zoom()
+        if place.view != "step" and (place.view != "devices" or self.has_devices):
+            self.action_view(place.view)
 
     # --- parts ------------------------------------------------------------------
 
@@ -141,7 +213,12 @@ class SessionScreen(Screen):
             self._dirty.discard("stages")
 
     def on_step_selected(self, message: StepSelected) -> None:
-        self.call_index, self.step_pos = message.call, message.step
+        # The cursor as it is now, not as the message saw it: after a filter changes the
+        # rows, several of these may queue up, and the views must show the cursor's row.
+        call, step = self.steps.current()
+        if call != self.call_index:
+            self.on_call_selected(CallSelected(call))
+        self.call_index, self.step_pos = call, step
         self._dirty.add("step")
         self._dirty.add("stages-cursor")
         self._refresh_active()
@@ -165,7 +242,8 @@ class SessionScreen(Screen):
         view = self._active()
         index = self.steps.outline.index(self.call_index)
         if view == "step" and "step" in self._dirty:
-            self.query_one(StepPane).show(call, index, self.step_pos)
+            self.query_one(StepPane).show(call, index, self.step_pos,
+                                          self.steps.outline.call_label(self.call_index))
             self._dirty.discard("step")
         elif view == "stages":
             pane = self.query_one(StagesPane)
@@ -179,11 +257,37 @@ class SessionScreen(Screen):
             self.query_one(PytreePane).show(call)
             self._dirty.discard("pytree")
         elif view == "failure" and "failure" in self._dirty:
-            self.query_one(FailurePane).show(self.call_index, call, index)
+            outline = self.steps.outline
+            failing = tuple((c.index, outline.call_label(i))
+                            for i, c in enumerate(self.session.calls) if c.errors)
+            self.query_one(FailurePane).show(self.call_index, call, index,
+                                             outline.call_label(self.call_index), failing)
             self._dirty.discard("failure")
         elif view == "devices" and "devices" in self._dirty:
             self.query_one(DevicesPane).show(call, self.session.process)
             self._dirty.discard("devices")
+        elif view == "output" and "output" in self._dirty:
+            self._show_output()
+            self._dirty.discard("output")
+
+    def _show_output(self) -> None:
+        """The story: what the recording shows (its description) and what the recorded
+        program printed (the whole session's: prints are not per call)."""
+        lines: list[str] = []
+        headings: set[int] = set()
+        if self.description:
+            headings.add(len(lines))
+            lines += ["What it shows", self.description, ""]
+        headings.add(len(lines))
+        lines.append("What it printed")
+        if self.output is None:
+            lines.append("(this recording kept no printed output: the gallery and "
+                         "`workbench run --watch` keep it)")
+        elif not self.output.strip():
+            lines.append("(nothing)")
+        else:
+            lines += self.output.rstrip("\n").split("\n")
+        self.query_one("#output-pane", TextLines).set_lines(lines, headings=headings)
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:
         """Put each stage's cursor on the equation this step became, where that is known."""
@@ -245,6 +349,8 @@ class SessionScreen(Screen):
         self.query_one(StagesPane).action_toggle(what)
 
     def action_view(self, view: str) -> None:
+        """Show a view. The focus stays where it was (the navigator's arrows keep moving
+        the selection); if it was in the view being replaced, it moves into the new one."""
         if view == "devices" and not self.has_devices:
             self.say("this session ran on one device: no shardings or collectives recorded")
             return
@@ -252,11 +358,23 @@ class SessionScreen(Screen):
         inside = self.focused is not None and switcher in self.focused.ancestors_with_self
         switcher.current = f"{view}-pane"
         self.query_one(TabLine).set_active(view)
-        if view == "stages":
-            self.query_one(StagesPane).focus_text()
-        elif inside:
-            self.query_one(f"#{view}-pane").focus()
+        if inside:
+            if view == "stages":
+                self.query_one(StagesPane).focus_text()
+            else:
+                self.query_one(f"#{view}-pane").focus()
         self._refresh_active()
+        self.refresh_bindings()
+
+    async def action_stages(self, action: str) -> None:
+        """A stages-view key, wherever the focus is."""
+        await self.app.run_action(action, self.query_one(StagesPane))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stages":
+            stack = self.query(PaneStack)
+            return bool(stack) and stack.first().current == "stages-pane"
+        return True
 
     def action_zoom(self) -> None:
         """Give the views the whole width (stages side by side need it), or bring the navigator back."""
@@ -318,19 +436,25 @@ class SessionScreen(Screen):
         else:
             self.say("one session is open: there is no gallery to go back to")
 
+    def _stem(self, call: Call | None) -> str:
+        label = self.steps.outline.call_label(self.call_index) if call is not None else ""
+        return export.file_stem(self._heading(), call, label)
+
     def action_export_json(self) -> None:
-        self._export("JSON", lambda call: export.export_call_json(self.session, call,
-                                                                  self.export_dir))
+        self._export("JSON", lambda call: export.export_call_json(
+            self.session, call, self.export_dir, self._stem(call)))
 
     def action_export_graph(self) -> None:
-        self._export("graph", lambda call: export.export_call_graph(call, self.export_dir))
+        self._export("graph", lambda call: export.export_call_graph(
+            call, self.export_dir, self._stem(call)))
 
     def action_export_svg(self) -> None:
-        name = f"workbench-{export.slug(self.session_title)}-{self._active()}.svg"
+        name = f"{self._stem(self.call)}-{self._active()}.svg"
         try:
+            self.export_dir.mkdir(parents=True, exist_ok=True)
             path = self.app.save_screenshot(filename=name, path=str(self.export_dir))
-        except OSError as e:
-            self.say(f"could not save the view: {e}", error=True)
+        except Exception as e:  # a full disk, a read-only folder, text SVG cannot hold
+            self.say(f"could not save the view: {type(e).__name__}: {e}", error=True)
             return
         self.say(f"saved this view to {path}")
 
@@ -344,8 +468,9 @@ class SessionScreen(Screen):
         except export.Unavailable as e:
             self.app.call_from_thread(self.say, str(e), True)
             return
-        except (OSError, ValueError, TypeError) as e:
-            self.app.call_from_thread(self.say, f"{what} export failed: {e}", True)
+        except Exception as e:  # Graphviz refusing a graph, a full disk: a message, not a crash
+            self.app.call_from_thread(self.say, f"{what} export failed: {type(e).__name__}: "
+                                                f"{e}", True)
             return
         self.app.call_from_thread(self.say, f"wrote call {call.index} as {what} to {path}")
 
@@ -363,21 +488,27 @@ class SessionScreen(Screen):
         if self.has_devices:
             yield "Devices view", "arrays on the device mesh, collectives per stage", \
                 lambda: self.action_view("devices")
+        yield "Story view", "what the recording shows and what its program printed (6)", \
+            lambda: self.action_view("output")
         yield "Hide or show the navigator", "the views take the whole width (z)", self.action_zoom
         yield "Search", "search steps or the focused stage text (/)", self.action_search
         yield "Filter steps", "p:PRIM l:LEVEL is:error words (f)", self.action_filter
-        yield "Next failing step", "jump to the next step that failed (x)", \
-            lambda: self.steps.action_next_failure(1)
+        if self.steps.outline.failing_codes():
+            yield "Next failing step", "jump to the next step that failed (x)", \
+                lambda: self.steps.action_next_failure(1)
         yield "Toggle aligned diff", "the two stages aligned equation by equation (d)", \
             lambda: self._toggle_in_stages("diff")
         yield "Toggle stage stats", "equations, avals, primitive histogram (t)", \
             lambda: self._toggle_in_stages("stats")
         yield "Show growth", "equations against batch size, e.g. Python loop vs vmap (w)", \
             lambda: self._toggle_in_stages("growth")
-        yield "Export call as JSON", "write the current call as a session file (e)", \
+        where = f"into {self.export_dir}"
+        yield "Export call as JSON", f"write the current call as a session file {where} (e)", \
             self.action_export_json
-        yield "Export graph image", "draw the current call's graph (i)", self.action_export_graph
-        yield "Save view as SVG", "a screenshot of this view (s)", self.action_export_svg
+        yield "Export graph image", f"draw the current call's graph {where} (i)", \
+            self.action_export_graph
+        yield "Save view as SVG", f"a screenshot of this view {where} (s)", \
+            self.action_export_svg
         if self.gallery:
             yield "Sessions", "back to the session picker (o)", self.action_sessions
 

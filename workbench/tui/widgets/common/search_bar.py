@@ -7,11 +7,13 @@ from textual.widgets import Input
 
 class SearchBar(Input):
     BINDINGS = [Binding("escape", "close", "Close search", show=False)]
+    # NB: over the status line on a layer of its own, shown and hidden by visibility:
+    # toggling `display` laid the whole screen out twice per search (open, close).
     DEFAULT_CSS = """
-    SearchBar { border: none; height: 1; padding: 0 1; display: none;
-                background: $warning 20%; }
+    SearchBar { border: none; height: 1; padding: 0 1; visibility: hidden;
+                layer: search; dock: bottom; offset-y: -1; background: $warning 20%; }
     SearchBar:focus { border: none; }
-    SearchBar.-open { display: block; }
+    SearchBar.-open { visibility: visible; }
     """
 
     def open(self, where: str) -> None:

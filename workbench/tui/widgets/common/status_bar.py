@@ -4,6 +4,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from ....safe_text import terminal
+
 
 class StatusBar(Static):
     DEFAULT_CSS = """
@@ -11,4 +13,8 @@ class StatusBar(Static):
     """
 
     def say(self, text: str, error: bool = False) -> None:
-        self.update(Text(text.replace("\n", " "), style="bold red" if error else ""))
+        # One row, whatever it says: no layout pass (a search's or a match's note would
+        # otherwise lay the whole screen out again).
+        self.update(Text(terminal(text.replace("\n", " "), 500),
+                         style="bold red" if error else "", no_wrap=True, overflow="ellipsis"),
+                    layout=False)

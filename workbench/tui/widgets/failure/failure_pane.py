@@ -47,27 +47,40 @@ class FailurePane(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(id="failure-body")
 
-    def show(self, call_index: int, call: Call, index: CallIndex) -> None:
+    def show(self, call_index: int, call: Call, index: CallIndex, label: str = "",
+             failing: tuple[tuple[int, str], ...] = ()) -> None:
+        """`failing`: (index, label) of the session's calls that failed, to point at."""
         self.call_index, self.call = call_index, call
         self.query_one("#failure-body", Static).update(
-            guarded(lambda: failure_view(call, index), "failure"))
+            guarded(lambda: failure_view(call, index, label, failing), "failure"))
 
     def action_jump(self) -> None:
         if self.call is not None and self.call.errors:
             self.post_message(FailureChosen(self.call_index, 0))
 
 
-def failure_view(call: Call, index: CallIndex) -> RenderableType:
+def failure_view(call: Call, index: CallIndex, label: str = "",
+                 failing: tuple[tuple[int, str], ...] = ()) -> RenderableType:
     if not call.errors:
-        return Text(f"{call.transform}({call.function}) ran without error", style="green")
+        text = Text(f"{label or f'{call.transform}({call.function})'} ran without error.",
+                    style="green")
+        if not failing:
+            text.append("\nNo call of this session failed: nothing to show here.", style="dim")
+        else:
+            names = ", ".join(f"{i} {name}" for i, name in failing[:6])
+            text.append(f"\nFailed: call{'s' if len(failing) > 1 else ''} {names} "
+                        f"(x goes to the next failing step).", style="dim")
+        return text
     parts: list[RenderableType] = []
     for n, error in enumerate(call.errors):
         panel = _external(error, call)
         if panel is None:
             parts.append(_plain(error, call, index, n))
         else:  # the panel, then the user's line with its context
-            parts += [panel, SourceView(error.source, source_context(error.source)), Text("")]
-    parts.append(Text("enter: go to the failing step", style="dim"))
+            source = source_context(error.source, roots=index.source_roots)
+            parts += [panel, SourceView(error.source, source), Text("")]
+    parts.append(Text("x: go to the next failing step (or enter, with this view focused)",
+                      style="dim"))
     return Group(*parts)
 
 
@@ -97,7 +110,7 @@ def _plain(error: ErrorRecord, call: Call, index: CallIndex, n: int) -> Renderab
         step = call.steps[pos]
         where.append(f", step #{step.index} {step_title(step)}")
     parts.append(where)
-    parts.append(SourceView(error.source, source_context(error.source)))
+    parts.append(SourceView(error.source, source_context(error.source, roots=index.source_roots)))
     hint = hint_for(error)
     if hint:
         parts.append(Text.assemble(("hint: ", "bold green"), hint))

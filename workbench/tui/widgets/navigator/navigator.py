@@ -1,15 +1,21 @@
 """The navigator pane: a filter line above the list of calls, levels and steps."""
 from __future__ import annotations
 
+import itertools
+
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from transforms.record import Session
 
 from ...messages import Status
 from .filter_input import FilterInput
-from .step_list import StepList
+from .step_list import PHASE_MARKS, StepList
+
+# Steps looked at for the legend's marks (a big session's phases repeat).
+LEGEND_SCAN = 50_000
 
 # Above this many steps the filter runs on enter only, not on each key.
 LIVE_FILTER_STEPS = 20_000
@@ -19,6 +25,7 @@ class Navigator(Vertical):
     DEFAULT_CSS = """
     Navigator { width: 40%; min-width: 28; max-width: 70; border-right: vkey $panel-lighten-2; }
     Navigator > StepList { height: 1fr; }
+    Navigator > #legend { height: auto; padding: 0 1; color: $text-muted; background: $boost; }
     """
 
     def __init__(self, session: Session, **kwargs) -> None:
@@ -28,6 +35,9 @@ class Navigator(Vertical):
     def compose(self) -> ComposeResult:
         yield FilterInput(id="filter")
         yield StepList(self.session, id="steps")
+        legend = legend_text(self.session)
+        if legend.plain:
+            yield Static(legend, id="legend")
 
     @property
     def steps(self) -> StepList:
@@ -47,3 +57,19 @@ class Navigator(Vertical):
         shown = self.steps.set_filter(text)
         note = f"filter {text!r}: {shown:,} steps" if text.strip() else "filter cleared"
         self.post_message(Status(note))
+
+
+def legend_text(session: Session) -> Text:
+    """What the marks in the list mean: the ones this session has."""
+    failed = any(call.errors for call in session.calls)
+    steps = (step for call in session.calls for step in call.steps)
+    phases = {step.phase for step in itertools.islice(steps, LEGEND_SCAN)}
+    text = Text()
+    for phase, (mark, meaning) in PHASE_MARKS.items():
+        if phase in phases:
+            text.append(f"{mark} ", style="bold")
+            text.append(f"{meaning}  ")
+    if failed:
+        text.append("✗ ", style="bold red")
+        text.append("failed")
+    return text

@@ -7,10 +7,12 @@ from textual.binding import Binding
 from transforms.record import Session
 
 from ...messages import CallSelected, StepSelected
-from ...model import CALL, LEVEL, STEP, Outline, StepFilter, step_title
+from ...model import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
 
-_PHASE_MARKS = {"backward": "←", "rule": "ʳ"}
+# A step's phase, marked after its primitive; the navigator's legend explains each mark.
+PHASE_MARKS = {"backward": ("←", "backward pass (transpose)"),
+               "rule": ("ʳ", "inside a custom_jvp/custom_vjp rule")}
 
 
 class StepList(LineList):
@@ -56,9 +58,8 @@ class StepList(LineList):
             folded = (c, -1) in self.outline.collapsed
             mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
             text = Text.assemble("▸ " if folded else "▾ ", mark,
-                                 (f"{call.transform}({self.one_line(call.function)})",
-                                  self._style("call")),
-                                 (f"  {len(call.steps)} steps", self.dim_style()))
+                                 (self.one_line(self.outline.call_label(c)), self._style("call")),
+                                 (f"  {plural(len(call.steps), 'step')}", self.dim_style()))
             return text
         if kind == LEVEL:
             if index < len(call.levels):
@@ -86,9 +87,9 @@ class StepList(LineList):
         text.append(f"{step.index:>4} ", style=self.dim_style())
         text.append(self.one_line(step_title(step)),
                     style=self._style("fail") if failing else "")
-        phase = _PHASE_MARKS.get(step.phase)
+        phase = PHASE_MARKS.get(step.phase)
         if phase:
-            text.append(f" {phase}", style=self.dim_style())
+            text.append(f" {phase[0]}", style=self.dim_style())
         outs = ", ".join(v.aval for v in step.outputs[:2]) if step.outputs else ""
         if outs:
             text.append(f"  → {self.one_line(outs)}", style=self.dim_style())
@@ -96,6 +97,11 @@ class StepList(LineList):
 
     def _style(self, name: str):
         return self.get_component_rich_style(f"step-list--{name}", partial=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_failure":  # offered only where something failed
+            return bool(self.outline.failing_codes())
+        return True
 
     def search_rows(self, query: str) -> list[int]:
         return self.outline.search(query)

@@ -1,86 +1,94 @@
-"""The pytree view: a call's input and output trees, leaves paired, mismatches marked.
+"""The pytree view: a call's input and output trees, leaves paired, values shown.
 
-Uses `workbench.render.pytree` when it is there; otherwise a plain pairing of
-the recorded leaves (for grad, outputs are the gradients of the inputs).
+Rows come from `tree_rows` (plain data, built once per call); only the rows on
+screen are drawn, so a call with 10,000 leaves shows as fast as one with three.
+The pre-trace check's findings (a few) are drawn once with their renderer.
 """
 from __future__ import annotations
 
-import importlib
-
-from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.console import Console
+from rich.style import Style
 from rich.text import Text
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
-from transforms.record import Call, ValueRecord
+from transforms.record import Call
 
-from ...guard import Guarded, guarded
+from ....render.failure import DiagnosticsView
+from ...tree_rows import TreeRows, call_tree_rows
+from ..common.line_list import LineList
+
+# Style names of tree_rows -> the look of each.
+_STYLES = {"title": "bold", "head": "bold", "leaf": "cyan", "node": "bold",
+           "dim": "dim", "error": "red", "differs": "yellow", "left_only": "red",
+           "right_only": "green", "first": "bold red", "same_structure": "green", "static": "magenta", "": ""}
 
 
-class PytreePane(VerticalScroll, can_focus=True):
+class PytreePane(LineList):
+    """Rows of the call's pytrees; `/` searches them."""
+
     DEFAULT_CSS = """
     PytreePane { padding: 0 1; }
     """
 
-    def compose(self):
-        yield Static(id="pytree-body")
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.rows = TreeRows([])
+        self.call: Call | None = None
+        self._built_for: int | None = None
+        self._extra: list[Text] = []
+        self._styles = {name: Style.parse(spec) if spec else Style() for name, spec in _STYLES.items()}
 
     def show(self, call: Call) -> None:
-        self.query_one("#pytree-body", Static).update(guarded(lambda: pytree_view(call), "pytree"))
+        self.call = call
+        self._built_for = self._fit_width()
+        if self._built_for is None:  # not laid out yet: built when it is (on_resize)
+            self.rows = TreeRows([])
+            self.set_rows(0)
+            return
+        self.rows = call_tree_rows(call, self._built_for)
+        self._extra = _diagnostic_lines(call, self.app.console) if call.diagnostics else []
+        width = max([self.rows.width] + [t.cell_len for t in self._extra])
+        self.set_rows(len(self.rows) + len(self._extra), width=width, cursor=0)
+
+    def _fit_width(self) -> int | None:
+        # The widget's width less its padding and a vertical scrollbar, whether one is shown
+        # yet or not: the scrollbar appearing must not refit (rebuild) the rows.
+        width = self.size.width - self.styles.gutter.width - self.styles.scrollbar_size_vertical
+        return width if width > 0 else None
+
+    def on_resize(self) -> None:
+        # The pairs' columns are fitted to the width: refit them, keeping the cursor.
+        if self.call is not None and self._fit_width() != self._built_for:
+            cursor = self.cursor
+            self.show(self.call)
+            self.set_cursor(cursor)
+
+    def row_text(self, row: int) -> Text:
+        if row >= len(self.rows):
+            return self._extra[row - len(self.rows)].copy()
+        styles = self._styles
+        text = Text(no_wrap=True)
+        for piece, style in self.rows[row].pieces:
+            text.append(piece, styles.get(style))
+        return text
+
+    def search_rows(self, query: str) -> list[int]:
+        q = query.lower()
+        found = self.rows.search(q)
+        base = len(self.rows)
+        return found + [base + i for i, t in enumerate(self._extra) if q in t.plain.lower()]
 
 
-def pytree_view(call: Call) -> RenderableType:
-    view = _external_view(call)
-    return view if view is not None else plain_pytree_view(call)
-
-
-def _external_view(call: Call) -> RenderableType | None:
-    """The pytree renderable of workbench.render.pytree, if that module offers one for a call."""
+def _diagnostic_lines(call: Call, console: Console) -> list[Text]:
+    """The pre-trace check's findings, drawn once (a handful of lines)."""
     try:
-        module = importlib.import_module("workbench.render.pytree")
-    except ImportError:
-        return None
-    for name in ("CallTreesView", "CallPytreeView", "PytreeCallView"):
-        cls = getattr(module, name, None)
-        if cls is not None:
-            return Guarded(cls(call), "pytree")
-    return None
-
-
-def _leaf(v: ValueRecord) -> str:
-    text = v.aval
-    if not v.is_tracer and v.value is not None:
-        text += f" = {v.value}"
-    return text[:120]
-
-
-def plain_pytree_view(call: Call) -> RenderableType:
-    head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold")
-    head.add_column()
-    head.add_row("inputs", call.in_tree or "(not recorded)")
-    head.add_row("outputs", call.out_tree or "(not recorded)")
-    ins, outs = call.inputs, call.outputs
-    out_word = "gradient" if call.transform in ("grad", "value_and_grad") else "output"
-    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("input leaf")
-    table.add_column("")
-    table.add_column(f"{out_word} leaf")
-    paired = len(ins) == len(outs)
-    for i in range(max(len(ins), len(outs))):
-        a = ins[i] if i < len(ins) else None
-        b = outs[i] if i < len(outs) else None
-        same = a is not None and b is not None and a.aval == b.aval
-        mark = Text("=" if same else ("≠" if paired and a and b else ""),
-                    style="green" if same else "yellow")
-        table.add_row(str(i), _leaf(a) if a else "", mark, _leaf(b) if b else "")
-    parts: list[RenderableType] = [head, Text("")]
-    if ins or outs:
-        note = ("leaves paired by position; ≠ marks a different aval" if paired else
-                f"{len(ins)} input leaves, {len(outs)} {out_word} leaves: paired by position")
-        parts += [Text(note, style="dim"), table]
-    else:
-        parts.append(Text("no leaves recorded", style="dim"))
-    return Group(*parts)
+        lines = console.render_lines(DiagnosticsView(tuple(call.diagnostics)),
+                                     console.options.update(width=100, height=None), pad=False)
+    except Exception as e:  # a renderer never takes the view down
+        return [Text(f"<render-error diagnostics: {type(e).__name__}: {e}>", style="red")]
+    out = []
+    for line in lines:
+        text = Text(no_wrap=True)
+        for seg in line:
+            text.append(seg.text, seg.style)
+        out.append(text)
+    return out

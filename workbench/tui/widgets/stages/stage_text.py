@@ -1,6 +1,9 @@
 """One stage as lines: a jaxpr, StableHLO/HLO text or figures, drawn only where visible."""
 from __future__ import annotations
 
+import bisect
+import itertools
+
 from rich.text import Text
 
 from transforms.record import Stage
@@ -32,6 +35,7 @@ class StageText(LineList):
         self.marks: dict[int, str] = {}  # equation -> changed | added | removed
         self._gutter = 0
         self._cache: dict[int, Text] = {}
+        self._search: tuple[list[str], str, list[int]] | None = None
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
@@ -97,8 +101,29 @@ class StageText(LineList):
         return Text(line)
 
     def search_rows(self, query: str) -> list[int]:
+        if self.map is None and self.stage is None:
+            return []
         q = query.lower()
-        return [i for i, line in enumerate(self.lines) if q in line.lower()]
+        if "\n" in q:
+            return []
+        text, starts = self._search_text()
+        found: list[int] = []
+        at = text.find(q)
+        while at >= 0:
+            line = bisect.bisect_right(starts, at) - 1
+            found.append(line)
+            # the next match starts on a later line: each line counts once
+            at = text.find(q, starts[line + 1] if line + 1 < len(starts) else len(text))
+        return found
+
+    def _search_text(self) -> tuple[str, list[int]]:
+        """The stage's text lower-cased in one string, and where each line starts: a search
+        of 16,000 equations is then a few `str.find`s, not a pass over every line."""
+        if self._search is None or self._search[0] is not self.lines:
+            text = "\n".join(self.lines).lower()
+            starts = [0, *itertools.accumulate(len(line) + 1 for line in self.lines[:-1])]
+            self._search = (self.lines, text, starts)
+        return self._search[1], self._search[2]
 
     def action_choose(self) -> None:
         eqn = self._eqn_of_line.get(self.cursor)

@@ -10,12 +10,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from transforms.diff import StageDiff, diff_stages
-from transforms.record import Call, Stage
+from transforms.record import Call, Session, Stage
 
 from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import Status
-from ...model import default_stage_pair, first_line
+from ...model import composed_label, default_stage_pair, first_line
 from .diff_list import DiffList
 from .stage_text import StageText
 
@@ -35,11 +35,9 @@ def growth_focus(growths) -> str | None:
     return None
 
 
-class StagesPane(Vertical):
-    """`a`/`A` and `b`/`B` pick the two stages, `d` the aligned diff, `t` stats, `c` the chain,
-    `w` the growth (equations against batch size) measured for the call."""
-
-    BINDINGS = [
+# The stages view's keys. The session screen binds them (they work wherever the focus is,
+# so arrows keep moving the navigator while the stages follow), shown while this view is.
+STAGE_KEYS = [
         Binding("a", "pick('a', 1)", "Next left stage"),
         Binding("A", "pick('a', -1)", "Previous left stage", show=False),
         Binding("b", "pick('b', 1)", "Next right stage"),
@@ -48,7 +46,13 @@ class StagesPane(Vertical):
         Binding("t", "toggle('stats')", "Stats"),
         Binding("c", "toggle('chain')", "Chain", show=False),
         Binding("w", "toggle('growth')", "Growth with batch size", show=False),
-    ]
+]
+
+
+class StagesPane(Vertical):
+    """`a`/`A` and `b`/`B` pick the two stages, `d` the aligned diff, `t` stats, `c` the chain,
+    `w` the growth (equations against batch size) measured for the call."""
+
     DEFAULT_CSS = """
     StagesPane #stage-head { height: auto; max-height: 3; padding: 0 1; background: $boost; }
     StagesPane #stage-sides { height: 1fr; }
@@ -59,8 +63,9 @@ class StagesPane(Vertical):
     StagesPane.-extra #stage-extra { display: block; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, session: Session | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.session = session
         self.call: Call | None = None
         self.call_index = -1
         self.a = self.b = 0
@@ -115,8 +120,8 @@ class StagesPane(Vertical):
         call = self.call
         head = self.query_one("#stage-head", Static)
         if call is None or not call.stages:
-            head.update(Text("this call recorded no stages (record(stages=True) keeps them)",
-                             style="dim"))
+            head.update(Text("this call recorded no stages (recorded with stages off: "
+                             "record(stages=False) or workbench run --no-stages)", style="dim"))
             return
         n = len(call.stages)
 
@@ -134,6 +139,9 @@ class StagesPane(Vertical):
             text.append(f"\n{diff.summary()}", style="dim")
         elif isinstance(diff, str) and diff:
             text.append(f"\n{first_line(diff)}", style="dim")
+        note = call.stages[self.a].note or call.stages[self.b].note
+        if note:  # e.g. the branch of Python control flow these stages are
+            text.append(f"\n{first_line(note)}", style="yellow")
         head.update(text)
 
     def action_pick(self, side: str, delta: int) -> None:
@@ -199,10 +207,25 @@ class StagesPane(Vertical):
         self.extra = "" if self.extra == what else what
         self.set_class(bool(self.extra), "-extra")
         self._refresh_extra()
+        if self.extra == "growth" and self.call is not None and not self.call.growth:
+            self.post_message(Status(self._no_growth()))
+
+    def _no_growth(self) -> str:
+        """Why the growth panel is empty here, and which calls have growth data."""
+        having = [c for c in (self.session.calls if self.session else ()) if c.growth]
+        names = ", ".join(f"{c.index} {composed_label(c)}" for c in having[:4])
+        where = ("no call of this session has any (transforms.growth(...) measures it)"
+                 if not having else
+                 f"call{'s' if len(having) > 1 else ''} {names} "
+                 f"{'have' if len(having) > 1 else 'has'} it")
+        return f"no growth data for this call: {where}"
 
     def _refresh_extra(self) -> None:
         body = self.query_one("#stage-extra-body", Static)
         call = self.call
+        if self.extra == "growth" and call is not None and not call.growth:
+            body.update(Text(self._no_growth(), style="dim"))
+            return
         if self.extra == "growth" and call is not None:
             body.update(guarded(lambda: GrowthPanel(call.growth, growth_focus(call.growth)),
                                 "growth"))

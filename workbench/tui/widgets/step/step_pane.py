@@ -20,13 +20,19 @@ class StepPane(VerticalScroll, can_focus=True):
     StepPane > Static { width: auto; min-width: 100%; }
     """
 
-    def compose(self):
-        yield Static(Text("select a step in the navigator", style="dim"), id="step-body")
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        # Made here, not in compose: the navigator may select a step before this pane's
+        # children are mounted (a screen pushed while another is settling).
+        self.body = Static(Text("select a step in the navigator", style="dim"), id="step-body")
 
-    def show(self, call: Call, index: CallIndex, step_pos: int | None) -> None:
-        body = self.query_one("#step-body", Static)
+    def compose(self):
+        yield self.body
+
+    def show(self, call: Call, index: CallIndex, step_pos: int | None, label: str = "") -> None:
+        body = self.body
         if step_pos is None:
-            body.update(guarded(lambda: _call_summary(call, index), "call"))
+            body.update(guarded(lambda: _call_summary(call, index, label), "call"))
         else:
             body.update(guarded(lambda: _step_view(call, index, step_pos), "step"))
         self.scroll_home(animate=False)
@@ -38,13 +44,13 @@ def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
     cause_pos = index.step_position(step.cause)
     cause = call.steps[cause_pos] if cause_pos is not None else None
     caused = [call.steps[p] for p in index.caused_by(step.index)[:8]]
-    source = SourceView(step.source, source_context(step.source))
+    source = SourceView(step.source, source_context(step.source, roots=index.source_roots))
     return StepView(step, labels, source, caused=caused, cause=cause)
 
 
-def _call_summary(call: Call, index: CallIndex) -> Text:
+def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
     text = Text()
-    text.append(f"{call.transform}({call.function})\n", style="bold")
+    text.append(f"{label or f'{call.transform}({call.function})'}\n", style="bold")
     if call.source is not None:
         text.append(f"called at {call.source}\n", style="dim")
     if isinstance(call.parent, int):
