@@ -422,14 +422,14 @@ def test_level_rows_nest_by_parent_and_fold_identical_siblings():
 
 def test_show_indents_levels_by_parent_and_counts_a_folded_run():
     lines = summarize_call(_levels_call())[1:]
-    assert lines == [
-        "  jit#1  DynamicJaxprTrace  0 steps",
-        "    jit#1/grad#2  LinearizeTrace  0 steps",
-        "      jit#1/grad#2/custom_jvp_rule#3  JaxprTrace  0 steps",
-        "        jit#1/grad#2/custom_jvp_rule#3/custom_jvp_fun#4  DynamicJaxprTrace  0 steps",
-        "    jit#1/custom_jvp_fun#2  DynamicJaxprTrace  0 steps",
-        "    jit#1/custom_jvp_fun#2  DynamicJaxprTrace  2 steps  ×3 identical levels",
-        "      jit#1/custom_jvp_fun#2/custom_jvp_rule#3  JaxprTrace  0 steps",
+    assert lines == [  # a root at its own depth (1: where eval#0's child would be)
+        "    jit#1  DynamicJaxprTrace  0 steps",
+        "      jit#1/grad#2  LinearizeTrace  0 steps",
+        "        jit#1/grad#2/custom_jvp_rule#3  JaxprTrace  0 steps",
+        "          jit#1/grad#2/custom_jvp_rule#3/custom_jvp_fun#4  DynamicJaxprTrace  0 steps",
+        "      jit#1/custom_jvp_fun#2  DynamicJaxprTrace  0 steps",
+        "      jit#1/custom_jvp_fun#2  DynamicJaxprTrace  2 steps  ×3 identical levels",
+        "        jit#1/custom_jvp_fun#2/custom_jvp_rule#3  JaxprTrace  0 steps",
     ]
     assert len(summarize_call(_levels_call(), expand=True)) == 1 + 11
 

@@ -773,15 +773,20 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     by_level: dict[int, list[Step]] = {}
     for s in call.steps:
         by_level.setdefault(s.level, []).append(s)
-    # Levels nest by parent; runs of identical sibling levels are one row (`expand`: each).
+    # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
+    # runs of identical sibling levels are one row (`expand`: each).
+    base = 0
     for row in level_rows(call, range(len(call.levels)) if expand else ()):
         level = call.levels[row.position]
+        if row.depth == 0:
+            base = level.depth if isinstance(level.depth, int) and level.depth > 0 else 0
+        depth = base + row.depth
         steps = by_level.get(level.index, [])
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
-        lines.append(f"  {_indent(row.depth)}{_t(level.label)}  {_t(level.trace_type)}  "
+        lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
                      f"{len(steps)} steps{repeats}")
         if with_steps:
-            lines.extend(_step_lines(steps, row.depth))
+            lines.extend(_step_lines(steps, depth))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
         message = _first_line(error.message) or "(no message)"

@@ -113,7 +113,8 @@ if _installed("equinox", "optax"):
         def predict(model, x):
             return jax.vmap(model)(x)[:, 0]
 
-        expect_failure(TypeError, T.jit(predict), model, x)
+        with expect_failure(TypeError):
+            T.jit(predict)(model, x)
         with jax_patched():
             out = eqx.filter_jit(predict)(model, x)
         print(f"eqx.filter_jit(predict): {out.shape[0]} predictions")
