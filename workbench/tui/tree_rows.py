@@ -15,6 +15,8 @@ from typing import NamedTuple, Sequence
 
 from transforms.record import Call, TreeNode, TreePair, TreeRecord
 
+from ..safe_text import terminal
+
 # A cell is cut to this many characters (a recorded value is at most 120).
 MAX_CELL = 80
 # Fitted to the view's width, a value column keeps at least this many.
@@ -39,12 +41,12 @@ def short_type(type_name: str) -> str:
 
 
 def _cut(text: str) -> str:
-    text = text.replace("\n", " ")
+    text = terminal(text.replace("\n", " "))  # recorded text: shown safely, escapes visible
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 
 
 def static_of(node: TreeNode) -> str:
-    return ", ".join(f"{k}={v}" for k, v in node.static) if node.static else node.aux
+    return terminal(", ".join(f"{k}={v}" for k, v in node.static) if node.static else node.aux)
 
 
 def node_text(node: TreeNode, with_static: bool = True) -> tuple[str, str]:
@@ -123,7 +125,7 @@ class Fixed(Block):
 
 def _header(tree: TreeRecord, default: str) -> str:
     name = tree.name or default
-    return f"{name} ({tree.role})" if tree.role and tree.role != name else name
+    return terminal(f"{name} ({tree.role})" if tree.role and tree.role != name else name)
 
 
 class PairBlock(Block):
@@ -166,8 +168,8 @@ class PairBlock(Block):
         self.widths = (w_path, w_left, w_right)
         self.entries = entries
         self.head = [
-            TreeRow(((pair.title, "title"),)),
-            TreeRow(((pair.summary, "same_structure" if first is None else "differs"),)),
+            TreeRow(((terminal(pair.title), "title"),)),
+            TreeRow(((terminal(pair.summary), "same_structure" if first is None else "differs"),)),
             TreeRow((("  ", ""), (_fit(heads[0], w_path).ljust(w_path), "head"), ("  ", ""),
                      (_fit(heads[1], w_left).ljust(w_left), "head"), ("  ", ""),
                      (_fit(heads[2], w_right), "head"))),
@@ -233,7 +235,7 @@ class TreeBlock(Block):
     def __init__(self, tree: TreeRecord):
         self.tree = tree
         head = f"{tree.name} ({tree.role})" if tree.role else tree.name
-        self.head = TreeRow(((head, "title"),))
+        self.head = TreeRow(((terminal(head), "title"),))
         nodes = tree.nodes
         by_index = {n.index: n for n in nodes}
         # The guide each node's children inherit: "│   " below a node with later siblings.
@@ -242,12 +244,12 @@ class TreeBlock(Block):
         for node in nodes:
             parent = by_index.get(node.parent) if node.parent is not None else None
             if parent is None:
-                self.prefixes.append(("", f"{tree.name}: "))
+                self.prefixes.append(("", f"{terminal(tree.name)}: "))
                 inherited[node.index] = ""
                 continue
             last = not parent.children or parent.children[-1] == node.index
             base = inherited.get(parent.index, "")
-            self.prefixes.append((base + ("└── " if last else "├── "), f"{node.key}: "))
+            self.prefixes.append((base + ("└── " if last else "├── "), f"{terminal(node.key)}: "))
             inherited[node.index] = base + ("    " if last else "│   ")
         self.texts = [node_text(node) for node in nodes]
         self.tail = ([TreeRow(((f"<empty tree{': ' + tree.note if tree.note else ''}>", "dim"),))]
