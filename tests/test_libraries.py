@@ -441,7 +441,7 @@ def test_the_navigator_folds_a_run_and_unfolds_it_on_toggle():
     level_rows_shown = [outline.row(i)[2] for i in range(len(outline)) if outline.row(i)[0] == LEVEL]
     # level 3 is empty and shares its label with the run: the navigator leaves it out
     assert level_rows_shown == [0, 1, 2, 4, 5, 8]
-    assert outline.index(0).depth[4] == 3  # indented by parent, not by the label's depth
+    assert outline.index(0).depth[4] == 4  # the root's own depth (1) + 3 by parent
     run_row = next(i for i in range(len(outline)) if outline.row(i) == (LEVEL, 0, 5))
     outline.toggle(run_row)
     shown = [outline.row(i)[2] for i in range(len(outline)) if outline.row(i)[0] == LEVEL]

@@ -46,10 +46,17 @@ class CallIndex:
         for lv in call.levels:
             self.level_by_index.setdefault(lv.index, lv)
         # Positions in call.levels, parents first, and each level's depth by parent.
+        # A root level sits at its own depth (jit#1 where eval#0's child would be).
         every = level_rows(call, range(len(call.levels)))
         self.order = [row.position for row in every]
-        self.depth = {row.position: row.depth for row in every}
-        self.depth_of_level = {call.levels[row.position].index: row.depth for row in every}
+        self.depth: dict[int, int] = {}
+        base = 0
+        for row in every:
+            if row.depth == 0:
+                own = call.levels[row.position].depth
+                base = own if isinstance(own, int) and 0 < own < 64 else 0
+            self.depth[row.position] = base + row.depth
+        self.depth_of_level = {call.levels[pos].index: d for pos, d in self.depth.items()}
         self.runs: dict[int, LevelRow] = {}  # the first level of a run of identical levels
         by_level: dict[int, array] = {}
         for pos, step in enumerate(call.steps):
