@@ -19,7 +19,9 @@ SEED_EXAMPLES = {
     "sum_sq_jit", "ntcontainer_broken", "ntcontainer_fixed", "primal_tangent_mismatch",
 }
 # Examples beyond the seed documents, by what they show.
-MORE_EXAMPLES = {"sharded_training_step": "sharding"}
+MORE_EXAMPLES = {"sharded_training_step": "sharding", "flax_linen_adam_step": "libraries",
+                 "equinox_filter_jit_step": "libraries", "equinox_jit_needs_filter_jit": "libraries",
+                 "flax_nnx_optimizer_step": "libraries", "diffrax_fit_step": "libraries"}
 
 
 def workbench(*args: str, **kw) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ from ._api import value_and_grad as value_and_grad
 from ._api import vjp as vjp
 from ._api import vmap as vmap
 from ._recorder import record as record
+from ._snapshot import set_user_code as set_user_code
 from ._stages import growth as growth
 from .record import SCHEMA_VERSION as SCHEMA_VERSION
 from .record import Call as Call
@@ -33,6 +34,6 @@ from .record import load as load
 
 __all__ = [
     "grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd", "jacrev",
-    "hessian", "record", "growth", "load", "Session", "Call", "Level", "Step", "ValueRecord",
+    "hessian", "record", "growth", "set_user_code", "load", "Session", "Call", "Level", "Step", "ValueRecord",
     "JaxprRecord", "ErrorRecord", "SourceLocation", "SessionLoadError", "SCHEMA_VERSION",
 ]

@@ -17,13 +17,14 @@ from typing import Any, Callable
 import jax
 
 from . import _interpreters as _i
-from ._diagnose import check_inputs
+from ._diagnose import check_inputs, non_array_argument_error
 from ._recorder import (
     TRACE_KINDS,
     _state,
     check_retrace,
     function_name,
     note_jit_arguments,
+    recording_off,
     run_level,
 )
 from ._trees import JACOBIAN_NESTING, parameter_names
@@ -361,7 +362,7 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     options = _options(**kwargs)
     if not callable(fun):
         return _make("jit", jax.jit, fun, options, **kwargs)
-    entry = _jit_entry(fun, options)
+    entry = _jit_entry(fun, options, kwargs)
     jitted = jax.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f
     # NB: stages are rebuilt from the plain jax.jit, so capturing them never records.
@@ -371,7 +372,7 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     return jitted
 
 
-def _jit_entry(fun: Callable, options: tuple) -> Callable:
+def _jit_entry(fun: Callable, options: tuple, jit_kwargs: dict) -> Callable:
     level_entry = _level_entry(fun, "jit", options)
 
     @functools.wraps(fun)
@@ -394,7 +395,11 @@ def _jit_entry(fun: Callable, options: tuple) -> Callable:
         call.finish(out)
         return out
 
-    signature = _pre_trace_signature(fun, functools.partial(_check_before_trace, fun, options))
+    def jit_again() -> Any:  # JAX's own argument checks, for the pre-trace check
+        return jax.jit(traced, **jit_kwargs)
+
+    signature = _pre_trace_signature(fun, functools.partial(_check_before_trace, fun, options,
+                                                            jit_again))
     if signature is not None:
         traced.__signature__ = signature  # type: ignore[attr-defined]
     return traced
@@ -431,7 +436,8 @@ def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature
     return hooked
 
 
-def _check_before_trace(fun: Callable, options: tuple, args: tuple, kwargs: dict) -> None:
+def _check_before_trace(fun: Callable, options: tuple, jit_again: Callable, args: tuple,
+                        kwargs: dict) -> None:
     """On a jit cache miss while recording: record now a call whose unflatten will raise.
 
     `args` are what JAX binds: static arguments are stand-ins (leaves). When
@@ -444,7 +450,13 @@ def _check_before_trace(fun: Callable, options: tuple, args: tuple, kwargs: dict
     raised: list[BaseException] = []
     check_inputs(args, kwargs, parameter_names(fun, args), raised)
     if not raised:
-        return
+        # An argument that is not an array (a function or a string inside an object):
+        # JAX raises TypeError before tracing.
+        with recording_off():  # JAX's check, run again, records nothing and binds no hook
+            error = non_array_argument_error(jit_again, args, kwargs)
+        if error is None:
+            return
+        raised.append(error)
     session = _state.session
     assert session is not None  # bind checks it before calling us
     call = session.begin_call("jit", fun, options, args, kwargs)

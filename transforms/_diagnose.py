@@ -21,6 +21,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import jax
 from jax import errors as jax_errors
 from jax import tree_util
 
@@ -29,18 +30,23 @@ from ._snapshot import location_of
 from ._trees import (
     _LEAF_TYPES,
     TreeBuilder,
+    UserView,
     _builtin_children,
     backward_trees,
     flatten_one,
     input_trees,
     is_custom_node,
+    library_values,
+    mark_static,
     output_trees,
     pair_trees,
+    parameter_names,
     pushforward_trees,
     qualified_name,
     safe_text,
     signature_parameters,
     treedef_tree,
+    user_view,
 )
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
@@ -104,6 +110,43 @@ def check_inputs(args: tuple, kwargs: dict, names: list[str],
     if treedef is not None and not found and not checked and not stack:
         _remember_plain(treedef)
     return tuple(found)
+
+
+def non_array_argument_error(jit_again: Callable[[], Any], args: tuple,
+                             kwargs: dict) -> BaseException | None:
+    """JAX's own TypeError for a jit argument holding a leaf that is not an array, or None.
+
+    `args` are what jit binds (static arguments are plain `object()` stand-ins).
+    A leaf `jax.typeof` refuses (a function, a string: an equinox module's
+    activation) makes jit raise before tracing; `jit_again()`, the same jitted
+    function, is asked to trace these arguments, which raises that exception
+    itself, word for word, before any user code runs.
+    """
+    try:
+        leaves = tree_util.tree_leaves((args, kwargs))
+    except Exception:  # JAX's flatten raises its own error: nothing to add here
+        return None
+    if not any(_refused_leaf(x) for x in leaves):
+        return None
+    try:
+        jit_again().trace(*args, **kwargs)
+    except TypeError as e:
+        return e
+    except Exception:  # another check of JAX's refused them: not this failure
+        return None
+    return None
+
+
+def _refused_leaf(x: Any) -> bool:
+    if isinstance(x, _LEAF_TYPES) or type(x) is object:  # arrays, scalars, static stand-ins
+        return False
+    try:
+        jax.typeof(x)
+    except TypeError:
+        return True
+    except Exception:
+        return False
+    return False
 
 
 # Input structures with no custom node: the check has nothing to do for them.
@@ -660,6 +703,37 @@ def _name_error_facts(ctx: FailureContext) -> dict:
     return facts
 
 
+_ARGUMENT_PATH = re.compile(r"passed to the function at path (\S+?)\.?\s")
+_PATH_ROOT = re.compile(r"^[^.\[]+")
+
+
+def _non_array_facts(ctx: FailureContext) -> dict:
+    """Which argument holds the leaf jit cannot trace, and for an equinox module the
+    library's own answer: eqx.filter_jit traces its array leaves and keeps the rest static."""
+    m = _ARGUMENT_PATH.search(ctx.message)
+    if m is None:
+        return {}
+    path = m.group(1)
+    root = _PATH_ROOT.match(path)
+    name = root.group(0) if root is not None else path
+    tree = next((t for t in ctx.trees if t.role == "input" and t.name == name), None)
+    facts: dict = {"argument": path}
+    kind = tree.root.type_name if tree is not None and tree.root is not None else ""
+    static = (f"static_argnums=({tree.argnum},)" if tree is not None and tree.argnum is not None
+              else f"static_argnames=('{name}',)")
+    if kind.startswith("equinox."):
+        short = kind.rsplit(".", 1)[-1]
+        facts["hint"] = (f"`{name}` is an equinox module ({short}) whose leaf `{path}` is not "
+                         f"an array: call the function under eqx.filter_jit (it traces the array "
+                         f"leaves and keeps the others static), or mark `{name}` static with "
+                         f"{static} (it is then hashed, and retraced for each new value).")
+    else:
+        facts["hint"] = (f"`{path}` is not an array, and jit traces every leaf of its "
+                         f"arguments: mark `{name}` static with {static} (hashed, retraced for "
+                         f"each new value), or pass only arrays and close over the rest.")
+    return facts
+
+
 def _rule(name, error_type, pattern, hint, fill=None) -> FailureRule:
     return FailureRule(name, error_type, re.compile(pattern, re.S) if pattern else None, hint,
                        fill)
@@ -694,6 +768,11 @@ FAILURE_RULES: tuple[FailureRule, ...] = (
           "(static_argnums / static_argnames), or use lax.cond / lax.fori_loop / jnp.where "
           "instead of Python control flow; use jax.debug.print to print traced values.",
           _tracer_facts),
+    _rule("non_array_argument", TypeError, r"Error interpreting argument to .* as an abstract array",
+          "jit traces every leaf of its arguments as an array, and this one is not (a function, "
+          "a string, an object): mark the argument static (static_argnums / static_argnames: "
+          "hashed, retraced for each new value), or pass only arrays and close over the rest.",
+          _non_array_facts),
     _rule("structure_mismatch", TypeError,
           r"equal container \(pytree\) structures|same container \(pytree\) structure|"
           r"must have the same pytree structure",
@@ -792,19 +871,44 @@ class CallTrees:
         self.parameters: tuple[str, ...] = ()
         self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
         self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
+        self.view: UserView | None = None  # the user's arguments behind a library's wrapper
         self.nested_seen: set[str] = set()  # functions of transformations called inside
         try:
             self.parameters = tuple(_parameter_names(fun))
-            self.inputs = input_trees(transform, fun, args, kwargs, self.builder)
+            self.inputs = self._input_trees(transform, fun, args, kwargs)
             self.diagnostics.extend(_shape_diagnostics(self.inputs))
             names = [t.name for t in self.inputs if t.argnum is not None]
+            if self.view is not None:
+                self.parameters = tuple(_parameter_names(self.view.fun))
+                names = parameter_names(fun, args)
             names += [f"args[{i}]" for i in range(len(names), len(args))]
             self.diagnostics.extend(check_inputs(args, {} if transform == "jvp" else kwargs,
                                                  names))
         except Exception as e:
             self._internal("describing the inputs", e)
 
+    def _input_trees(self, transform: str, fun: Any, args: tuple,
+                     kwargs: dict) -> list[TreeRecord]:
+        """Trees of what the user passed: through a library's wrapper, its arguments."""
+        if transform == "jit":
+            self.view = user_view(fun, args, kwargs)
+        if self.view is None:
+            return input_trees(transform, fun, library_values(args),
+                               library_values(kwargs), self.builder)
+        view = self.view
+        trees = input_trees(transform, view.fun, view.args, view.kwargs, self.builder)
+        return [mark_static(t, view.static_leaves[t.argnum])
+                if t.argnum is not None and t.argnum < len(view.static_leaves) else t
+                for t in trees]
+
     def finish(self, outputs: Any) -> None:
+        if self.view is not None:
+            try:
+                outputs = self.view.outputs(outputs)
+            except Exception as e:
+                self._internal(f"reading {self.view.library}'s outputs", e)
+        else:
+            outputs = library_values(outputs)
         try:
             if self.transform == "vjp_backward":
                 cotangent = self.inputs[0] if self.inputs else None

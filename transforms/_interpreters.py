@@ -21,6 +21,7 @@ from jax import core as jax_core
 
 # NB: jax._src: traceback filtering has no public registration; without it our
 # wrapper frames would show in the tracebacks JAX filters for users.
+from jax._src import source_info_util as _source_info
 from jax._src import traceback_util as _traceback_util
 from jax.extend import core as jex_core
 from jax.extend import linear_util as lu
@@ -92,6 +93,23 @@ def name_stack() -> str:
             _name_stack_texts.clear()
         text = _name_stack_texts[stack] = str(stack)
     return text
+
+
+# NB: jax._src: the source context has no public reader. eval_jaxpr and the
+# backward pass bind a staged jaxpr's equations inside
+# user_context(eqn.source_info.traceback): the traceback of where they were written.
+_source_context = _source_info._source_info_context
+
+
+def context_traceback() -> Any:
+    """The traceback JAX binds the current equation under (a staged jaxpr being
+    evaluated again), or None when primitives are bound by live code."""
+    return _source_context.context.traceback
+
+
+def traceback_frames(tb: Any) -> list[tuple[str, int, str]]:
+    """(file, line, function) of a JAX traceback's frames, innermost first."""
+    return [(f.file_name, f.line_num, f.function_name) for f in tb.frames]
 
 
 def eval_jaxpr(closed_jaxpr: Any, args: list) -> list:

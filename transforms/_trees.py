@@ -9,10 +9,12 @@ node's flatten, an aux `repr`) is called inside a guard.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import re
+import sys
 import weakref
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import jax
 import numpy as np
@@ -246,7 +248,7 @@ class TreeBuilder:
         if is_custom_node(node_type, aux):
             attrs = _attributes(x)
             fields["aux"] = safe_text(aux)
-            fields["static"] = tuple(_static_fields(aux, attrs, used))
+            fields["static"] = tuple(_static_fields(aux, attrs, used, node_type))
         children = []
         for key_path, child in keyed:
             child_key = _key_text(key_path)
@@ -331,11 +333,63 @@ def _on_path(ids: list[int], nodes: list[dict], parent: int | None, oid: int) ->
     return False
 
 
-def _static_fields(aux: Any, attrs: list, used: set[str]) -> Iterable[tuple[str, str]]:
+def _static_fields(aux: Any, attrs: list, used: set[str],
+                   node_type: Any = None) -> Iterable[tuple[str, str]]:
     values = list(aux) if isinstance(aux, (tuple, list)) else [aux]
+    names = _static_field_names(node_type)
+    if names and len(values) >= len(names):
+        # A dataclass's static fields (eqx.field(static=True), flax struct's
+        # pytree_node=False) are its aux data, last and in field order: named by field.
+        lead = len(values) - len(names)
+        for i, value in enumerate(values[:lead]):
+            if type(value).__name__ != "_Missing":  # equinox's "no __wrapped__" marker
+                yield (f"aux[{i}]", safe_text(value))
+        used.update(names)
+        yield from ((name, safe_text(v)) for name, v in zip(names, values[lead:]))
+        return
+    named = _self_named_aux(values)
+    if named is not None:
+        yield from ((name, safe_text(v)) for name, v in named if not name.startswith("_"))
+        return
     for i, value in enumerate(values):
         name = _name_of(value, attrs, used) if attrs else None
         yield (name if name is not None else f"aux[{i}]", safe_text(value))
+
+
+def _is_names(x: Any) -> bool:
+    return isinstance(x, tuple) and all(isinstance(n, str) for n in x)
+
+
+def _self_named_aux(values: list) -> list[tuple[str, Any]] | None:
+    """Aux data that names its own values: (name, value) pairs (flax nnx's Variable), or
+    (child names, static names, static values) (flax nnx's Module and Pytree)."""
+    if values and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str)
+                      for v in values):
+        return [(v[0], v[1]) for v in values]
+    if len(values) == 3 and _is_names(values[0]) and _is_names(values[1]) \
+            and isinstance(values[2], tuple) and len(values[2]) == len(values[1]):
+        return list(zip(values[1], values[2]))
+    return None
+
+
+_static_names: dict[int, tuple[Any, tuple[str, ...]]] = {}
+
+
+def _static_field_names(node_type: Any) -> tuple[str, ...]:
+    """The fields of a dataclass node type marked static in their metadata, once per type."""
+    hit = _static_names.get(id(node_type))
+    if hit is not None and hit[0] is node_type:
+        return hit[1]
+    names: tuple[str, ...] = ()
+    try:
+        if isinstance(node_type, type) and dataclasses.is_dataclass(node_type):
+            names = tuple(f.name for f in dataclasses.fields(node_type)
+                          if f.metadata.get("static") is True
+                          or f.metadata.get("pytree_node") is False)
+    except Exception:  # odd metadata: name by attribute as for any node
+        names = ()
+    _static_names[id(node_type)] = (node_type, names)
+    return names
 
 
 def _fields(index, parent, depth, key, path, kind, type_name, note="") -> dict:
@@ -495,6 +549,127 @@ def pair_trees(kind: str, title: str, left: TreeRecord, right: TreeRecord,
 
 def _under_difference(first: str | None, path: str) -> bool:
     return first is not None and first != "" and path.startswith(first)
+
+
+# --- libraries' calling conventions: the user's arguments behind a library's wrapper -----
+# eqx.filter_jit hands jit (dynamic_donate, dynamic_nodonate, static): the user's
+# arguments split into array leaves and the rest; nnx.jit hands it NodeStates (a
+# graph definition and flat leaves). Trees are named by what the user passed.
+
+class UserView(NamedTuple):
+    """The user's function and arguments behind a library's wrapper."""
+    library: str              # "equinox.filter_jit"
+    fun: Any
+    args: tuple
+    kwargs: dict
+    static_leaves: tuple[tuple[bool, ...], ...]  # per argument, per leaf: kept static
+    outputs: Callable[[Any], Any]  # the user's outputs from the wrapper's
+
+
+def _combine_flat(dynamic: Any, static: Any) -> tuple[Any, tuple[bool, ...]]:
+    """equinox's hashable_combine: flat dynamic leaves + (flat static leaves, treedef)."""
+    static_leaves, treedef = static
+    leaves = [d if s is None else s for d, s in zip(dynamic, static_leaves)]
+    return tree_util.tree_unflatten(treedef, leaves), tuple(s is not None for s in static_leaves)
+
+
+def _combine_trees(*trees: Any) -> Any:
+    """equinox's combine: the first non-None leaf of trees of one structure."""
+    def first(*xs):
+        return next((x for x in xs if x is not None), None)
+    return tree_util.tree_map(first, *trees, is_leaf=lambda x: x is None)
+
+
+def _equinox_filter_jit(fun: Any, args: tuple, kwargs: dict) -> UserView | None:
+    code = getattr(fun, "__code__", None)
+    if getattr(fun, "__module__", "") != "equinox._jit" or code is None \
+            or code.co_name != "fun_wrapped" or len(args) != 3 or kwargs:
+        return None
+    dynamic_donate, dynamic_nodonate, static = args
+    dynamic = {**dynamic_donate, **dynamic_nodonate}
+    static_fun, static_first, static_rest = static
+    user_fun, _ = _combine_flat(dynamic["fun"], static_fun)
+    first, first_static = _combine_flat(dynamic["first"], static_first)
+    (rest, user_kwargs), rest_static = _combine_flat(dynamic["rest"], static_rest)
+    user_args = ((first,) + tuple(rest))[:-1]  # equinox adds a None last
+    masks = [first_static] + _split_mask(rest_static, tuple(rest) + (user_kwargs,))
+
+    def outputs(out: Any) -> Any:
+        _, dynamic_out, static_out = out
+        return _combine_trees(dynamic_out, static_out.value)
+
+    return UserView("equinox.filter_jit", user_fun, user_args, dict(user_kwargs),
+                    tuple(masks[:len(user_args)]), outputs)
+
+
+def _split_mask(mask: tuple[bool, ...], parts: tuple) -> list[tuple[bool, ...]]:
+    """A mask over the leaves of `parts` (flattened together), one piece per part."""
+    out, start = [], 0
+    for part in parts:
+        n = len(tree_util.tree_leaves(part))
+        out.append(mask[start:start + n])
+        start += n
+    return out
+
+
+# One entry per library wrapper that repacks the user's arguments before jit sees them.
+CALLING_CONVENTIONS: tuple[Callable[[Any, tuple, dict], UserView | None], ...] = (
+    _equinox_filter_jit,
+)
+
+
+def user_view(fun: Any, args: tuple, kwargs: dict) -> UserView | None:
+    """The user's side of a library's wrapper call, or None for a plain call."""
+    for convention in CALLING_CONVENTIONS:
+        view = convention(fun, args, kwargs)
+        if view is not None:
+            return view
+    return None
+
+
+def library_values(x: Any) -> Any:
+    """`x` with a library's packed values shown as the user's objects: flax nnx's NodeStates
+    (what nnx.jit and nnx.grad hand JAX) merged back into the user's module.
+
+    NB: no JAX flatten with an `is_leaf` here: on a cyclic or very deep input that
+    exhausts CPython's recursion counter for good. NodeStates sit in the arguments or
+    in plain tuples, lists and dicts a few levels down: looked for there only.
+    """
+    nnx = sys.modules.get("flax.nnx")
+    node_states = getattr(sys.modules.get("flax.nnx.extract"), "NodeStates", None)
+    if nnx is None or not isinstance(node_states, type):
+        return x  # flax is not loaded: nothing of it can be in x
+    try:
+        return _merged(x, node_states, nnx, 4)
+    except Exception:  # a merge that fails: the trees show what JAX was given
+        return x
+
+
+def _merged(x: Any, node_states: Any, nnx: Any, depth: int) -> Any:
+    if isinstance(x, node_states):
+        return nnx.merge(x._graphdef, *x.states) if x._graphdef is not None else x
+    if depth == 0:
+        return x
+    kind = type(x)
+    if kind is tuple or kind is list:
+        items = [_merged(v, node_states, nnx, depth - 1) for v in x]
+        return x if all(a is b for a, b in zip(items, x)) else kind(items)
+    if kind is dict:
+        found = {k: _merged(v, node_states, nnx, depth - 1) for k, v in x.items()}
+        return x if all(found[k] is v for k, v in x.items()) else found
+    return x
+
+
+def mark_static(tree: TreeRecord, mask: tuple[bool, ...]) -> TreeRecord:
+    """The tree with the leaves a wrapper kept static (in flatten order) marked so."""
+    leaves = [n.index for n in tree.nodes if n.kind == "leaf"]
+    if not any(mask) or len(leaves) != len(mask):
+        return tree
+    nodes = list(tree.nodes)
+    for i, is_static in zip(leaves, mask):
+        if is_static:
+            nodes[i] = nodes[i]._replace(static_leaf=True)
+    return dataclasses.replace(tree, nodes=tuple(nodes))
 
 
 # --- the trees of a call -----------------------------------------------------------

@@ -111,7 +111,8 @@ def show_processes(session: Session, args: argparse.Namespace,
         if args.call is not None:
             calls = [c for c in calls if c.index == args.call]
         for call in calls:
-            say("\n".join("  " + line for line in summarize_call(call, with_steps=args.steps)))
+            say("\n".join("  " + line for line in summarize_call(call, with_steps=args.steps,
+                                                                   expand=args.expand)))
     return EXIT_OK
 
 

@@ -23,7 +23,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 import transforms
-from transforms.record import Call, Session, Step, write_atomically
+from transforms.record import Call, Session, Step, level_rows, write_atomically
 
 from .safe_text import first_line as _first_line
 from .safe_text import terminal as _t
@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("trace", metavar="TRACE.json", help="a session file")
     show.add_argument("--call", type=int, metavar="N", help="only call N (its index)")
     show.add_argument("--steps", action="store_true", help="list every step of each call")
+    show.add_argument("--expand", action="store_true",
+                      help="list every level: by default a run of identical sibling levels (a "
+                           "relu's custom_jvp once per layer, a solver step per iteration) is "
+                           "one row with its count")
     show.add_argument("--process", type=int, metavar="I",
                       help="a multi-process run: only process I (default: every process)")
 
@@ -713,7 +717,7 @@ def _show(args: argparse.Namespace) -> int:
         _print_lines([f"title: {_t(session.title)}"])
     first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
-        _print_lines(summarize_call(call, with_steps=args.steps))
+        _print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))
         _print_lines(stage_lines(call, first_with))
     return EXIT_OK
 
@@ -761,7 +765,7 @@ def _stage_summary(stage: Any) -> str:
     return ""
 
 
-def summarize_call(call: Call, with_steps: bool = False) -> list[str]:
+def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
     where = f" at {_t(call.source)}" if call.source else ""
@@ -769,12 +773,20 @@ def summarize_call(call: Call, with_steps: bool = False) -> list[str]:
     by_level: dict[int, list[Step]] = {}
     for s in call.steps:
         by_level.setdefault(s.level, []).append(s)
-    for level in call.levels:
+    # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
+    # runs of identical sibling levels are one row (`expand`: each).
+    base = 0
+    for row in level_rows(call, range(len(call.levels)) if expand else ()):
+        level = call.levels[row.position]
+        if row.depth == 0:
+            base = level.depth if isinstance(level.depth, int) and level.depth > 0 else 0
+        depth = base + row.depth
         steps = by_level.get(level.index, [])
-        lines.append(f"  {_indent(level.depth)}{_t(level.label)}  {_t(level.trace_type)}  "
-                     f"{len(steps)} steps")
+        repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
+        lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
+                     f"{len(steps)} steps{repeats}")
         if with_steps:
-            lines.extend(_step_lines(steps, level.depth))
+            lines.extend(_step_lines(steps, depth))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
         message = _first_line(error.message) or "(no message)"

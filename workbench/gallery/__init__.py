@@ -8,6 +8,7 @@ from . import _seed003  # noqa: F401, I001
 from . import _seed000  # noqa: F401
 from . import _seed002  # noqa: F401
 from . import _sharding  # noqa: F401
+from . import _libraries  # noqa: F401
 from ._registry import EXAMPLES as EXAMPLES
 from ._registry import Example as Example
 from ._registry import Outcome as Outcome

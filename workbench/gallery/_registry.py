@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ class Outcome:
 
 
 EXAMPLES: list[Example] = []
+_GALLERY_DIR = os.path.dirname(os.path.abspath(__file__))
 _shown: list[str] | None = None
 
 
@@ -98,6 +100,9 @@ def run_example(ex: Example) -> Outcome:
     error, tb = None, ""
     start = time.perf_counter()
     prev, _shown = _shown, shown
+    # The examples are the user's code here, even from an installed workbench.
+    setting = transforms.set_user_code()
+    transforms.set_user_code((*setting[0], _GALLERY_DIR), setting[1])
     try:
         with transforms.record(stages=ex.stages, inline_jnp=ex.inline_jnp) as session:
             with contextlib.redirect_stdout(out):
@@ -109,6 +114,7 @@ def run_example(ex: Example) -> Outcome:
                     tb = "".join(traceback.format_exception(e))
     finally:
         _shown = prev
+        transforms.set_user_code(*setting)
     session.title = ex.title
     # What it printed belongs to the story: the TUI's Output view shows it.
     session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation,

@@ -46,6 +46,8 @@ def _label_leaf(node: TreeNode) -> Any:
     if node.kind != "leaf":
         return NotImplemented
     text = Text.assemble((_t(node.aval) or short_type(node.type_name), "cyan"))
+    if node.static_leaf:  # a library's wrapper kept it out of the trace (eqx.filter_jit)
+        text.append("  static", style="magenta")
     if node.traced:
         text.append("  traced ", style="bold")
         text.append(_t(node.tracer))

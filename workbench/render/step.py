@@ -32,8 +32,12 @@ _KIND_STYLES = {"batched": "magenta", "linearize": "cyan", "jvp": "cyan", "jaxpr
 
 
 def shown_path(path: object) -> str:
-    """A file as the user knows it: relative to the working directory when under it."""
+    """A file as the user knows it: relative to the working directory when under it, an
+    installed library's from its package folder (`equinox/_jit.py`)."""
     text = str(path)
+    for packages in ("/site-packages/", "/dist-packages/"):
+        if packages in text:
+            return text[text.rindex(packages) + len(packages):]
     here = os.getcwd() + os.sep
     return text[len(here):] if text.startswith(here) else text
 
@@ -114,6 +118,10 @@ class SourceView:
             return Text("no source line recorded", style="dim")
         head = Text.assemble(("at ", "dim"), (_clip(shown_path(loc.file)), "underline"), f":{loc.line}",
                              (f" in {_clip(loc.function)}", "dim"))
+        via = loc.via
+        if via is not None:  # the installed library's line between the user's and JAX
+            head.append_text(Text.assemble(("\nvia ", "dim"), _clip(shown_path(via.file)),
+                                           f":{via.line}", (f" in {_clip(via.function)}", "dim")))
         if self.context is None:
             return Group(head, Text("(the file cannot be read here)", style="dim"))
         first, lines = self.context

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from transforms.diff import default_pair
-from transforms.record import Call, Level, Session, SourceLocation, Stage, Step
+from transforms.record import Call, Level, LevelRow, Session, SourceLocation, Stage, Step, level_rows
 
 from .. import safe_text
 
@@ -45,7 +45,19 @@ class CallIndex:
         self.level_by_index: dict[int, Level] = {}
         for lv in call.levels:
             self.level_by_index.setdefault(lv.index, lv)
-        self.order = self._tree_order()  # positions in call.levels, parents first
+        # Positions in call.levels, parents first, and each level's depth by parent.
+        # A root level sits at its own depth (jit#1 where eval#0's child would be).
+        every = level_rows(call, range(len(call.levels)))
+        self.order = [row.position for row in every]
+        self.depth: dict[int, int] = {}
+        base = 0
+        for row in every:
+            if row.depth == 0:
+                own = call.levels[row.position].depth
+                base = own if isinstance(own, int) and 0 < own < 64 else 0
+            self.depth[row.position] = base + row.depth
+        self.depth_of_level = {call.levels[pos].index: d for pos, d in self.depth.items()}
+        self.runs: dict[int, LevelRow] = {}  # the first level of a run of identical levels
         by_level: dict[int, array] = {}
         for pos, step in enumerate(call.steps):
             level = step.level if isinstance(step.level, int) else -1
@@ -62,29 +74,11 @@ class CallIndex:
         self._texts: SearchTexts | None = None
         self._occurrences: dict[int, dict[tuple, list[int]]] = {}
 
-    def _tree_order(self) -> list[int]:
-        positions = {lv.index: pos for pos, lv in enumerate(self.call.levels)}
-        children: dict[int | None, list[int]] = {}
-        for pos, lv in enumerate(self.call.levels):
-            parent = lv.parent if lv.parent in positions and lv.parent != lv.index else None
-            children.setdefault(parent, []).append(pos)
-        order, seen = [], set()
-
-        def visit(pos: int) -> None:
-            stack = [pos]
-            while stack:
-                p = stack.pop()
-                if p in seen:
-                    continue
-                seen.add(p)
-                order.append(p)
-                stack.extend(reversed(children.get(self.call.levels[p].index, [])))
-
-        for pos in children.get(None, []):
-            visit(pos)
-        for pos in range(len(self.call.levels)):  # cycles in odd data: still list every level
-            visit(pos)
-        return order
+    def level_rows(self, expanded: set[int]) -> list[LevelRow]:
+        """The navigator's level rows: runs of identical levels folded unless expanded."""
+        rows = level_rows(self.call, expanded)
+        self.runs.update((row.position, row) for row in rows if row.repeats > 1)
+        return rows
 
     def _repeated_empty_levels(self) -> set[int]:
         """Positions of levels not listed: empty ones whose label another level shares
@@ -328,6 +322,8 @@ class Outline:
         self.session = session
         self._index: dict[int, CallIndex] = {}
         self.collapsed: set[tuple[int, int]] = set()  # (call, level position) or (call, -1)
+        # (call, first level position) of runs of identical levels listed level by level
+        self.expanded_runs: set[tuple[int, int]] = set()
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
@@ -355,7 +351,10 @@ class Outline:
             rows.append(pack(CALL, c, 0))
             if (c, -1) in self.collapsed:
                 continue
-            groups = [(pos, call.levels[pos].index) for pos in idx.order if pos not in idx.hidden]
+            expanded = {pos for c2, pos in self.expanded_runs if c2 == c}
+            groups = [(row.position, call.levels[row.position].index)
+                      for row in idx.level_rows(expanded)
+                      if row.position not in idx.hidden or row.repeats > 1]
             if -1 in idx.steps_by_level:
                 groups.append((len(call.levels), -1))
             for pos, level in groups:
@@ -390,6 +389,15 @@ class Outline:
         key = (call, -1) if kind == CALL else (call, index) if kind == LEVEL else None
         if key is None:
             return i
+        if kind == LEVEL and index in self.index(call).runs:
+            # A run of identical levels: toggling lists its levels, or folds them again.
+            want_expanded = (key not in self.expanded_runs) if expand is None else expand
+            if want_expanded == (key in self.expanded_runs):
+                return i
+            (self.expanded_runs.add if want_expanded else self.expanded_runs.discard)(key)
+            code = self.rows[i]
+            self.rebuild()
+            return self.find(code, i)
         want_collapsed = (key not in self.collapsed) if expand is None else not expand
         if want_collapsed == (key in self.collapsed):
             return i
@@ -429,6 +437,13 @@ class Outline:
         for j, code in enumerate(self.rows):
             if code == target:
                 return j
+        runs = {(call, pos) for pos in idx.runs} - self.expanded_runs
+        if runs:  # inside a folded run of identical levels: list them
+            self.expanded_runs |= runs
+            self.rebuild()
+            for j, code in enumerate(self.rows):
+                if code == target:
+                    return j
         if not self.filter.empty:
             self.filter = StepFilter()
             self.rebuild()

@@ -64,17 +64,22 @@ class StepList(LineList):
         if kind == LEVEL:
             if index < len(call.levels):
                 lv = call.levels[index]
-                depth, label, count = lv.depth, lv.label, len(idx.steps_by_level.get(lv.index, ()))
+                depth, label = idx.depth.get(index, 0), lv.label
+                count = len(idx.steps_by_level.get(lv.index, ()))
             else:
                 depth, label, count = 0, "(steps at unknown levels)", len(idx.steps_by_level.get(-1, ()))
             folded = (c, index) in self.outline.collapsed
             pad = "  " * (1 + min(max(depth if isinstance(depth, int) else 0, 0), 12))
+            run = idx.runs.get(index)
+            repeats = ""
+            if run is not None:  # a run of identical levels: how many, listed or not
+                repeats = f"  ×{run.repeats}" + ("" if (c, index) in self.outline.expanded_runs
+                                               else " identical levels")
             return Text.assemble(pad, "▸ " if folded else "▾ ",
                                  (self.one_line(label), self._style("level")),
-                                 (f"  {count}", self.dim_style()))
+                                 (f"  {count}{repeats}", self.dim_style()))
         step = call.steps[index]
-        found = idx.level_by_index.get(step.level)
-        depth = found.depth if found is not None and isinstance(found.depth, int) else 0
+        depth = idx.depth_of_level.get(step.level, 0)
         pad = "  " * (2 + min(max(depth, 0), 12))
         failing = step.index in idx.failing
         text = Text(pad)

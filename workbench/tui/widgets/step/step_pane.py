@@ -5,7 +5,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from transforms.record import Call
+from transforms.record import Call, level_rows
 
 from ....render.step import SourceView, StepView
 from ...guard import guarded
@@ -60,11 +60,12 @@ def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
         text.append(f"  {key} = {value}\n")
     text.append(f"\n{len(call.levels)} levels, {len(call.steps):,} steps, "
                 f"{len(call.stages)} stages\n")
-    for pos in index.order:
-        lv = call.levels[pos]
+    for row in level_rows(call):  # by parent, identical levels folded: as `workbench show`
+        lv = call.levels[row.position]
         count = len(index.steps_by_level.get(lv.index, ()))
-        text.append(f"{'  ' * max(0, min(lv.depth, 12))}{lv.label}", style="bold")
-        text.append(f"  {lv.trace_type}  {count:,} steps\n", style="dim")
+        repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
+        text.append(f"{'  ' * min(row.depth, 12)}{lv.label}", style="bold")
+        text.append(f"  {lv.trace_type}  {count:,} steps{repeats}\n", style="dim")
     if call.errors:
         text.append(f"\n✗ {len(call.errors)} error(s): see the failure view (4)\n", style="red")
     return text
