@@ -40,7 +40,7 @@ class Case:
     doc: str = ""
 
     def run(self, T: ModuleType) -> Any:
-        return self.build(T)(*self.args, **self.kwargs)
+        return uncached(self.build(T))(*self.args, **self.kwargs)
 
 
 CASES: list[Case] = []
@@ -773,3 +773,17 @@ def _assert_values(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> No
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, strict=True)
     else:
         np.testing.assert_array_equal(a, b, strict=True)
+
+
+def uncached(fn: Any) -> Any:
+    """`fn`, a jitted function, with JAX's cache for its function cleared: its next call traces.
+
+    transforms.jit shares JAX's caches (recording changes nothing JAX does),
+    and these module functions are jitted by many tests: without this a
+    call inside record() would be served from JAX's cache, recording nothing.
+    (Defined last: the source lines of the functions above are in TUI snapshots.)
+    """
+    clear = getattr(fn, "clear_cache", None)
+    if clear is not None:
+        clear()
+    return fn

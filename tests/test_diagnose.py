@@ -17,6 +17,7 @@ from corpus import (
     assert_same_error,
     outcome,
     test_func,
+    uncached,
 )
 from jax import lax
 
@@ -83,7 +84,7 @@ def test_seed000_undefined_name_is_reported_with_file_line_and_name():
 
 @pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
 def test_seed000_fixed_repack_has_no_findings(transform):
-    _, session = recorded(lambda: getattr(T, transform)(test_func)(CONTAINER))
+    _, session = recorded(lambda: uncached(getattr(T, transform)(test_func))(CONTAINER))
     assert session.calls[-1].diagnostics == ()
 
 
@@ -120,7 +121,7 @@ def test_jit_check_on_bind_with_static_args_lower_and_no_session():
 
 
 def test_jit_with_a_fixed_unflatten_records_one_trace_and_no_findings():
-    jitted = T.jit(test_func)
+    jitted = uncached(T.jit(test_func))
     with T.record() as session:
         first = jitted(CONTAINER)
         again = jitted(CONTAINER)  # cached: JAX binds nothing, we record nothing

@@ -20,6 +20,7 @@ from corpus import (
     log1pexp_jvp,
     scan_fn,
     sin_times,
+    uncached,
     while_fn,
 )
 
@@ -293,7 +294,7 @@ def test_jit_step_keeps_the_jaxpr_of_the_function(outer):
 
 def test_grad_of_jit_records_a_jit_level_inside_the_grad_level():
     with transforms.record() as session:
-        transforms.grad(transforms.jit(poly))(0.3)
+        transforms.grad(uncached(transforms.jit(poly)))(0.3)
     (call,) = session.calls
     assert _labels(call) == ["eval#0", "grad#1", "grad#1/jit#2"]
     jit_level = _level(call, "grad#1/jit#2")
@@ -441,7 +442,7 @@ def _rich_session():
         transforms.vmap(transforms.grad(sin_mul))(VEC)
         transforms.grad(cond_fn)(0.3)
         transforms.grad(log1pexp)(3.0)
-        transforms.jit(poly)(jnp.ones(2))
+        uncached(transforms.jit(poly))(jnp.ones(2))
         try:
             transforms.vmap(lambda x: x if x > 0 else -x)(VEC)
         except jax.errors.TracerBoolConversionError:

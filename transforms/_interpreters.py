@@ -12,8 +12,10 @@ comment says `# NB: jax._src`.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import os
+import types
 from typing import Any, Callable
 
 import jax
@@ -23,6 +25,10 @@ from jax import core as jax_core
 # wrapper frames would show in the tracebacks JAX filters for users.
 from jax._src import source_info_util as _source_info
 from jax._src import traceback_util as _traceback_util
+
+# NB: jax._src: jax.jit names a jaxpr (and its jitted object's `function_name`)
+# with this: a partial is named after the function it wraps.
+from jax._src.util import fun_name as _jax_fun_name
 from jax.extend import core as jex_core
 from jax.extend import linear_util as lu
 from jax.extend import source_info_util
@@ -41,7 +47,95 @@ JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
 # messages and jaxpr source info point at user code, not at our wrappers.
 source_info_util.register_exclusion(PACKAGE_DIR + os.sep)
 _traceback_util.register_exclusion(PACKAGE_DIR + os.sep)
-api_boundary = _traceback_util.api_boundary
+
+
+def _is_ours(frame: types.FrameType) -> bool:
+    return frame.f_code.co_filename.startswith(PACKAGE_DIR + os.sep)
+
+
+def _walk(tb: types.TracebackType | None):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _hidden_as_jax_would(tb: types.TracebackType | None) -> list[bool]:
+    """Per traceback entry: would JAX hide it, had our frames not been there? Ours: always.
+
+    NB: jax._src. JAX filters, at its outermost api_boundary (its reraise
+    frame), the frames below it that `include_frame` rejects; frames above it
+    (jacfwd's `jacfun`, say) stay.
+    """
+    hidden, below_boundary = [], False
+    for t in _walk(tb):
+        frame = t.tb_frame
+        below_boundary = below_boundary or _traceback_util._is_reraiser_frame(frame)
+        hidden.append(_is_ours(frame) or (below_boundary
+                                          and not _traceback_util.include_frame(frame)))
+    return hidden
+
+
+def _filter_as_jax_would(e: BaseException, mode: str) -> None:
+    tb = e.__traceback__
+    hidden = _hidden_as_jax_would(tb)
+    entries = list(_walk(tb))
+    if mode == "tracebackhide":
+        for t, hide in zip(entries, hidden):
+            if hide:
+                t.tb_frame.f_locals["__tracebackhide__"] = True
+        return
+    out = None
+    for t, hide in zip(reversed(entries), reversed(hidden)):
+        if not hide:
+            out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    e.with_traceback(out)
+    jax_filtered = any(_traceback_util._is_reraiser_frame(t.tb_frame) for t in entries)
+    note = "--------------------\n" + _traceback_util._simplified_tb_msg
+    if jax_filtered and note not in getattr(e, "__notes__", ()):
+        e.add_note(note)  # as JAX's boundary adds it
+
+
+def api_boundary(fun: Callable) -> Callable:
+    """Tracebacks of what `fun` raises filtered as JAX would filter them without us.
+
+    Not JAX's own api_boundary: that filters every JAX frame under it,
+    including frames JAX leaves in for users (jacfwd's `jacfun`). Here JAX's
+    own boundaries are switched off while `fun` runs (so the recorder sees
+    whole tracebacks, as the pytree mismatch rules need), and at the end
+    exactly the frames JAX would have removed are removed, and ours (or, where
+    JAX marks frames `__tracebackhide__` for IPython, marked). With
+    JAX_TRACEBACK_FILTERING=off nothing is removed; in `remove_frames` mode
+    JAX filters as usual and only our frames are removed.
+    """
+    # NB: jax._src: JAX's filtering mode, and its thread-local switch.
+    filtering = _traceback_util.config.traceback_filtering
+
+    @functools.wraps(fun)
+    def boundary(*args, **kwargs):
+        mode = _traceback_util._filtering_mode()
+        if mode == "off":
+            return fun(*args, **kwargs)
+        emulated = mode in ("quiet_remove_frames", "tracebackhide")
+        try:
+            if emulated:
+                with filtering("off"):
+                    return fun(*args, **kwargs)
+            return fun(*args, **kwargs)
+        except Exception as e:
+            if emulated:
+                _filter_as_jax_would(e, mode)
+            else:
+                e.with_traceback(_without_our_frames(e.__traceback__))
+            raise
+    return boundary
+
+
+def _without_our_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    out = None
+    for t in reversed(list(_walk(tb))):
+        if not _is_ours(t.tb_frame):
+            out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
 
 
 def current_trace() -> Trace:
@@ -126,6 +220,11 @@ class RecordingTrace(Trace):
     NB: unlike JAX's traces this one makes no tracers of its own: the tracers
     user code sees are the parent's, so JAX's identity checks
     (`x._trace.tag is self.tag`) keep working unchanged.
+
+    Every method of JAX's `Trace` base class is handled as TRACE_METHODS says
+    (the base's own versions raise `must override`, and `__getattr__` never
+    runs for a name the class defines); names the base lacks are forwarded by
+    `__getattr__`.
     """
 
     def __init__(self, parent: Trace, level: Any):
@@ -162,8 +261,19 @@ class RecordingTrace(Trace):
         level.end_step(pending, out, primitive.multiple_results)
         return out
 
-    def stage_value(self, val):
-        return self.parent.stage_value(val)
+    def process_call(self, call_primitive, f, tracers, params, /):
+        # `core.call`-style primitives (jax 0.10; gone from the base in 0.12).
+        # NB: we stay current: EvalTrace's impl runs `f` with the current
+        # trace, so the body's primitives are recorded at this level.
+        level = self.level
+        pending = level.begin_step(call_primitive, tracers, params, "call")
+        try:
+            out = self.parent.process_call(call_primitive, f, tracers, params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, True)
+        return out
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
         level = self.level
@@ -195,32 +305,96 @@ class RecordingTrace(Trace):
         level.end_step(pending, out, True)
         return out
 
+    def stage_value(self, val):
+        return self.parent.stage_value(val)
+
+    def full_raise(self, x):
+        return self.parent.full_raise(x)
+
     def __getattr__(self, name: str):
-        # Forward every method we do not override (stage_value appeared in
-        # 0.10.1, process_call left in 0.12, more will come); record the
-        # process_* family as call steps so nothing passes unseen.
+        # Names JAX's Trace base class does not define (a concrete trace's
+        # process_custom_transpose, process_map, tag, ...): forwarded; the
+        # process_* family recorded as call steps so nothing passes unseen.
         parent = object.__getattribute__(self, "parent")
         attr = getattr(parent, name)
         if name.startswith("process_") and callable(attr):
-            return self._recording_forwarder(name, attr)
+            return _recording_forwarder(self, name, attr)
         return attr
 
-    def _recording_forwarder(self, name: str, method: Callable):
-        level = self.level
 
-        def forward(primitive, *args, **params):
-            tracers = args[-1] if args and isinstance(args[-1], (list, tuple)) else ()
-            pending = level.begin_step(primitive, tracers, params, "call")
-            try:
-                with set_current_trace(self.parent):
-                    out = method(primitive, *args, **params)
-            except BaseException as e:
-                level.fail_step(pending, e)
-                raise
-            level.end_step(pending, out, True)
-            return out
-        forward.__name__ = name
-        return forward
+def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> Callable:
+    """Record a process_* method we know nothing about as a call step, then forward it."""
+    level = trace.level
+
+    def forward(primitive, *args, **params):
+        tracers = next((a for a in reversed(args) if isinstance(a, (list, tuple))), ())
+        step_params = params or next((a for a in args if isinstance(a, dict)), {})
+        pending = level.begin_step(primitive, tracers, step_params, "call")
+        try:
+            with set_current_trace(trace.parent):
+                out = method(primitive, *args, **params)
+        except BaseException as e:
+            level.fail_step(pending, e)
+            raise
+        level.end_step(pending, out, True)
+        return out
+    forward.__name__ = name
+    return forward
+
+
+# How RecordingTrace handles each attribute of JAX's Trace base class:
+#   recorded   overridden here: recorded as a step, then forwarded to the parent
+#   forwarded  overridden here: the parent's answer
+#   own        the base's own behaviour is right for a RecordingTrace (its own
+#              validity flag and weakref; `main` reads `tag`, which
+#              __getattr__ forwards; requires_low is set from the parent)
+# tests/test_interpreters.py fails when the installed JAX's Trace has a name
+# missing here: a JAX release added a method, decide how to handle it.
+TRACE_METHODS: dict[str, str] = {
+    "process_primitive": "recorded",
+    "process_call": "recorded",
+    "process_custom_jvp_call": "recorded",
+    "process_custom_vjp_call": "recorded",
+    "stage_value": "forwarded",
+    "full_raise": "forwarded",
+    "invalidate": "own",
+    "is_valid": "own",
+    "main": "own",
+    "requires_low": "own",
+    "_invalidated": "own",
+    "_weakref": "own",
+}
+
+
+def trace_base_names() -> set[str]:
+    """Every non-dunder attribute of the installed JAX's Trace base class."""
+    return {name for klass in Trace.__mro__ if klass is not object
+            for name in vars(klass) if not (name.startswith("__") and name.endswith("__"))}
+
+
+def _forward_unknown_base_methods() -> list[str]:
+    """Forward any method the base defines and TRACE_METHODS does not know.
+
+    NB: without this a new base method would raise `must override` under
+    recording. Recorded if it is a process_* method, else forwarded.
+    """
+    added = []
+    for name in sorted(trace_base_names() - TRACE_METHODS.keys()):
+        if not callable(getattr(Trace, name, None)) or name in vars(RecordingTrace):
+            continue
+
+        def method(self, *args, __name=name, **kwargs):
+            attr = getattr(self.parent, __name)
+            if __name.startswith("process_"):
+                return _recording_forwarder(self, __name, attr)(*args, **kwargs)
+            return attr(*args, **kwargs)
+        method.__name__ = name
+        setattr(RecordingTrace, name, method)
+        added.append(name)
+    return added
+
+
+UNKNOWN_TRACE_METHODS = _forward_unknown_base_methods()
 
 
 def rewound(fun: Any) -> Any:
@@ -330,3 +504,20 @@ def _record_rule(fun, spec):
 def install(level) -> Any:
     """A context manager making a recorder for `level` the current trace."""
     return set_current_trace(RecordingTrace(level.jax_trace, level))
+
+
+
+def jax_function_name(fun: Any) -> str:
+    """The name JAX gives a function it traces (`my_function` for partial(my_function))."""
+    return _jax_fun_name(fun)
+
+
+# NB: a public JAX surface (jax.make_user_context, in 0.10.2 and 0.12): a value
+# that JAX's tracing, lowering and compilation caches are keyed on, as they are
+# on jax_enable_x64. Made once, at import (making one is not thread-safe).
+_RECORDING_CACHE_KEY = jax.make_user_context(None)
+
+
+def jit_cache_key(value: int | None) -> Any:
+    """A context manager setting the value JAX's jit caches are keyed on (None: as outside)."""
+    return _RECORDING_CACHE_KEY(value)

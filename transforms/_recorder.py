@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import itertools
 import sys
 import weakref
 from types import FrameType
@@ -192,9 +193,17 @@ class _SharedStages:
 # Stage capture's own state, in context variables as the recording state is.
 _refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "transforms_refuse_retrace", default=False)
-# (fun, argument placements, mesh context) noted where jit binds its signature
+# (weakref to fun, argument placements, mesh context) noted where jit binds its signature
 _jit_bound: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
     "transforms_jit_bound", default=None)
+
+
+# JAX's jit caches are keyed on the open block (a number, nothing of ours): a
+# function traced outside, or in an earlier block, is traced again, and recorded,
+# the first time a block calls it; inside one block JAX caches as it always does.
+_block_serials = itertools.count(1)
+_block_key: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "transforms_block_key", default=None)
 
 
 class RetraceRefused(RuntimeError):
@@ -206,7 +215,8 @@ def refusing_retrace() -> Iterator[None]:
     """While capturing from JAX's caches: a trace of a recorded function raises instead."""
     token = _refuse_retrace.set(True)
     try:
-        yield
+        with _i.jit_cache_key(_block_key.get()):  # the traces the block recorded
+            yield
     finally:
         _refuse_retrace.reset(token)
 
@@ -219,26 +229,36 @@ def check_retrace(fun: Any) -> None:
             f"stages never run the user's function again")
 
 
+def retrace_refused() -> bool:
+    """True while stage capture reads JAX's cache (the jit entry then checks every trace)."""
+    return _refuse_retrace.get()
+
+
 def note_jit_arguments(fun: Any, args: tuple, kwargs: dict) -> None:
     """What jit bound (the concrete arguments) before tracing `fun`: their shardings."""
     from ._stages import concrete_shardings, mesh_context
     # NB: here, before JAX traces, the mesh context can be read (inside jit it cannot)
-    _jit_bound.set((fun, concrete_shardings(args, kwargs), mesh_context()))
+    # NB: fun held weakly: with stages off nothing takes this, and a jitted call keeps nothing alive
+    _jit_bound.set((weakref.ref(fun), concrete_shardings(args, kwargs), mesh_context()))
 
 
 def _take_jit_arguments(fun: Any) -> tuple:
     """(argument placements or None, mesh context or None) noted for this function."""
     bound = _jit_bound.get()
     _jit_bound.set(None)
-    return bound[1:] if bound is not None and bound[0] is fun else (None, None)
+    return bound[1:] if bound is not None and bound[0]() is fun else (None, None)
 
 
 @contextlib.contextmanager
 def recording_off() -> Iterator[None]:
-    """Nothing done inside is recorded: for the traces stages and growth make themselves."""
+    """Nothing done inside is recorded: for the traces stages and growth make themselves.
+
+    JAX's caches are keyed as outside any block: what is traced here is a plain trace.
+    """
     off, call, levels = _off.set(True), _call.set(None), _levels.set([])
     try:
-        yield
+        with _i.jit_cache_key(None):
+            yield
     finally:
         _levels.reset(levels)
         _call.reset(call)
@@ -267,17 +287,23 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     _blocks.set((*_blocks.get(), block))
     _call.set(None)
     _levels.set([])
+    key = next(_block_serials)
+    key_token = _block_key.set(key)
     try:
-        yield recorder.session
+        with _i.jit_cache_key(key):
+            try:
+                yield recorder.session
+            finally:
+                blocks = _blocks.get()
+                innermost = bool(blocks) and blocks[-1] is block
+                _blocks.set(tuple(b for b in blocks if b is not block))
+                if innermost:  # in order: the state of the block around it comes back
+                    _call.set(prev[0])
+                    _levels.set(prev[1])
+                block.frame = None
+                recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
     finally:
-        blocks = _blocks.get()
-        innermost = bool(blocks) and blocks[-1] is block
-        _blocks.set(tuple(b for b in blocks if b is not block))
-        if innermost:  # in order: the state of the block around it comes back
-            _call.set(prev[0])
-            _levels.set(prev[1])
-        block.frame = None
-        recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
+        _block_key.reset(key_token)
 
 
 def function_name(fun: Any) -> str:

@@ -22,7 +22,6 @@ failing stage never stops the others.
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import functools
@@ -46,6 +45,7 @@ from . import _interpreters as _i
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
 from ._tape import Tape, abstract, closures_bound, is_array_like
+from ._trees import literal
 from .record import (
     EqnRecord,
     Growth,
@@ -611,7 +611,7 @@ def _name_like(f: Any, fun: Any) -> None:
 def _literal_options(options: tuple) -> dict | None:
     """The options a wrapper recorded (as reprs), or None if one is not a literal."""
     try:
-        return {key: ast.literal_eval(text) for key, text in options}
+        return {key: literal(text) for key, text in options}
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 

@@ -9,7 +9,9 @@ node's flatten, an aux `repr`) is called inside a guard.
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
+import functools
 import inspect
 import re
 import sys
@@ -733,10 +735,32 @@ def _option(options: tuple, name: str, default: Any) -> Any:
     for key, text in options:
         if key == name:
             try:
-                return ast.literal_eval(text)
+                return literal(text)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 return default
     return default
+
+
+_IMMUTABLE = (int, float, complex, bool, str, bytes, type(None))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> Any:
+    return ast.literal_eval(text)
+
+
+def literal(text: str) -> Any:
+    """`ast.literal_eval(text)`, parsed once per text.
+
+    NB: literal_eval's nested recursive functions are a reference cycle on
+    every call: garbage our recording would leave behind on each call (JAX's
+    tests check that a transformation leaves none). A mutable result is copied.
+    """
+    value = _parsed(text)
+    if isinstance(value, _IMMUTABLE) or (
+            isinstance(value, tuple) and all(isinstance(v, _IMMUTABLE) for v in value)):
+        return value
+    return copy.deepcopy(value)
 
 
 def _gradient_part(transform: str, out: Any, has_aux: bool) -> tuple[bool, Any]:
