@@ -388,6 +388,68 @@ def test_eval_shape_and_jit_share_one_trace(recording):
     assert traces == [1, 2]
 
 
+def test_a_function_traced_before_a_block_is_traced_again_and_recorded_inside_it():
+    """JAX's caches are keyed on the open block: its first call records, later ones hit."""
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        return x * 2
+
+    ours, theirs = T.jit(f), jax.jit(f)
+    ours(1.0)
+    theirs(1.0)
+    assert len(traces) == 1  # outside: one trace, shared as JAX shares it
+    for _ in range(2):  # each block records its own first call
+        with T.record(stages=False) as session:
+            ours(1.0)
+            ours(2.0)
+            theirs(3.0)
+        assert [c.transform for c in session.calls] == ["jit"]
+    assert len(traces) == 3
+    ours(1.0)
+    assert len(traces) == 3  # after the blocks, the plain trace is still JAX's cached one
+
+
+def test_the_cache_key_of_a_block_is_a_number_and_recording_off_is_keyed_as_outside():
+    from transforms import _recorder
+    seen = []
+
+    def f(x):
+        seen.append(1)
+        return x
+
+    assert _recorder._block_key.get() is None
+    with T.record(stages=False):
+        key = _recorder._block_key.get()
+        assert type(key) is int
+        with _recorder.recording_off():
+            T.jit(f)(1.0)  # a plain trace: a later recorded call must still trace
+        T.jit(f)(1.0)
+    assert len(seen) == 2
+    assert _recorder._block_key.get() is None
+
+
+def test_a_jitted_function_prints_as_jaxs(recording):
+    def f(x):
+        return x
+
+    assert repr(T.jit(f)) == repr(jax.jit(f))
+    with pytest.raises(TypeError) as ours:
+        T.jit(f)(lambda: 0)
+    with pytest.raises(TypeError) as theirs:
+        jax.jit(f)(lambda: 0)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_jit_of_a_generator_function_raises_as_jax(recording):
+    def gen(x):
+        yield x
+
+    with pytest.raises(TypeError, match="Expected a function, got a generator function"):
+        T.jit(gen)
+
+
 def test_jit_of_a_callable_that_cannot_be_weak_referenced_raises_as_jax(recording):
     class CallableWithSlots:
         __slots__ = []

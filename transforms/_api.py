@@ -583,7 +583,7 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
 
 def _jit_entry(fun: Any, options: tuple, kwargs: dict) -> _JitEntry | None:
     """The one entry for (fun, options), made on first use; None when JAX must see fun itself."""
-    if not callable(fun):
+    if not callable(fun) or inspect.isgeneratorfunction(fun):  # JAX's check_callable refuses
         return None
     try:
         entries = _JIT_ENTRIES.get(fun)
