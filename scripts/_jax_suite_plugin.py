@@ -19,8 +19,10 @@ runs (see _Dispatcher), and our package's modules see JAX's originals.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 import sys
 import types
 
@@ -81,6 +83,10 @@ def _install() -> None:
 
     import transforms
 
+    # NB: transforms imports its modules lazily: all of them now, before the swap,
+    # so each one's `jax` can be pointed at JAX's originals below.
+    for info in pkgutil.walk_packages(transforms.__path__, "transforms."):
+        importlib.import_module(info.name)
     originals = {name: getattr(jax, name) for name in NAMES}
     own = _JaxWithOriginals(jax, originals)
     for module_name, module in list(sys.modules.items()):

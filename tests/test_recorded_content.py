@@ -266,13 +266,16 @@ def test_jit_records_its_first_trace_only():
     assert tracers[0].describe() == "JitTracer(float32[3])"
 
 
-def test_jit_traced_outside_record_records_nothing_inside():
+def test_jit_traced_outside_record_is_traced_and_recorded_once_inside():
+    # JAX's caches are keyed on the block: its first call traces (and records) again,
+    # later calls in the block are JAX's cache hits, recording nothing more.
     f = transforms.jit(poly)
     f(jnp.ones(5))
     with transforms.record() as session:
         out = f(jnp.ones(5))
+        f(jnp.ones(5))
     np.testing.assert_array_equal(out, jax.jit(poly)(jnp.ones(5)))
-    assert session.calls == []
+    assert [c.transform for c in session.calls] == ["jit"]
 
 
 @pytest.mark.parametrize("outer", ["transforms", "jax"])
