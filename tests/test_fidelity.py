@@ -414,6 +414,29 @@ def test_a_function_traced_before_a_block_is_traced_again_and_recorded_inside_it
     assert len(traces) == 3  # after the blocks, the plain trace is still JAX's cached one
 
 
+def test_blocks_that_trace_no_jit_of_ours_keep_jaxs_cache():
+    """A new cache key (all of JAX traced and compiled again) only after a block traced a jit."""
+    from transforms import _recorder
+    traces = []
+
+    @jax.jit
+    def jaxs_own(x):
+        traces.append(1)
+        return x + 1
+
+    keys = []
+    for _ in range(3):
+        with T.record(stages=False):
+            keys.append(_recorder._block_key.get())
+            T.grad(lambda x: jaxs_own(x) * 2)(1.0)
+    assert keys[0] == keys[1] == keys[2] and len(traces) == 1  # traced in the first block only
+    with T.record(stages=False):
+        first = _recorder._block_key.get()
+        T.jit(jnp.sin)(1.0)
+    with T.record(stages=False):
+        assert _recorder._block_key.get() != first
+
+
 def test_the_cache_key_of_a_block_is_a_number_and_recording_off_is_keyed_as_outside():
     from transforms import _recorder
     seen = []

@@ -27,6 +27,7 @@ from ._recorder import (
     check_retrace,
     function_name,
     note_jit_arguments,
+    note_jit_traced,
     recording_off,
     retrace_refused,
     run_level,
@@ -529,6 +530,7 @@ class _JitEntry:
     def record(self, *args, **kwargs):
         fun = self._fun()
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
+        note_jit_traced()  # cached under this block's key: a later block must trace it again
         if _state.session is None:
             return fun(*args, **kwargs)
         call = _state.call

@@ -227,9 +227,28 @@ _jit_bound: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
 # JAX's jit caches are keyed on the open block (a number, nothing of ours): a
 # function traced outside, or in an earlier block, is traced again, and recorded,
 # the first time a block calls it; inside one block JAX caches as it always does.
+# NB: a new number only after a block under the last one traced a jit entry of ours:
+# a new number makes JAX trace and compile everything again (its jnp functions too),
+# which a block that recorded no jit does not need.
 _block_serials = itertools.count(1)
 _block_key: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "transforms_block_key", default=None)
+_last_key = [next(_block_serials)]
+_keys_with_jit_traces: set[int] = set()
+
+
+def _new_block_key() -> int:
+    key = _last_key[0]
+    if key in _keys_with_jit_traces:
+        key = _last_key[0] = next(_block_serials)
+    return key
+
+
+def note_jit_traced() -> None:
+    """A jit entry of ours is traced under the open block's key: the next block takes a new one."""
+    key = _block_key.get()
+    if key is not None:
+        _keys_with_jit_traces.add(key)
 
 
 class RetraceRefused(RuntimeError):
@@ -344,7 +363,7 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     _blocks.set((*_blocks.get(), block))
     _call.set(None)
     _levels.set([])
-    key = next(_block_serials)
+    key = _new_block_key()
     key_token = _block_key.set(key)
     try:
         with _i.jit_cache_key(key):
