@@ -223,6 +223,19 @@ def test_step_maps_to_its_equation_and_line():
     assert "tanh" in lines[smap.eqn_lines[eqn]]
 
 
+def test_a_jnp_wrapper_step_links_to_its_bodys_equation_at_full_detail():
+    """`jit[name=sin]` stages as its body's `sin`. The recorder records the wrapper as inline
+    from the live params: jax 0.12 prints `inline=Inline.JAX_EARLY`, not `True`."""
+    with T.record(detail="full") as s:
+        T.grad(lambda x: jnp.sin(x) * 2.0)(1.0)
+    call = s.calls[0]
+    wrapper = next(st for st in call.steps if st.title == "jit[name=sin]")
+    assert wrapper.inline and not any(st.inline for st in call.steps if st.primitive != "jit")
+    stage = call.stages[0]
+    eqn = model.StageMap(stage).eqn_for(model.step_key(wrapper), 0)
+    assert eqn is not None and stage.eqns[eqn].primitive == "sin"
+
+
 def test_source_context_reads_safely(tmp_path):
     here = SourceLocation(__file__, 3, "x")
     roots = (os.path.dirname(os.path.realpath(__file__)),)

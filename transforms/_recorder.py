@@ -814,13 +814,15 @@ class LevelState:
         nothing (Steps are made when the call finishes)."""
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = primitive.name
+        inline = False
         if name == "jit" or name == "pjit":
             pairs, subjaxprs = self.call.jit_summary(params)
+            inline = is_inline_jit_params(params)
         else:
             pairs, jaxprs = summarize_params(name, params)
             subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
         return (index, self.index, name, kind, phase, pairs, inputs, outputs, source, names,
-                subjaxprs, error, cause)
+                subjaxprs, error, cause, inline)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
         return self.call.rule_spec(kind, self, fun)

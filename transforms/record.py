@@ -256,6 +256,10 @@ class Step(NamedTuple):
     subjaxprs: tuple[JaxprRecord, ...] = ()
     error: str | None = None  # set when the primitive itself raised
     cause: int | None = None  # the step at an inner level whose processing bound this one
+    # A jnp wrapper (a jit JAX inlines when staging): a staged jaxpr holds its body's
+    # equations, not a jit equation. Recorded from the live params, whatever the JAX
+    # version prints for them (`True` on 0.10, `Inline.JAX_EARLY` on 0.12).
+    inline: bool = False
 
     @property
     def title(self) -> str:

@@ -572,7 +572,7 @@ def step_key(step: Step) -> tuple | None:
     # A jnp wrapper (`jit[name=sin]`, inline) stages as its body; its last
     # equation is the one that produces the value.
     if prim in ("jit", "pjit") and step.subjaxprs and step.subjaxprs[0].primitives:
-        if any(k == "inline" and v == "True" for k, v in step.params or ()):
+        if step.inline:
             prim = step.subjaxprs[0].primitives[-1]
     return (prim, src.file, src.line)
 
