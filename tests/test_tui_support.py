@@ -27,6 +27,7 @@ from transforms.record import (
     Step,
     ValueRecord,
 )
+from workbench import _index
 from workbench.tui import model
 from workbench.tui.model import CALL, LEVEL, STEP, Outline, StepFilter
 
@@ -194,7 +195,7 @@ def test_filter_by_primitive_level_text_and_errors():
     o.filter = StepFilter.parse("is:error")
     o.rebuild()
     steps = [o.row(i) for i in range(len(o)) if o.row(i)[0] == STEP]
-    assert steps and all(s.calls[0].steps[i].index in model.failing_steps(s.calls[0])
+    assert steps and all(s.calls[0].steps[i].index in _index.failing_steps(s.calls[0])
                          for _, _, i in steps)
     o.filter = StepFilter.parse("p:gt l:vmap")
     o.rebuild()

@@ -22,11 +22,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .safe_text import first_line as _first_line
 from .safe_text import terminal as _t
 
 if TYPE_CHECKING:
-    from transforms.record import Call, Session, Step
+    from transforms.record import Session
 
 # NB: transforms.record and .saving are imported where they are used: `workbench open`
 # draws its first frame before the dump's model is imported (the gate in bench/bench_tui.py).
@@ -335,64 +334,31 @@ def _load_or_report(path: str, lazy: bool = False) -> Session | None:
         return None
 
 
-# --- the terminal UI (issue 5): used when it is there -------------------------
+# --- the terminal UI and graph images -------------------------------------------
 
-def tui_opener() -> tuple[Callable[..., Any] | None, str]:
-    """INTEGRATION POINT (TUI): the function that opens the TUI, or None and why not.
-
-    `workbench.tui.run(session | [(title, session), ...], title=...)`; the TUI
-    needs a terminal on stdin and stdout.
-    """
-    try:
-        import workbench.tui as tui
-    except ImportError as e:
-        if getattr(e, "name", None) in ("workbench.tui", None):
-            return None, "the terminal UI (workbench.tui) is not in this installation"
-        return None, f"the terminal UI cannot be imported ({type(e).__name__}: {e})"
-    run = getattr(tui, "run", None)
-    if not callable(run):
-        return None, "the terminal UI (workbench.tui.run) is not in this installation"
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return None, "the terminal UI needs a terminal (stdin and stdout are not one)"
-    return run, ""
+def no_terminal() -> str:
+    """Why the terminal UI cannot open here, or "": it needs a terminal on stdin and stdout."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return ""
+    return "the terminal UI needs a terminal (stdin and stdout are not one)"
 
 
 def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str,
               process: int | None = None, **options: Any) -> int:
     """options: export_dir, watch (as workbench.tui.run takes them)."""
-    opener, reason = tui_opener()
-    if opener is None:
+    reason = no_terminal()
+    if reason:
         _error(f"{reason}; {alternative}")
         return EXIT_BAD_INPUT
+    from workbench.tui import run
     # A multi-process run opens at process 0, or the one asked for.
-    result = opener(sessions, title=title, **options,
-                    **({} if process is None else {"process": process}))
-    return result if isinstance(result, int) else EXIT_OK
-
-
-# --- graph images (issue 6): used when it is there ----------------------------
-
-def graph_exporter() -> Callable[[Session, str, str], list[str]] | None:
-    """INTEGRATION POINT (Graphviz): a function (session, folder, stem) -> image paths written.
-
-    Uses `workbench.export.export_session_graphs(session, folder, stem)` when the
-    exporter provides it; None (no images) until then.
-    """
-    try:
-        import workbench.export as export
-    except ImportError:
-        return None
-    fun = getattr(export, "export_session_graphs", None)
-    return fun if callable(fun) else None
+    run(sessions, title=title, **options, process=0 if process is None else process)
+    return EXIT_OK
 
 
 def _graph(argv: list[str]) -> int:
-    """INTEGRATION POINT (Graphviz): `workbench graph ...` is `workbench.export.main`."""
-    try:
-        from workbench.export import main as graph_main
-    except ImportError as e:
-        _error(f"the Graphviz exporter (workbench.export) is not available ({e})")
-        return EXIT_BAD_INPUT
+    """`workbench graph ...` is `workbench.export.main`."""
+    from workbench.export import main as graph_main
     return graph_main(argv)
 
 
@@ -431,8 +397,8 @@ def _demo(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         examples = [ex for ex in examples if ex.name in args.only]
     if args.export is None:
-        opener, reason = tui_opener()
-        if opener is None:
+        reason = no_terminal()
+        if reason:
             _error(f"{reason}; use `workbench demo --export DIR` to write the gallery's "
                    f"dumps and index instead")
             return EXIT_BAD_INPUT
@@ -447,14 +413,13 @@ def _demo(args: argparse.Namespace) -> int:
     broken = [o for o in outcomes if not o.ok]
     for o in broken:
         _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
-    exporter = None if args.no_graphs else graph_exporter()
+    exporter: Callable[[Session, str, str], list[str]] | None = None
+    if not args.no_graphs:
+        from workbench.export import export_session_graphs as exporter
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
     _note(args, f"wrote {len(outcomes)} dumps and {index} "
-                f"({sum(o.session.step_count for o in outcomes)} steps)"
-                + ("" if exporter or args.no_graphs else
-                   "; no graph images: the Graphviz exporter (workbench.export) is not "
-                   "available yet"))
+                f"({sum(o.session.step_count for o in outcomes)} steps)")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 
@@ -507,7 +472,8 @@ def write_gallery(outcomes: list, folder: str,
                   exporter: Callable[[Session, str, str], list[str]] | None = None,
                   quiet: bool = True) -> str:
     """One dump per example, graph images when an exporter is given, index.json and index.md."""
-    from transforms.record import SCHEMA_VERSION, write_atomically
+    from transforms.files import write_atomically
+    from transforms.record import SCHEMA_VERSION
     from workbench._progress import Progress
     entries = []
     with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
@@ -589,8 +555,8 @@ def _run(args: argparse.Namespace) -> int:
         _error(f"{problem}; see `workbench {args.command} --help`")
         return EXIT_BAD_INPUT
     if args.command == "run" and args.output is None:
-        opener, reason = tui_opener()
-        if opener is None:
+        reason = no_terminal()
+        if reason:
             _error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
                    f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
@@ -712,8 +678,8 @@ def _usable_output(path: str) -> str:
 # --- open / show ----------------------------------------------------------------
 
 def _open(args: argparse.Namespace) -> int:
-    opener, reason = tui_opener()
-    if opener is None or not os.path.exists(args.trace):
+    reason = no_terminal()
+    if reason or not os.path.exists(args.trace):
         # No terminal, or no such file: say what is wrong with the file first, as `show` does.
         session = _load_or_report(args.trace, lazy=True)
         if session is None:
@@ -745,6 +711,7 @@ def _process_problem(args: argparse.Namespace, session: Session) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from workbench.summary import stage_lines, summarize_call
     session = _load_or_report(args.trace)
     if session is None:
         return EXIT_BAD_INPUT
@@ -781,89 +748,6 @@ LINE_LIMIT = 20_000
 
 def _print_lines(lines: Sequence[str]) -> None:
     print("\n".join(_t(line, LINE_LIMIT) for line in lines))
-
-
-def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[str]:
-    """Each stage with its equation count (or what it holds, or why it is missing).
-
-    Calls that share a signature share one stages tuple: after the first, one line.
-    """
-    if not call.stages:
-        return ["  stages: none (recorded with stages off)"]
-    if first_with is not None:
-        first = first_with.setdefault(id(call.stages), call.index)
-        if first != call.index:
-            return [f"  stages: {len(call.stages)}, shared with call {first} (same signature)"]
-    width = min(36, max(len(s.name) for s in call.stages))
-    lines = [f"  stages: {len(call.stages)}"]
-    for s in call.stages:
-        lines.append(f"    {s.name:<{width}}  {_stage_summary(s)}")
-    notes = dict.fromkeys(s.note for s in call.stages if s.note)
-    lines.extend(f"    note: {note}" for note in notes)
-    return lines
-
-
-def _stage_summary(stage: Any) -> str:
-    if not stage.available:
-        reason = (stage.reason or "unavailable").splitlines()[0]
-        return "unavailable: " + (reason if len(reason) <= 100 else reason[:99] + "…")
-    if stage.jaxpr is not None:
-        return f"{stage.jaxpr.eqn_count} eqns"
-    if stage.text is not None:
-        collectives = f", {len(stage.collectives)} collectives" if stage.collectives else ""
-        return f"{stage.text.count(chr(10)) + 1} lines{collectives}"
-    if stage.metrics:
-        return ", ".join(f"{m.name}={m.value:g}" for m in stage.metrics[:3])
-    return ""
-
-
-def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
-    """Plain-text lines describing one call: its levels, step counts and errors."""
-    from transforms.record import level_rows
-    status = "ok" if call.ok else "FAILED"
-    where = f" at {_t(call.source)}" if call.source else ""
-    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
-    by_level: dict[int, list[Step]] = {}
-    for s in call.steps:
-        by_level.setdefault(s.level, []).append(s)
-    # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
-    # runs of identical sibling levels are one row (`expand`: each).
-    base = 0
-    for row in level_rows(call, range(len(call.levels)) if expand else ()):
-        level = call.levels[row.position]
-        if row.depth == 0:
-            base = level.depth if isinstance(level.depth, int) and level.depth > 0 else 0
-        depth = base + row.depth
-        steps = by_level.get(level.index, [])
-        repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
-        lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
-                     f"{len(steps)} steps{repeats}")
-        if with_steps:
-            lines.extend(_step_lines(steps, depth))
-    for error in call.errors:
-        at = f" at step {error.step}" if error.step is not None else ""
-        message = _first_line(error.message) or "(no message)"
-        lines.append(f"  error{at}: {_t(error.type_name)}: {message}")
-    return lines
-
-
-# Levels nest at most this deep on screen; a dump's depth is only checked to be sane.
-MAX_INDENT = 20
-
-
-def _indent(depth: int) -> str:
-    return "  " * min(depth, MAX_INDENT)
-
-
-def _step_lines(steps: list[Step], depth: int) -> list[str]:
-    pad = "  " + _indent(depth + 1)
-    lines = []
-    for step in steps:
-        ins = ", ".join(v.describe() for v in step.inputs)
-        outs = ", ".join(v.describe() for v in step.outputs)
-        lines.append(f"{pad}#{step.index} {_t(step.title)} [{_t(step.phase)}] "
-                     f"({_t(ins)}) -> ({_t(outs)})")
-    return lines
 
 
 # --- diff -------------------------------------------------------------------------
@@ -940,7 +824,7 @@ def _schema(args: argparse.Namespace) -> int:
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
-        from transforms.record import write_atomically
+        from transforms.files import write_atomically
         write_atomically(args.output, text)
     else:
         sys.stdout.write(text)

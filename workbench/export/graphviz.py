@@ -18,6 +18,7 @@ from transforms.diff import diff_stages, short_aval, stage_function
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
 
 from .. import safe_text
+from .._index import failing_steps, steps_by_level
 
 # --- the graph as data -------------------------------------------------------------
 
@@ -774,7 +775,7 @@ def _of_the_call(stage: Stage) -> bool:
 
 
 def _leaf_paths(call: Call, role: str) -> list[str]:
-    trees = [t for t in getattr(call, "trees", ()) if t.role == role]
+    trees = [t for t in call.trees if t.role == role]
     trees.sort(key=lambda t: (t.argnum if t.argnum is not None else 0))
     return [t.full_path(node) for t in trees for node in t.nodes if node.kind == "leaf"]
 
@@ -835,9 +836,8 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
     clusters: list[Cluster] = []
     legend: dict[str, None] = {}
     notes: list[str] = []
-    by_level: dict[int, list] = {}
-    for step in call.steps:
-        by_level.setdefault(step.level, []).append(step)
+    by_level = steps_by_level(call)
+    failing = failing_steps(call)
     shown: set[int] = set()
     # Each level keeps one node for its "more steps" (or "no steps") note.
     per_level = max(0, cap // max(1, len(call.levels)) - 1)
@@ -853,14 +853,14 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
         detail = " ".join(x for x in (level.function, options_text) if x)
         if detail:
             label += "\n" + _shorten(detail, 90)
-        steps = by_level.get(level.index, [])
+        steps = [call.steps[p] for p in by_level.get(level.index, ())]
         label += f"\n{len(steps)} steps"
         clusters.append(Cluster(cluster, label, None, "level"))
         previous = None
         if not steps:
             nodes.append(Node(f"L{level.index}_empty", "no steps at this level", "note", cluster))
         for step in steps[:per_level]:
-            mark = "error" if step.kind == "error" or step.error else (
+            mark = "error" if step.index in failing else (
                 "backward" if step.phase == "backward" else "rule" if step.phase == "rule" else "")
             outs = ", ".join(short_aval(v.aval) for v in step.outputs[:3])
             lines = [f"#{step.index} {step.title}"]
@@ -907,8 +907,8 @@ def collect_pytree(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
     notes: list[str] = []
     legend: dict[str, None] = {}
     same_rank: list[tuple[str, ...]] = []
-    pairs: Sequence[TreePair] = getattr(call, "pairs", ())
-    trees: Sequence[TreeRecord] = getattr(call, "trees", ())
+    pairs: Sequence[TreePair] = call.pairs
+    trees: Sequence[TreeRecord] = call.trees
     mismatch_pairs = [e.mismatch for e in call.errors if e.mismatch is not None]
     pairs = list(pairs) + [p for p in mismatch_pairs if p not in pairs]
     cap = options.max_nodes if options.max_nodes is not None else 500

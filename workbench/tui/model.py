@@ -14,12 +14,12 @@ import stat
 import sys
 from array import array
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
-from transforms.diff import default_pair
 from transforms.record import Call, Level, LevelRow, Session, SourceLocation, Stage, Step, level_rows
 
 from .. import safe_text
+from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -58,20 +58,11 @@ class CallIndex:
         for row in every:
             if row.depth == 0:
                 own = call.levels[row.position].depth
-                base = own if isinstance(own, int) and 0 < own < 64 else 0
+                base = own if 0 < own < 64 else 0
             self.depth[row.position] = base + row.depth
         self.depth_of_level = {call.levels[pos].index: d for pos, d in self.depth.items()}
         self.runs: dict[int, LevelRow] = {}  # the first level of a run of identical levels
-        by_level: dict[int, array] = {}
-        for pos, step in enumerate(call.steps):
-            level = step.level if isinstance(step.level, int) else -1
-            if level not in self.level_by_index:
-                level = -1
-            steps = by_level.get(level)
-            if steps is None:
-                steps = by_level[level] = array("q")
-            steps.append(pos)
-        self.steps_by_level = by_level
+        self.steps_by_level = steps_by_level(call)
         self.hidden = self._repeated_empty_levels()
         self.failing = failing_steps(call)
         self._caused: dict[int, list[int]] | None = None
@@ -100,7 +91,7 @@ class CallIndex:
         return hidden
 
     def label(self, level: int | None) -> str:
-        lv = self.level_by_index.get(level) if isinstance(level, int) else None
+        lv = self.level_by_index.get(level) if level is not None else None
         return lv.label if lv is not None else f"level {level}"
 
     def caused_by(self, step_index: int) -> list[int]:
@@ -108,7 +99,7 @@ class CallIndex:
         if self._caused is None:
             caused: dict[int, list[int]] = {}
             for pos, step in enumerate(self.call.steps):
-                if isinstance(step.cause, int):
+                if step.cause is not None:
                     caused.setdefault(step.cause, []).append(pos)
             self._caused = caused
         return self._caused.get(step_index, [])
@@ -116,7 +107,7 @@ class CallIndex:
     def step_position(self, step_index: int | None) -> int | None:
         """Position in call.steps of the step with this index (recorded indices are positions)."""
         steps = self.call.steps
-        if not isinstance(step_index, int):
+        if step_index is None:
             return None
         if 0 <= step_index < len(steps) and steps[step_index].index == step_index:
             return step_index
@@ -205,12 +196,6 @@ def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
     return found
 
 
-def failing_steps(call: Call) -> set[int]:
-    out = {s.index for s in call.steps if s.kind == "error" or s.error}
-    out.update(e.step for e in call.errors if isinstance(e.step, int))
-    return out
-
-
 # --- call labels --------------------------------------------------------------------
 
 # The transformations a user applies (transforms' public wrappers): a level of one of
@@ -267,7 +252,7 @@ def call_labels(session: Session) -> list[str]:
 
 def _call_line(call: Call) -> str:
     src = call.source
-    if src is None or not isinstance(src.line, int):
+    if src is None:
         return ""
     return f"{os.path.basename(str(src.file))}:{src.line}"
 
@@ -363,8 +348,8 @@ class Outline:
             groups = [(row.position, call.levels[row.position].index)
                       for row in idx.level_rows(expanded)
                       if row.position not in idx.hidden or row.repeats > 1]
-            if -1 in idx.steps_by_level:
-                groups.append((len(call.levels), -1))
+            if UNKNOWN_LEVEL in idx.steps_by_level:
+                groups.append((len(call.levels), UNKNOWN_LEVEL))
             for pos, level in groups:
                 steps = idx.steps_by_level.get(level, array("q"))
                 if not f.empty:
@@ -679,20 +664,6 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
-    """Before and after: the user's function and the call's whole transformed program."""
-    if not stages:
-        return 0, 0
-    pair = default_pair(stages)
-    if pair is not None:
-        return pair
-    jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
-    left = jaxprs[0] if jaxprs else 0
-    transformed = [i for i in jaxprs if stages[i].role == "transformed"]
-    right = transformed[-1] if transformed else (jaxprs[-1] if jaxprs else len(stages) - 1)
-    return left, right
-
-
 # --- source lines -------------------------------------------------------------------
 
 MAX_SOURCE_BYTES = 4_000_000
@@ -745,9 +716,9 @@ def source_context(src: SourceLocation | None, context: int = 2,
     """(first line number, lines) around a source line, read safely; None if it cannot be read.
 
     Only from a Python file under one of `roots` (readable_source)."""
-    if src is None or not isinstance(src.line, int) or src.line < 1:
+    if src is None or src.line < 1:
         return None
-    path = readable_source(src.file, roots) if isinstance(src.file, str) else None
+    path = readable_source(src.file, roots)
     lines = _file_lines(path) if path is not None else None
     if lines is None or src.line > len(lines):
         return None

@@ -6,6 +6,7 @@ from textual.binding import Binding
 
 from transforms.record import Session
 
+from ...._index import UNKNOWN_LEVEL
 from ...messages import CallSelected, StepSelected
 from ...model import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
@@ -67,9 +68,10 @@ class StepList(LineList):
                 depth, label = idx.depth.get(index, 0), lv.label
                 count = len(idx.steps_by_level.get(lv.index, ()))
             else:
-                depth, label, count = 0, "(steps at unknown levels)", len(idx.steps_by_level.get(-1, ()))
+                unknown = idx.steps_by_level.get(UNKNOWN_LEVEL, ())
+                depth, label, count = 0, "(steps at unknown levels)", len(unknown)
             folded = (c, index) in self.outline.collapsed
-            pad = "  " * (1 + min(max(depth if isinstance(depth, int) else 0, 0), 12))
+            pad = "  " * (1 + min(max(depth, 0), 12))
             run = idx.runs.get(index)
             repeats = ""
             if run is not None:  # a run of identical levels: how many, listed or not

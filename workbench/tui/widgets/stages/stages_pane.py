@@ -12,10 +12,11 @@ from textual.widgets import Static
 from transforms.diff import StageDiff, diff_stages
 from transforms.record import Call, Session, Stage
 
+from ...._index import default_stage_pair
 from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import Status
-from ...model import composed_label, default_stage_pair, first_line
+from ...model import composed_label, first_line
 from .diff_list import DiffList
 from .stage_text import StageText
 
