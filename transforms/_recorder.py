@@ -371,7 +371,7 @@ class CallBuilder:
         self._jaxprs: dict[int, tuple[Any, Any]] = {}
         self._jit_summaries: dict[tuple, tuple] = {}
         self._errors_seen: set[int] = set()
-        from ._diagnose import CallTrees
+        from ._call_trees import CallTrees
         from ._trees import tree_text
         # Trees and the pre-trace check of custom pytree nodes, once per call.
         self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from transforms.files import new_file_mode, write_atomically
 
-from .graphviz import Graph, count, to_dot
+from ._graph import Graph, count, to_dot
 
 # Output suffix -> dot's -T format (None: the DOT text itself).
 FORMATS: dict[str, str | None] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": None,
