@@ -3,10 +3,10 @@
 
 1. `workbench run -o trace.json SCRIPT.py` against `python SCRIPT.py`, where the
    script builds an 8-layer MLP and runs one jitted training step (first call:
-   tracing and compiling included). Whole processes, alternating, median of
-   --reps each; target <= 1.5x.
+   tracing and compiling included). Whole processes' CPU time (the machine is shared),
+   alternating, median of --reps each; target <= 1.5x.
 2. Dumping (Session.save) and loading (transforms.load) a 100,000-step session
-   (schema version 2), CPU seconds, median and range of --io-reps runs; target
+   (schema version 3), CPU seconds, median and range of --io-reps runs; target
    < 2 s each. Two sessions: "recorded", vmap(grad(loss)) of the MLP called
    until 100,000 steps are recorded (every call's records are distinct objects,
    as in a real recording), and "replicated", one call's steps repeated (the
@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
+from _common import child_cpu, exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
 
 import transforms  # noqa: E402
 from transforms.record import Call, Session  # noqa: E402
@@ -143,14 +143,12 @@ def bench_run(reps: int) -> int:
         for rep in range(reps + 1):  # the first round warms the file cache, not timed
             order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
             for name in order:
-                start = time.perf_counter()
-                subprocess.run(commands[name], check=True, stdout=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL)
+                seconds = child_cpu(commands[name])
                 if rep:
-                    times[name].append(time.perf_counter() - start)
+                    times[name].append(seconds)
         session = transforms.load(dump)
     plain, ours = median(times["python SCRIPT.py"]), median(times["workbench run -o"])
-    print(f"  8-layer MLP, one jitted training step, whole process, median of {reps}:")
+    print(f"  8-layer MLP, one jitted training step, whole process CPU time, median of {reps}:")
     print(f"    python SCRIPT.py           {plain:.3f} s")
     print(f"    workbench run -o t.json    {ours:.3f} s   "
           f"({len(session.calls)} calls, {session.step_count} steps recorded)")
