@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from transforms.record import Call, Level, LevelRow, Session, Step, level_rows
+from transforms.record import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
 from .. import safe_text
 from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
@@ -185,6 +185,11 @@ class SearchTexts:
         return bytes(q in text for text in self.texts)
 
 
+def _may_fail(call: Call) -> bool:
+    """Whether the call may hold a failing step, without decoding steps not decoded yet."""
+    return is_decoded(call.steps) or not call.ok or bool(call.errors)
+
+
 # --- call labels --------------------------------------------------------------------
 
 # The transformations a user applies (transforms' public wrappers): a level of one of
@@ -309,6 +314,7 @@ class Outline:
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
+        self._roots: tuple[str, ...] | None = None
         self._labels: list[str] | None = None
         self.rebuild()
 
@@ -321,8 +327,9 @@ class Outline:
     def index(self, call: int) -> CallIndex:
         found = self._index.get(call)
         if found is None:
-            found = self._index[call] = CallIndex(self.session.calls[call],
-                                                  source_roots(self.session))
+            if self._roots is None:  # realpath of every folder on sys.path: once per session
+                self._roots = source_roots(self.session)
+            found = self._index[call] = CallIndex(self.session.calls[call], self._roots)
         return found
 
     def rebuild(self) -> None:
@@ -435,10 +442,17 @@ class Outline:
         return None
 
     def failing_codes(self) -> set[int]:
-        """The packed rows of every failing step of the session."""
+        """The packed rows of every failing step of the session.
+
+        NB: a call a lazy load has not decoded yet is searched only when it failed or
+        recorded errors (decoding a million-step dump to find none would take seconds);
+        a step error the user's code caught in a call that ended well is found once the
+        call has been opened."""
         if self._failing_codes is None:
             codes: set[int] = set()
             for c, call in enumerate(self.session.calls[:1 << _CALL_BITS]):
+                if not _may_fail(call):
+                    continue
                 failing = self.index(c).failing
                 if failing:
                     codes.update(pack(STEP, c, pos) for pos, s in enumerate(call.steps)
