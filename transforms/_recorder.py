@@ -395,6 +395,17 @@ class CallBuilder:
             return
         level.tape = tape
 
+    def watch_rule(self, level: LevelState, kind: str, fun: Any, args: tuple) -> Any:
+        """A custom rule's body runs: its own tape, on its first run at these types."""
+        plan = self.stage_plan
+        if plan is None:
+            return None
+        tape = plan.rules.start(kind, fun, args)
+        if tape is not None:
+            from ._tape import TapePair
+            level.tape = tape if level.tape is None else TapePair(level.tape, tape)
+        return tape
+
     def nested_transform(self, spec: Any, args: tuple, kwargs: dict) -> None:
         """A transformation called inside this call gets stages of its own."""
         if self.stage_plan is not None:
@@ -445,7 +456,7 @@ class CallBuilder:
         return state
 
     def rule_spec(self, kind: str, parent: LevelState, fun: Any) -> RuleSpec:
-        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
+        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)), fun)
 
     # -- steps ----------------------------------------------------------------
     def jaxpr(self, name: str, jaxpr: Any):
@@ -730,11 +741,13 @@ class RuleSpec:
     a finished call's traces must not stay alive through it.
     """
 
-    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str):
+    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str,
+                 fun: Any = None):
         self._call = weakref.ref(call)
         self._parent = weakref.ref(parent)
         self.kind = kind
         self.function = function
+        self.fun = fun  # the rule as JAX holds it (a WrappedFun): stages replay its tape
 
     def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
         call, parent = self._call(), self._parent()
@@ -744,7 +757,16 @@ class RuleSpec:
         level = call.new_level(self.kind, jax_trace, parent, self.function)
         level.set_phase("rule")
         call.watch_rule_level(level)
-        return run_level(level, f, args, kwargs)
+        tape = call.watch_rule(level, self.kind, self.fun, args)
+        if tape is None:
+            return run_level(level, f, args, kwargs)
+        try:
+            out = run_level(level, f, args, kwargs)
+        except BaseException as e:
+            tape.abandon(e)
+            raise
+        tape.finish(out)
+        return out
 
 
 def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:

@@ -45,7 +45,7 @@ from . import _api, _recorder, _sharding  # NB: _api and _recorder import this m
 from . import _interpreters as _i
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
-from ._tape import Tape, abstract, closures_bound, is_array_like
+from ._tape import RuleTapes, Tape, abstract, closures_bound, is_array_like
 from .record import (
     EqnRecord,
     Growth,
@@ -462,6 +462,7 @@ class StagePlan:
             # autodiff stages hold the other arguments fixed at their values, as JAX would
             self.main.live = (args, kwargs)
         self.groups = [self.main]
+        self.rules = RuleTapes()  # what the custom rules that ran bound: replayed, not re-run
         self.points: dict[int, tuple] = {}
         self._funs: list[Any] = []  # alive while the plan is: their ids stay unique
         self._waiting: dict[int, list[_Group]] = {}
@@ -507,7 +508,7 @@ class StagePlan:
             return None
         group = waiting.pop(0)
         try:
-            group.tape = Tape(_recorder.function_name(fun), args, kwargs)
+            group.tape = Tape(_recorder.function_name(fun), args, kwargs, rules=self.rules)
         except Exception:  # arguments that will not flatten: JAX reports it, f has no stage
             return None
         return group.tape
@@ -525,7 +526,8 @@ class StagePlan:
                for x in jax.tree_util.tree_leaves((args, kwargs))):
             return None
         try:
-            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs)
+            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs,
+                                       rules=self.rules)
         except Exception:  # arguments that will not flatten: no such stage
             return None
         return self.main.outer_tape
@@ -535,6 +537,7 @@ class StagePlan:
             group.live = None
             if group.tape is not None:
                 group.tape.release()
+        self.rules.release()
 
 
 def _f_args_of(spec: Any, args: tuple) -> tuple:
