@@ -147,11 +147,35 @@ def _built(label: _Label, closed: Any, method: str, seconds: float) -> Stage:
 def _stage_of(label: _Label, method: str, make: Callable[[], Any]) -> Stage:
     """Run `make` (returning a jaxpr) and record it, or its failure."""
     start = time.perf_counter()
+    with _rule_notes() as notes:
+        try:
+            closed = make()
+        except Exception as e:  # this stage failed for these inputs; the others go on
+            return _failed(label, method, _reason(e), time.perf_counter() - start)
+    return _noted(_built(label, closed, method, time.perf_counter() - start), notes)
+
+
+# What the group being captured notes while its rules are replayed (a custom
+# body staged as its rule's primal part): RuleTapes.notes, read per stage.
+_group_notes: list[str] = []
+
+
+@contextlib.contextmanager
+def _rule_notes() -> Iterator[list[str]]:
+    """The notes made while staging inside the block (a nested stage takes its own)."""
+    notes, found = _group_notes, list[str]()
+    mark = len(notes)
     try:
-        closed = make()
-    except Exception as e:  # this stage failed for these inputs; the others go on
-        return _failed(label, method, _reason(e), time.perf_counter() - start)
-    return _built(label, closed, method, time.perf_counter() - start)
+        yield found
+    finally:
+        found.extend(dict.fromkeys(notes[mark:]))
+        del notes[mark:]
+
+
+def _noted(stage: Stage, notes: list[str]) -> Stage:
+    if not notes or not stage.available:
+        return stage
+    return dataclasses.replace(stage, note=" ".join(filter(None, (stage.note, *notes))))
 
 
 def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ...]:
@@ -748,13 +772,14 @@ def _unique(base: str, names: set) -> str:
 
 
 def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) -> Captured:
-    global _group_closures
+    global _group_closures, _group_notes
     chain = chain_of(group.spec)
     f = chain[-1].fun
-    named = _recorder.function_name(f)
+    named = named_f = _recorder.function_name(f)
     expr = _unique(_short_name(named), names) if group.nested else "f"
     tape = group.tape
     prev, _group_closures = _group_closures, tuple(tape.closure_types) if tape else ()
+    prev_notes, _group_notes = _group_notes, plan.rules.notes
     try:
         stages: list[Stage] = []
         plain_jit = len(chain) == 1 and group.spec.kind == "jit" and not group.nested
@@ -788,13 +813,14 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
             if stages and stages[-1].available is False and h is None:
                 blocked = blocked or f"not reached: {_stage_reason(stages[-1])}"
             expr, named = outer_expr, outer_named
-        note = next((s.note for s in stages if s.note), "")
-        if note:
-            stages = [s if s.note or not s.available or s.jaxpr is None
-                      else dataclasses.replace(s, note=note) for s in stages]
+        note = _branch_note(tape, group, named_f) if tape is not None else ""
+        if note:  # every jaxpr of the group is of the branch taken
+            stages = [dataclasses.replace(s, note=note + (" " + s.note if s.note else ""))
+                      if s.available and s.jaxpr is not None and not s.note.startswith(note)
+                      else s for s in stages]
         return Captured(stages)
     finally:
-        _group_closures = prev
+        _group_closures, _group_notes = prev, prev_notes
 
 
 def _short_name(name: str) -> str:
@@ -828,15 +854,19 @@ def _function_stage(tape: Tape | None, point: tuple | None, expr: str, f: Any,
     args, kwargs = point
     stage = _stage_of(label, "jax.make_jaxpr(<the primitives f bound at this call>)",
                       lambda: _make_jaxpr(replay)(*args, **kwargs))
-    branches = tape.branches()
-    if branches and stage.available:
-        first = branches[0]
-        where = f" (`{first.primitive}` at {first.source})" if first.source else ""
-        at = f" at {group.point_text}" if group.point_text else " at this call's values"
-        stage = dataclasses.replace(stage, note=(
-            f"{named} branches in Python on a traced value{where}, so it has no jaxpr for all "
-            f"inputs; this is the jaxpr of the branch taken{at}"))
     return stage, replay
+
+
+def _branch_note(tape: Tape, group: _Group, named: str) -> str:
+    """When f branched in Python on a traced value: which branch its stages are."""
+    branches = tape.branches()
+    if not branches:
+        return ""
+    first = branches[0]
+    where = f" (`{first.primitive}` at {first.source})" if first.source else ""
+    at = f" at {group.point_text}" if group.point_text else " at this call's values"
+    return (f"{named} branches in Python on a traced value{where}, so it has no jaxpr for all "
+            f"inputs; this is the jaxpr of the branch taken{at}")
 
 
 def _transform_stage(spec: Any, h: Callable | None, point: tuple | None, expr: str, named: str,
@@ -1172,13 +1202,16 @@ class _Point:
 
         method = "jax.make_jaxpr(jax.linearize(<recorded f>, *primals))"
         start = time.perf_counter()
-        try:
-            closed = self.make_jaxpr(linearized)(*self.primals)
-        except Exception as e:
-            first = _failed(labels["linearized"], method, _reason(e), time.perf_counter() - start)
-        else:
-            seconds = time.perf_counter() - start - sum(s.seconds for s in inside.values())
-            first = _built(labels["linearized"], closed, method, seconds)
+        with _rule_notes() as notes:
+            try:
+                closed = self.make_jaxpr(linearized)(*self.primals)
+            except Exception as e:
+                first = _failed(labels["linearized"], method, _reason(e),
+                                time.perf_counter() - start)
+            else:
+                seconds = time.perf_counter() - start - sum(s.seconds for s in inside.values())
+                first = _built(labels["linearized"], closed, method, seconds)
+        first = _noted(first, notes)
         if concrete and first.available:
             inside["linear"] = _stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(
                 jax.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))

@@ -346,7 +346,7 @@ class RuleTapes:
             found = self._primal_part(entry, args)
             if found is not None:
                 return found
-        why = (tape.problem or "it reads values it was not given") if tape is not None else \
+        why = _unusable(tape) if tape is not None else \
             "it did not run at this call at these argument types"
         raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
                          f"{why}, and stages never run the user's Python again")
@@ -374,17 +374,27 @@ class RuleTapes:
             found = tape.replay_part(outputs, dict(zip(positions, args)))
             if found is not None:
                 body = rule_name(entry.rules[0])
+                body, role = rule_name(entry.rules[0]), RULE_ROLES[kind].partition(" ")[2]
                 self.notes.append(
-                    f"{body} did not run at this call ({tape.function}, its "
-                    f"{RULE_ROLES[kind].partition(' ')[2]}, ran in its place), and stages "
-                    f"never run the user's Python again: the body of {entry.kind} here is "
-                    f"{tape.function}'s primal outputs")
+                    f"{body}'s body did not run at this call ({tape.function}, its {role}, "
+                    f"ran instead), and stages never run your Python again: the {entry.kind} "
+                    f"body shown here is the part of {tape.function} that computes {body}'s "
+                    f"outputs.")
                 return found
         return None
 
     def release(self) -> None:
         for tape in self._tapes.values():
             tape.release()
+
+
+def _unusable(tape: Tape) -> str:
+    if tape.problem:
+        return tape.problem
+    if tape.ambiguous:
+        return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
+                "does), so which one each of its steps read is not known")
+    return "it reads values computed outside it (a closure), which a replay cannot give it"
 
 
 class TapePair:
