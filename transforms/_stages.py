@@ -163,7 +163,8 @@ _group_notes: list[str] = []
 @contextlib.contextmanager
 def _rule_notes() -> Iterator[list[str]]:
     """The notes made while staging inside the block (a nested stage takes its own)."""
-    notes, found = _group_notes, list[str]()
+    notes = _group_notes
+    found: list[str] = []
     mark = len(notes)
     try:
         yield found
