@@ -11,6 +11,13 @@
    until 100,000 steps are recorded (every call's records are distinct objects,
    as in a real recording), and "replicated", one call's steps repeated (the
    same objects again and again).
+3. `workbench show` of a small dump, whole process, wall time against
+   `python -c pass`; target <= 0.5 s (it imports no JAX).
+4. A million-step session (copies of the recorded one, each loaded from its own dump so
+   its records are distinct objects): save and load (every call decoded) <= 3 s CPU each,
+   load(lazy=True) for information, and `workbench open` on it in a headless terminal:
+   the first frame within 2 s of the process's start (wall) and peak memory under 2.5x
+   the file's size.
 
     .venv/bin/python bench/bench_cli.py [--reps N] [--steps N] [--io-reps N]
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -34,6 +42,43 @@ from transforms.record import Call, Session  # noqa: E402
 
 RUN_TARGET = 1.5
 IO_TARGET = 2.0
+SHOW_TARGET = 0.5  # seconds of wall time for `workbench show` of a small dump
+BIG_IO_TARGET = 3.0  # save, load of a million-step session
+OPEN_TARGET = 2.0  # seconds to the first frame of `workbench open` on it
+OPEN_MEMORY_TARGET = 2.5  # peak memory over the file's size
+
+# `workbench open` in a headless terminal: seconds from process start to the first frame, and
+# the peak memory then (the TUI as the user gets it; Textual's headless driver).
+OPEN_PROBE = """
+import time
+T0 = time.perf_counter()
+import json, sys
+from workbench import cli
+import workbench.tui as tui
+seen = {}
+
+def peak_mb():  # NB: not ru_maxrss, which a child inherits from its parent across exec
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1e3
+
+async def first_frame(pilot):
+    await pilot.pause()
+    seen["seconds"] = time.perf_counter() - T0
+    seen["peak_mb"] = peak_mb()
+    await pilot.press("down", "end", "enter")  # to the last call, unfolded
+    await pilot.pause()
+    seen["after_keys_mb"] = peak_mb()
+    pilot.app.exit()
+
+def headless(session, title=None, export_dir=None):
+    tui.build_app(session, title).run(headless=True, auto_pilot=first_frame, size=(120, 40))
+
+cli.tui_opener = lambda: (headless, "")
+code = cli.main(["open", sys.argv[1]])
+seen["jax_imported"] = "jax" in sys.modules
+print(json.dumps(seen))
+sys.exit(code)
+"""
 
 SCRIPT = """
     import jax
@@ -96,6 +141,38 @@ def bench_run(reps: int) -> int:
     return verdict("workbench run / python SCRIPT.py", ours / plain, RUN_TARGET, "x")
 
 
+def bench_show(reps: int) -> int:
+    """`workbench show` of a small dump, whole process, against `python -c pass` (wall time:
+    what a user waits for; the start of Python itself is the baseline)."""
+    loss, params, xs, ys = make_mlp(depth=2)
+    with transforms.record(stages=True) as session:
+        transforms.vmap(transforms.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "small.json")
+        session.save(dump)
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "workbench show": [sys.executable, "-m", "workbench", "show", dump],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for rep in range(reps + 1):  # the first round warms the file cache, not timed
+            order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
+            for name in order:
+                start = time.perf_counter()
+                subprocess.run(commands[name], check=True, stdout=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL)
+                if rep:
+                    times[name].append(time.perf_counter() - start)
+        size = os.path.getsize(dump)
+    python, show = median(times["python -c pass"]), median(times["workbench show"])
+    print(f"  workbench show of a small dump ({session.step_count} steps, "
+          f"{sum(len(c.stages) for c in session.calls)} stages, {size / 1e3:.0f} kB), "
+          f"whole process, wall, median of {reps}:")
+    print(f"    python -c pass             {python:.3f} s")
+    print(f"    workbench show small.json  {show:.3f} s   ({show / python:.1f}x Python's start)")
+    return verdict("workbench show seconds (wall)", show, SHOW_TARGET, " s")
+
+
 def replicated_session(steps: int) -> Session:
     """A recorded vmap(grad(loss)) of the MLP, its steps replicated to `steps` in all."""
     loss, params, xs, ys = make_mlp()
@@ -146,17 +223,82 @@ def bench_io(name: str, session: Session, reps: int) -> int:
             | verdict(f"{name} load seconds", median(loads), IO_TARGET, " s"))
 
 
+def million_session(base: Session, steps: int) -> Session:
+    """`steps` steps from copies of a recorded session, each copy loaded from its dump (so
+    every copy's records are distinct objects, shared within a copy as a recording shares
+    them), calls numbered on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "base.json")
+        base.save(path)
+        calls: list[Call] = []
+        total = 0
+        while total < steps:
+            for call in transforms.load(path).calls:
+                if total >= steps:
+                    break
+                keep = call.steps[:steps - total]
+                calls.append(dataclasses.replace(call, index=len(calls), steps=keep))
+                total += len(keep)
+    return Session(calls=calls, jax_version=base.jax_version)
+
+
+def bench_million(session: Session, reps: int) -> int:
+    steps = session.step_count
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "million.json")
+        saves, loads, lazy_loads = [], [], []
+        for _ in range(reps):
+            saves.append(timed(lambda: session.save(path)))
+            loads.append(timed(lambda: transforms.load(path)))
+            lazy_loads.append(timed(lambda: transforms.load(path, lazy=True)))
+        size = os.path.getsize(path)
+        loaded = transforms.load(path, lazy=True)
+        assert loaded.step_count == steps and loaded.calls[-1] == session.calls[-1]
+        opens = []
+        for _ in range(reps):
+            done = subprocess.run([sys.executable, "-c", OPEN_PROBE, path], check=True,
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            opens.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first = median([o["seconds"] for o in opens])
+    peak = max(o["peak_mb"] for o in opens)
+    after = max(o["after_keys_mb"] for o in opens)
+    print(f"  a {steps:,}-step session ({len(session.calls):,} calls, {size / 1e6:.1f} MB of "
+          f"JSON, schema version {transforms.SCHEMA_VERSION}), CPU seconds over {reps} runs:")
+    print(f"    save (Session.save)          median {median(saves):.3f} s  "
+          f"(range {min(saves):.3f}-{max(saves):.3f})")
+    print(f"    load (transforms.load)       median {median(loads):.3f} s  "
+          f"(range {min(loads):.3f}-{max(loads):.3f}), every call decoded")
+    print(f"    load(lazy=True)              median {median(lazy_loads):.3f} s  "
+          f"(range {min(lazy_loads):.3f}-{max(lazy_loads):.3f}), calls decoded when read")
+    print(f"    workbench open, first frame  median {first:.3f} s wall from process start "
+          f"(range {min(o['seconds'] for o in opens):.3f}-"
+          f"{max(o['seconds'] for o in opens):.3f}); peak {peak:.0f} MB = "
+          f"{peak * 1e6 / size:.2f}x the file ({after:.0f} MB after unfolding the last call); "
+          f"JAX imported: {any(o['jax_imported'] for o in opens)}")
+    return (verdict("million-step save seconds", median(saves), BIG_IO_TARGET, " s")
+            | verdict("million-step load seconds", median(loads), BIG_IO_TARGET, " s")
+            | verdict("million-step open: seconds to the first frame", first, OPEN_TARGET, " s")
+            | verdict("million-step open: peak memory / file size", peak * 1e6 / size,
+                      OPEN_MEMORY_TARGET, "x"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="timed runs of each process")
     parser.add_argument("--steps", type=int, default=100_000, help="steps in the big session")
     parser.add_argument("--io-reps", type=int, default=3, help="timed dumps and loads")
+    parser.add_argument("--million", type=int, default=1_000_000,
+                        help="steps in the biggest session (0: skip it)")
     args = parser.parse_args()
     header("bench_cli: the workbench command")
     code = bench_run(args.reps)
+    code |= bench_show(args.reps)
     print(f"  dumps: schema version {transforms.SCHEMA_VERSION}")
-    code |= bench_io("recorded", recorded_session(args.steps), args.io_reps)
+    recorded = recorded_session(args.steps)
+    code |= bench_io("recorded", recorded, args.io_reps)
     code |= bench_io("replicated", replicated_session(args.steps), args.io_reps)
+    if args.million:
+        code |= bench_million(million_session(recorded, args.million), args.io_reps)
     exit_with(code)
 
 

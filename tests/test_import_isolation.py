@@ -10,8 +10,9 @@ HEAVY = ("workbench", "textual", "rich", "graphviz")
 _PROBE = """
 import json, sys
 import transforms
+has_grad = callable(transforms.grad)  # imports the wrappers (and JAX) on first use
 loaded = sorted(sys.modules)
-print(json.dumps({"loaded": loaded, "has_grad": callable(transforms.grad)}))
+print(json.dumps({"loaded": loaded, "has_grad": has_grad}))
 """
 
 

@@ -6,20 +6,15 @@
     session.save("trace.json")
 
 Outside a `record()` block the transforms are exactly `jax.*` and record nothing.
+
+The record classes, `load` and `SessionLoadError` import no JAX: the wrappers, `record` and
+`growth` are imported at first use, so reading a dump (`workbench show`) never pays for JAX.
 """
-from ._api import grad as grad
-from ._api import hessian as hessian
-from ._api import jacfwd as jacfwd
-from ._api import jacrev as jacrev
-from ._api import jit as jit
-from ._api import jvp as jvp
-from ._api import linearize as linearize
-from ._api import value_and_grad as value_and_grad
-from ._api import vjp as vjp
-from ._api import vmap as vmap
-from ._recorder import record as record
-from ._snapshot import set_user_code as set_user_code
-from ._stages import growth as growth
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .record import SCHEMA_VERSION as SCHEMA_VERSION
 from .record import Call as Call
 from .record import ErrorRecord as ErrorRecord
@@ -32,8 +27,47 @@ from .record import Step as Step
 from .record import ValueRecord as ValueRecord
 from .record import load as load
 
+# NB: importing the submodule `transforms.record` bound the name `record` here to that module;
+# the public `transforms.record` is the record() function, found by __getattr__ below.
+globals().pop("record", None)
+
+# The names that need JAX, and the private module defining each.
+_LAZY = {"grad": "_api", "value_and_grad": "_api", "vmap": "_api", "jit": "_api", "jvp": "_api",
+         "vjp": "_api", "linearize": "_api", "jacfwd": "_api", "jacrev": "_api",
+         "hessian": "_api", "record": "_recorder", "growth": "_stages",
+         "set_user_code": "_snapshot"}
+
+if TYPE_CHECKING:
+    from ._api import grad as grad
+    from ._api import hessian as hessian
+    from ._api import jacfwd as jacfwd
+    from ._api import jacrev as jacrev
+    from ._api import jit as jit
+    from ._api import jvp as jvp
+    from ._api import linearize as linearize
+    from ._api import value_and_grad as value_and_grad
+    from ._api import vjp as vjp
+    from ._api import vmap as vmap
+    from ._recorder import record as record
+    from ._snapshot import set_user_code as set_user_code
+    from ._stages import growth as growth
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'transforms' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
     "grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd", "jacrev",
-    "hessian", "record", "growth", "set_user_code", "load", "Session", "Call", "Level", "Step", "ValueRecord",
-    "JaxprRecord", "ErrorRecord", "SourceLocation", "SessionLoadError", "SCHEMA_VERSION",
+    "hessian", "record", "growth", "set_user_code", "load", "Session", "Call", "Level", "Step",
+    "ValueRecord", "JaxprRecord", "ErrorRecord", "SourceLocation", "SessionLoadError", "SCHEMA_VERSION",
 ]

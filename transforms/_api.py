@@ -115,8 +115,9 @@ def _invoke(kind: str, fun: Any, options: tuple, transformed: Callable,
         return out
     call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
     call.spec = TransformSpec(kind, fun, transformed, options, settings)
-    if forward is not None:
-        call.trees.forward = session.session.calls[forward].trees
+    forward_call = session.call_by_index(forward) if forward is not None else None
+    if forward_call is not None:  # None: dropped by record(max_steps=...)
+        call.trees.forward = forward_call.trees
     _state.call = call
     try:
         outer = call.new_level("outer", _i.current_trace(), None)

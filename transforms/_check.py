@@ -47,16 +47,15 @@ def _calls(session: Any, tables: dict[str, list]) -> None:
         if call.parent is not None:
             _bounded(call.parent, f"{where}.parent")
         level_ids = _levels(call.levels, f"{where}.levels")
-        step_ids = _steps(call.steps, level_ids, f"{where}.steps")
         for i, error in enumerate(call.errors):
             _reference(error.level, level_ids, f"{where}.errors[{i}].level", "level")
-            _reference(error.step, step_ids, f"{where}.errors[{i}].step", "step")
             if error.mismatch is not None:
                 _pair(error.mismatch, f"{where}.errors[{i}].mismatch")
-        for i, tree in enumerate(call.trees):
-            _tree(tree, f"{where}.trees[{i}]")
-        for i, pair in enumerate(call.pairs):
-            _pair(pair, f"{where}.pairs[{i}]")
+        for name in CALL_PARTS:
+            part = getattr(call, name)
+            # NB: a part not decoded yet (record.Lazy) is checked when it is decoded.
+            if getattr(part, "decoded", True):
+                check_call_part(call, name, part, where, level_ids)
         for i, record in enumerate(call.shardings):
             _sharding(record, f"{where}.shardings[{i}]")
         for i, stage in enumerate(call.stages):
@@ -69,6 +68,28 @@ def _calls(session: Any, tables: dict[str, list]) -> None:
                     if point.eqn_count is not None:
                         _bounded(point.eqn_count, f"{at}.eqn_count")
                     _histogram(point.histogram, at)
+
+
+def check_call_part(call: Any, name: str, items: tuple, where: str,
+                    level_ids: set[int] | None = None) -> None:
+    """The checks of one call's steps, trees or pairs (`name`, one of CALL_PARTS): a lazy load
+    runs them when it decodes the part; `where` names the call (`calls[3]`)."""
+    if name == "steps":
+        if level_ids is None:
+            level_ids = _levels(call.levels, f"{where}.levels")
+        step_ids = _steps(items, level_ids, f"{where}.steps")
+        for i, error in enumerate(call.errors):
+            _reference(error.step, step_ids, f"{where}.errors[{i}].step", "step")
+    elif name == "trees":
+        for i, tree in enumerate(items):
+            _tree(tree, f"{where}.trees[{i}]")
+    else:
+        for i, pair in enumerate(items):
+            _pair(pair, f"{where}.pairs[{i}]")
+
+
+# The parts of a Call a lazy load decodes on first read (record.LAZY_FIELDS).
+CALL_PARTS = ("steps", "trees", "pairs")
 
 
 def _levels(levels: tuple, where: str) -> set[int]:

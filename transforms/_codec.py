@@ -17,6 +17,7 @@ annotation text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from itertools import chain, islice, repeat
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple, Sequence
@@ -76,16 +77,23 @@ class TypeExpr(NamedTuple):
                                        and self.args[1].name == "...")
 
 
+@functools.lru_cache(maxsize=512)
 def parse(text: str) -> TypeExpr:
+    """(Cached: a lazy load decodes each call's parts on their own, parsing the same few
+    annotations again and again.)"""
+    return _parse(text)
+
+
+def _parse(text: str) -> TypeExpr:
     """`tuple[tuple[str, ValueRecord], ...] | None` -> a TypeExpr tree."""
     options = _split_top(text, "|")
     if len(options) > 1:
-        return TypeExpr("|", tuple(parse(o) for o in options))
+        return TypeExpr("|", tuple(_parse(o) for o in options))
     text = options[0]
     if "[" not in text:
         return TypeExpr(text)
     head, inner = text[:text.index("[")], text[text.index("[") + 1:text.rindex("]")]
-    return TypeExpr(head.strip(), tuple(parse(a) for a in _split_top(inner, ",")))
+    return TypeExpr(head.strip(), tuple(_parse(a) for a in _split_top(inner, ",")))
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -207,9 +215,11 @@ class Writer:
 
         def encode(values: Column) -> list:
             found = list(map(by_id.get, map(id, values)))
-            if None in found:  # first sightings (and None values) take the slow path
-                found = [self._intern(table, v) if i is None else i
-                         for i, v in zip(found, values)]
+            if None in found:  # first sightings (and None values): each distinct object once
+                for key, value in dict(zip(map(id, values), values)).items():
+                    if key not in by_id and value is not None:
+                        self._intern(table, value)
+                found = list(map(by_id.get, map(id, values)))
             return found
         return encode
 

@@ -82,16 +82,24 @@ def trace_has_ended(trace: Any) -> bool:
 
 
 _name_stack_texts: dict[Any, str] = {}
+# By identity first: a NameStack is a dataclass, hashed and compared field by field.
+_name_stacks_seen: dict[int, tuple[Any, str]] = {}
 
 
 def name_stack() -> str:
     """The current name stack, e.g. `vmap(transpose(jvp()))`, printed once per value."""
     stack = source_info_util.current_name_stack()
+    hit = _name_stacks_seen.get(id(stack))
+    if hit is not None and hit[0] is stack:
+        return hit[1]
     text = _name_stack_texts.get(stack)
     if text is None:
         if len(_name_stack_texts) > 10_000:
             _name_stack_texts.clear()
         text = _name_stack_texts[stack] = str(stack)
+    if len(_name_stacks_seen) >= 64:  # the few current lately: few kept alive
+        _name_stacks_seen.clear()
+    _name_stacks_seen[id(stack)] = (stack, text)  # keeps the stack alive: its id stays its own
     return text
 
 

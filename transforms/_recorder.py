@@ -10,6 +10,7 @@ import contextvars
 import dataclasses
 import sys
 import weakref
+from functools import partial
 from types import FrameType
 from typing import Any, Iterator
 
@@ -20,7 +21,7 @@ from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from .record import Call, ErrorRecord, Growth, Level, Session, SourceLocation, Step
+from .record import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
 TRACE_KINDS = {
@@ -114,22 +115,38 @@ def active_session() -> SessionRecorder | None:
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
-    def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default"):
+    def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default",
+                 max_steps: int | None = None):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
+        if max_steps is not None and (isinstance(max_steps, bool) or
+                                      not isinstance(max_steps, int) or max_steps < 1):
+            raise ValueError(f"record(max_steps=...) must be a positive int or None, "
+                             f"got {max_steps!r}")
         self.detail = detail
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
-        self.session = Session(jax_version=jax.__version__)
+        self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
+        self._next_index = 0
+        self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
-        index = len(self.session.calls)
+        index = self._next_index  # calls keep their index when earlier ones are dropped
+        self._next_index += 1
         return CallBuilder(self, index, transform, fun, options, args, kwargs, parent)
 
     def add(self, call: Call) -> None:
         self.session.calls.append(call)
+        if self._bound is not None:
+            self._bound.added(call)
+
+    def call_by_index(self, index: int) -> Call | None:
+        """The recorded call with this index; None when it was dropped (max_steps)."""
+        calls = self.session.calls
+        position = _position_of(calls, index)
+        return calls[position] if position is not None else None
 
     def add_growth(self, growth: Growth) -> bool:
         """Keep growth on the call recorded last; False when no call was recorded yet."""
@@ -186,8 +203,17 @@ class _SharedStages:
             if not (isinstance(key, tuple) and key[:1] == ("unshared",)):
                 self.by_key[key] = stages
             for index, fix in waiting:
-                if index < len(calls):
-                    calls[index] = fix(calls[index], stages)
+                # NB: by index: with calls dropped (max_steps) indices are not positions.
+                position = _position_of(calls, index)
+                if position is not None:
+                    calls[position] = fix(calls[position], stages)
+
+
+def _position_of(calls: list, index: int) -> int | None:
+    """Where the call with this index is in calls; None when it was dropped (max_steps)."""
+    if index < len(calls) and calls[index].index == index:
+        return index  # nothing dropped before it
+    return next((p for p in range(len(calls) - 1, -1, -1) if calls[p].index == index), None)
 
 # Stage capture's own state, in context variables as the recording state is.
 _refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -233,6 +259,33 @@ def _take_jit_arguments(fun: Any) -> tuple:
     return bound[1:] if bound is not None and bound[0] is fun else (None, None)
 
 
+class StepBound:
+    """Keeps a recording to about max_steps steps: the first calls (up to half the budget,
+    and always the first) and the latest ones; the calls between are dropped and counted on
+    the Session (dropped_calls, dropped_steps). The call just finished is always kept."""
+
+    def __init__(self, session: Session, max_steps: int):
+        self.session = session
+        self.max_steps = max_steps
+        self.held = 0           # steps in session.calls
+        self.head = 0           # the first calls, kept for good
+        self.head_open = True
+
+    def added(self, call: Call) -> None:
+        calls = self.session.calls
+        self.held += len(call.steps)
+        if self.head_open:
+            if self.held <= self.max_steps // 2 or len(calls) == 1:
+                self.head = len(calls)
+                return
+            self.head_open = False
+        while self.held > self.max_steps and len(calls) > self.head + 1:
+            dropped = calls.pop(self.head)  # the oldest of the latest calls
+            self.held -= len(dropped.steps)
+            self.session.dropped_calls += 1
+            self.session.dropped_steps += len(dropped.steps)
+
+
 @contextlib.contextmanager
 def recording_off() -> Iterator[None]:
     """Nothing done inside is recorded: for the traces stages and growth make themselves."""
@@ -247,7 +300,7 @@ def recording_off() -> Iterator[None]:
 
 @contextlib.contextmanager
 def record(*, inline_jnp: bool = False, stages: bool = True,
-           detail: str = "default") -> Iterator[Session]:
+           detail: str = "default", max_steps: int | None = None) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -260,8 +313,12 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     wrappers are named in their step's params (`jaxpr={jaxpr: sin, cos}`) but
     not kept as sub-jaxprs; with `detail="full"` every sub-jaxpr is kept with
     its text.
+    With `max_steps=N`, a long recording keeps about N steps: the first calls (up to N/2
+    steps) and the latest; the calls between are dropped as they fall out and counted in
+    `Session.dropped_calls` / `dropped_steps` (calls keep their index). None: keep all.
     """
-    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail)
+    recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
+                               max_steps=max_steps)
     block = _Block(recorder, _entering_frame())
     prev = (_call.get(), _levels.get())
     _blocks.set((*_blocks.get(), block))
@@ -299,7 +356,11 @@ class CallBuilder:
         self.source = user_location(2)
         self.levels: list[Level] = []
         self.level_states: list[LevelState] = []
-        self.steps: list[Step | None] = []
+        # Step rows while recording (see LevelState.end_step), Step records for error events,
+        # None for a step still running.
+        self.steps: list[Any] = []
+        self._sources: list[SourceLocation | None] = []
+        self._source_numbers: dict[int, int] = {}
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
@@ -347,7 +408,8 @@ class CallBuilder:
         try:
             if self.parent is not None and self.transform in _stages.BACKWARD_CALLS:
                 # a pullback or pushforward: the forward call's stages, at the primal's types
-                self.shared_stages = self.recorder.session.calls[self.parent].stages
+                forward = self.recorder.call_by_index(self.parent)
+                self.shared_stages = forward.stages if forward is not None else ()
                 return
             self.stage_key = key = _stages.signature(spec, *args)
             if self.recorder.stages.known(key):
@@ -509,24 +571,38 @@ class CallBuilder:
                          phase=level.phase, source=source, error=_message(error),
                          cause=step)
             self.steps.append(event)
-        facts = self.trees.error_fields(error, self.levels, self.steps, level_index, step, source,
-                                        self.describer.leaked)
+        facts = self.trees.error_fields(error, self.levels, self.built_steps(), level_index,
+                                        step, source, self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
                                        level_index, step, source, **facts))
 
     def failed_step(self, error: BaseException) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
-            step = self.steps[i]
-            if step is not None and step.kind != "error" and step.error is not None:
+            row = self.steps[i]  # rows and Steps share the field order
+            if row is not None and row[_KIND] != "error" and row[_ERROR] is not None:
                 return i
         return None
 
     def last_step_at(self, level: int) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
-            step = self.steps[i]
-            if step is not None and step.level == level and step.kind != "error":
+            row = self.steps[i]
+            if row is not None and row[_LEVEL] == level and row[_KIND] != "error":
                 return i
         return None
+
+    def source_number(self, source: SourceLocation | None) -> int:
+        number = self._source_numbers.get(id(source))
+        if number is None:  # SourceLocations are interned (and kept alive by _sources)
+            number = self._source_numbers[id(source)] = len(self._sources)
+            self._sources.append(source)
+        return number
+
+    def built_steps(self) -> list[Step | None]:
+        """The steps as records (rows made into Steps), None for those still running."""
+        return [None if row is None else self._build(row) for row in self.steps]
+
+    def _build(self, row: Any) -> Step:
+        return _step_of(row, self.describer.tuples, self._sources)
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
@@ -537,9 +613,13 @@ class CallBuilder:
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
             self.shardings += _sharding_hook.outputs(self, outputs)
+        rows = [s for s in self.steps if s is not None]
         if self.describer.leaked:
-            self.trees.note_leaks(self.steps, self.describer.leaked)
-        steps = tuple(s for s in self.steps if s is not None)
+            self.trees.note_leaks([self._build(row) for row in rows], self.describer.leaked)
+        # NB: Steps are made when first read, not here: a big call would otherwise make
+        # (and the cyclic GC then walk) a record per step before anyone looks at them.
+        steps: Any = Lazy(len(rows), partial(_steps_of, rows, self.describer.tuples,
+                                             self._sources))
         stages = self._stages(failed)
         call = Call(self.index, self.transform, self.function, self.source, self.options,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
@@ -652,6 +732,24 @@ def _gradients_named(call: CallBuilder, records: Any) -> tuple:
                                     _option(options, "argnums", 0), names)
 
 
+# NB: tuple.__new__ makes a NamedTuple without its Python-level __new__.
+_new_step = tuple.__new__
+
+
+def _step_of(row: Any, values: list, sources: list) -> Step:
+    """A Step from a step row (see LevelState._step); error events are Steps already."""
+    if type(row) is Step:
+        return row
+    return _new_step(Step, (*row[:_INPUTS], values[row[_INPUTS]], values[row[_OUTPUTS]],
+                            sources[row[_SOURCE]], *row[_SOURCE + 1:]))
+
+
+def _steps_of(rows: list, values: list, sources: list) -> tuple[Step, ...]:
+    return tuple([_step_of(row, values, sources) for row in rows])
+# Positions in a Step (and in a step row, which has the same fields in the same order).
+_LEVEL, _KIND, _INPUTS, _OUTPUTS, _SOURCE, _ERROR = 1, 3, 6, 7, 8, 11
+
+
 class LevelState:
     """The live side of one Level: what its RecordingTrace reports to."""
     __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
@@ -678,7 +776,7 @@ class LevelState:
         call = self.call
         index = len(call.steps)
         call.steps.append(None)  # reserved: steps this one causes come after it
-        inputs = tuple(map(call.describer.describe, tracers))
+        inputs = call.describer.describe_all(tracers)
         phase = self.phase
         if call.active_steps:
             # A step bound while processing another comes from the same user
@@ -699,13 +797,14 @@ class LevelState:
         call.active_steps.append((index, phase, source))
         if self.tape is not None:
             self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
-        return (index, primitive, inputs, params, kind, cause, phase, source, _i.name_stack())
+        return (index, primitive, inputs, params, kind, cause, phase, call.source_number(source),
+                _i.name_stack())
 
     def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
         call = self.call
         call.active_steps.pop()
-        describe = call.describer.describe
-        outputs = tuple(map(describe, out)) if multiple else (describe(out),)
+        describer = call.describer
+        outputs = describer.describe_all(out) if multiple else describer.describe_all((out,))
         call.steps[pending[0]] = self._step(pending, outputs, None)
         if self.tape is not None:
             self.tape.end(pending[0], out, multiple)
@@ -714,11 +813,16 @@ class LevelState:
         call = self.call
         if call.active_steps and call.active_steps[-1][0] == pending[0]:
             call.active_steps.pop()
-        call.steps[pending[0]] = self._step(pending, (), _message(error))
+        call.steps[pending[0]] = self._step(pending, call.describer.describe_all(()),
+                                            _message(error))
         if self.tape is not None:
             self.tape.fail(pending[0])
 
-    def _step(self, pending: tuple, outputs: tuple, error: str | None) -> Step:
+    def _step(self, pending: tuple, outputs: int, error: str | None) -> tuple:
+        """A step row: a Step's fields with its inputs, outputs and source as numbers (into
+        the describer's tuples and the call's sources). NB: a tuple of numbers and strings
+        is untracked by the cyclic GC after its first pass: a big call costs its passes
+        nothing (Steps are made when the call finishes)."""
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = primitive.name
         if name == "jit" or name == "pjit":
@@ -726,8 +830,8 @@ class LevelState:
         else:
             pairs, jaxprs = summarize_params(name, params)
             subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
-        return Step(index, self.index, name, kind, phase, pairs, inputs, outputs,
-                    source, names, subjaxprs, error, cause)
+        return (index, self.index, name, kind, phase, pairs, inputs, outputs, source, names,
+                subjaxprs, error, cause)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
         return self.call.rule_spec(kind, self, fun)

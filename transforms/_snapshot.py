@@ -56,34 +56,77 @@ def _aval_text_uncached(aval: Any) -> str:
         return f"{type(aval).__name__}<{type(e).__name__}>"
 
 
+class _Seen(weakref.ref):
+    """A described tracer: its record, and its key in the cache (dropped when it dies)."""
+    __slots__ = ("key", "rec")
+    key: int
+    rec: ValueRecord
+
+
 class Describer:
     """Describes values for one call, reusing a record while its tracer is alive.
 
     The output tracer of one step is the input of the next: describing it once
     keeps recording cheap and the records shared (small memory per step).
+
+    NB: the cyclic GC walks every tracked object kept alive at each full pass, so the
+    recording keeps few: a cache entry per *live* tracer (one weakref each, removed when
+    the tracer dies), and the inputs and outputs of steps as shared tuples.
     """
 
     def __init__(self, level_of_trace: dict[int, int]):
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
-        self._cache: dict[int, tuple[weakref.ref, ValueRecord]] = {}
+        self._cache: dict[int, _Seen] = {}
+        cache = self._cache
+
+        def forget(seen: Any) -> None:
+            key = seen.key
+            if cache.get(key) is seen:
+                del cache[key]
+
+        self._forget = forget
+        self._tuple_index: dict[tuple, int] = {}
+        self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
         self._interned: dict[tuple, ValueRecord] = {}
         self._concrete: dict[ValueRecord, ValueRecord] = {}
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
+    def describe_all(self, xs: Any) -> int:
+        """The records of a step's inputs or outputs, as a number in `tuples` (equal tuples
+        share one): a step row of numbers and strings is one the cyclic GC stops tracking.
+
+        NB: keyed by the records' ids: records are interned and kept alive by `tuples`."""
+        recs = tuple(map(self.describe, xs))
+        key = tuple(map(id, recs))
+        number = self._tuple_index.get(key)
+        if number is None:
+            number = self._tuple_index[key] = len(self.tuples)
+            self.tuples.append(recs)
+        return number
+
+    def _remember(self, x: Any, rec: ValueRecord) -> None:
+        seen = _Seen(x, self._forget)
+        seen.key, seen.rec = id(x), rec
+        self._cache[seen.key] = seen
+
     def describe(self, x: Any) -> ValueRecord:
         """A step's input or output, a call's argument or result."""
         if isinstance(x, Tracer):
             hit = self._cache.get(id(x))
-            if hit is not None and hit[0]() is x:
-                return hit[1]
+            if hit is not None and hit() is x:
+                return hit.rec
             rec = self._describe_tracer(x)
             if rec.level is None and self.enclosing is not None and self._has_leaked(x):
                 # A leaked tracer: its own record (never shared), so steps using it are found.
                 rec = rec._replace()
                 if len(self.leaked) < 10:
                     self.leaked.append(rec)
-            self._cache[id(x)] = (weakref.ref(x), rec)
+                self._remember(x, rec)
+            elif rec.children:
+                # NB: a tracer with parts is remembered (describing it again describes them);
+                # a plain one (a jaxpr tracer) costs less to describe again than to keep.
+                self._remember(x, rec)
             return rec
         rec = describe_concrete(x)
         # Equal concrete descriptions (the same literal, the same small value) share a record.
@@ -97,10 +140,10 @@ class Describer:
         """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
         if isinstance(x, Tracer):
             hit = self._cache.get(id(x))
-            if hit is not None and hit[0]() is x:
-                return hit[1]
+            if hit is not None and hit() is x:
+                return hit.rec
             rec = self._describe_tracer(x)
-            self._cache[id(x)] = (weakref.ref(x), rec)
+            self._remember(x, rec)
             return rec
         rec = describe_concrete(x)
         return self._concrete.setdefault(rec, rec)

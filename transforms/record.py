@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import gc
 import json
 import os
@@ -17,11 +18,11 @@ import platform
 import stat
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Container, Iterator, NamedTuple
+from typing import Any, Callable, Container, Iterator, NamedTuple, Sequence
 
 from . import _check, _codec
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_NAME = "jax-transform-workbench/session"
 
 # Friendly names that match how JAX itself prints its tracers.
@@ -444,6 +445,57 @@ def _runs(siblings: list[int], signature: list[int]) -> list[tuple[int, ...]]:
     return [tuple(r) for r in runs]
 
 
+class Lazy(Sequence[Any]):
+    """A call's steps (or trees, pairs), decoded from the dump when first read
+    (`load(path, lazy=True)`).
+
+    Behaves as the tuple of records it decodes to; its len is known without decoding. A
+    million-step dump opens without decoding every call: only the calls looked at.
+    Decoding raises SessionLoadError for a malformed part, naming the file and the call.
+    """
+    __slots__ = ("_count", "_decode", "_items", "_what")
+
+    def __init__(self, count: int, decode: Callable[[], tuple], what: str = "steps"):
+        self._count = count
+        self._decode: Callable[[], tuple] | None = decode
+        self._items: tuple | None = None
+        self._what = what
+
+    @property
+    def decoded(self) -> bool:
+        return self._items is not None
+
+    def all(self) -> tuple:
+        """The records as a tuple (decoded on the first call)."""
+        items = self._items
+        if items is None:
+            assert self._decode is not None
+            items = self._items = self._decode()
+            self._decode = None  # what it held (the dump's text) may go
+        return items
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.all()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Lazy, tuple)):
+            return self.all() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.all())
+
+    def __repr__(self) -> str:
+        state = "decoded" if self.decoded else "not decoded yet"
+        return f"Lazy({self._count} {self._what}, {state})"
+
+
 # --- pytrees ------------------------------------------------------------------
 # Trees are kept flat (nodes in preorder, children by index) so that deep
 # structures stay shallow in memory and in JSON.
@@ -665,6 +717,9 @@ class Session:
     schema_version: int = SCHEMA_VERSION  # of the file it was loaded from; saving writes the newest
     title: str = ""           # what was recorded: a gallery example's title, a script's command line
     metadata: dict[str, str] = field(default_factory=dict)  # e.g. script, argv, description
+    max_steps: int | None = None  # record(max_steps=N): the bound it was recorded with
+    dropped_calls: int = 0    # calls let go between the first and the latest (max_steps)
+    dropped_steps: int = 0    # their steps
     # A process of a jax.distributed job: which one, its devices, how it ended.
     process: ProcessInfo | None = None
     # A merged multi-process run: one record per process (the top-level calls are then
@@ -675,8 +730,20 @@ class Session:
     def step_count(self) -> int:
         return sum(len(c.steps) for c in self.calls) + sum(p.step_count for p in self.processes)
 
+    def dropped_note(self) -> str:
+        """What a bounded recording (record(max_steps=N)) let go, in words; "" for nothing."""
+        if not self.dropped_calls:
+            return ""
+        gap = next(((a.index, b.index) for a, b in zip(self.calls, self.calls[1:])
+                    if b.index > a.index + 1), None)
+        where = f" (calls {gap[0] + 1}-{gap[1] - 1})" if gap else ""
+        bound = f"max_steps={self.max_steps:,}: " if self.max_steps else ""
+        return (f"{bound}{self.dropped_calls:,} calls{where} with {self.dropped_steps:,} steps "
+                f"were dropped; the first and the latest calls are kept")
+
     def to_json_dict(self) -> dict[str, Any]:
-        """The dump as JSON data: see transforms/_codec.py for the layout."""
+        """The dump as JSON data (without the lazy_at index save() adds): see
+        transforms/_codec.py for the layout."""
         writer = _codec.Writer(_RECORD_TYPES)
         body = {f.name: writer.encode(str(f.type), [getattr(self, f.name)])[0]
                 for f in dataclasses.fields(self) if f.name != "schema_version"}
@@ -685,14 +752,14 @@ class Session:
                 "fields": writer.fields_json(), "tables": writer.tables,
                 "calls": body["calls"]}
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write atomically: the file appears complete or not at all (see write_atomically)."""
-        write_atomically(path, self.to_json_text())
-
     def to_json_text(self) -> str:
-        """The dump's text, as save() writes it."""
+        """The dump's text, as save() writes it: JSON, with the lazy_at index last."""
         with gc_paused():
-            return json.dumps(self.to_json_dict(), separators=(",", ":"), check_circular=False)
+            return _indexed_text(self.to_json_dict())
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: the file appears complete or not at all."""
+        write_atomically(path, self.to_json_text())
 
 
 @contextlib.contextmanager
@@ -774,11 +841,14 @@ def special_file_kind(path: str | os.PathLike) -> str:
     return "device"
 
 
-def load(path: str | os.PathLike) -> Session:
+def load(path: str | os.PathLike, lazy: bool = False) -> Session:
     """Read a session file; raises SessionLoadError with a message that names the problem.
 
     Only a regular file is read (not a FIFO, a device such as /dev/zero, or a folder),
-    and no more of it than its size when opened."""
+    and no more of it than its size when opened. With `lazy=True` each call's steps,
+    trees and pairs are decoded (and checked) when first read (`Lazy`): a million-step
+    dump opens in a fraction of the time, holding about its text's size; a malformed
+    part then raises SessionLoadError when it is read."""
     path = os.fspath(path)
     shown = _echo(path, 200)
     try:
@@ -790,7 +860,9 @@ def load(path: str | os.PathLike) -> Session:
             data = f.read(info.st_size + 1)
         if len(data) > info.st_size:
             raise SessionLoadError(f"{shown}: the file grew while it was read")
-        text = data.decode("utf-8")
+        # NB: our dumps are ASCII (json escapes the rest): kept as bytes, a lazy load holds
+        # the file's size once, not twice (bytes and str), and offsets are the same.
+        text: str | bytes = data if data.isascii() else data.decode("utf-8")
     except FileNotFoundError:
         raise SessionLoadError(f"{shown}: no such file") from None
     except IsADirectoryError:
@@ -799,17 +871,18 @@ def load(path: str | os.PathLike) -> Session:
         raise SessionLoadError(f"{shown}: not a text file (invalid UTF-8)") from None
     except OSError as e:
         raise SessionLoadError(f"{shown}: cannot read ({e.strerror})") from None
-    return loads(text, source=path)
+    return loads(text, source=path, lazy=lazy)
 
 
-def loads(text: str, source: str = "<string>") -> Session:
-    """A session from the text of a dump; SessionLoadError (under 500 characters) if it is bad."""
+def loads(text: str | bytes, source: str = "<string>", lazy: bool = False) -> Session:
+    """A session from a dump's text (bytes: ASCII, as save() writes); SessionLoadError
+    (under 500 characters) if it is bad."""
     source = _echo(source, 200)
     if not text.strip():
         raise SessionLoadError(f"{source}: the file is empty")
     try:
         with gc_paused():
-            return _session_from_text(text, source)
+            return _session_from_text(text, source, lazy)
     except RecursionError:
         raise SessionLoadError(f"{source}: malformed session data (nested too deeply)") from None
 
@@ -838,10 +911,26 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _session_from_text(text: str, source: str) -> Session:
+def _session_from_text(text: str | bytes, source: str, lazy: bool = False) -> Session:
+    indexed = _split_indexed(text)
+    if indexed is not None:
+        try:
+            return _session_from(text, indexed, source, lazy)
+        except _PartError:
+            raise  # the index held; a call's part is bad
+        except SessionLoadError:
+            pass  # an index that does not hold (edited by hand?): read the text whole
+    return _session_from(text, None, source, lazy)
+
+
+def _session_from(text: str | bytes, indexed: _Indexed | None, source: str,
+                  lazy: bool) -> Session:
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
+        data = json.loads(indexed.skeleton if indexed is not None else text,
+                          object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
+        if isinstance(text, bytes):
+            text = text.decode("ascii")
         # NB: a file cut inside a literal (`nu` of null) fails at the literal's start.
         rest = text[e.pos:].rstrip()
         ended_early = (e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
@@ -863,7 +952,13 @@ def _session_from_text(text: str, source: str) -> Session:
     if version < 1:
         raise SessionLoadError(f"{source}: schema version {_echo(str(version), 20)} does not exist")
     try:
-        return _session_v1(data) if version == 1 else _session_v2(data)
+        if version == 1:
+            return _session_v1(data)
+        if indexed is not None and version >= 3:
+            return _session_v3(data, indexed, text, source, lazy)
+        return _session_v2(data)
+    except SessionLoadError:
+        raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         # NB: the checks of _codec and _check raise DumpFormatError (a ValueError); the
         # others are the version 1 decoder's. The data is echoed only in part.
@@ -874,19 +969,172 @@ def _session_from_text(text: str, source: str) -> Session:
 # The top-level keys of a version 2 dump besides the Session's own fields.
 _V2_HEADER = ("schema", "schema_version", "fields", "tables")
 
+# --- version 3: version 2 plus an index of where each call's big parts are -----------
+# `{..., "calls": [...], "lazy_at": {"fields": ["steps", "trees", "pairs"], "spans":
+# [[[start, end, count], ...per field], ...per call]}}`: the character span of those arrays
+# in each Call row, and their lengths. A reader parses the text with them cut out (small)
+# and decodes a call's part when it is needed. Written last, so it is found from the end;
+# a text whose index does not hold (edited, re-indented) is read whole, as version 2.
+_INDEX_KEY = ',"lazy_at":'
+LAZY_FIELDS = _check.CALL_PARTS
 
-def _session_v2(data: dict[str, Any]) -> Session:
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), check_circular=False)
+
+
+def _indexed_text(data: dict[str, Any]) -> str:
+    calls = data.pop("calls")
+    names = data["fields"]["Call"]
+    cuts = sorted(names.index(f) for f in LAZY_FIELDS)  # > 0: `index` comes first
+    head = _dumps({**data, "calls": []})
+    pieces = [head[:-len("]}")]]  # ... "calls":[
+    position = len(pieces[0])
+    spans = []
+    for i, row in enumerate(calls):
+        if i:
+            pieces.append(",")
+            position += 1
+        row_spans, previous = [], 0
+        for k in cuts:
+            # the fields before this one (and its comma), then the field itself
+            between = _dumps(row[previous:k])[1:-1]
+            between = ("[" if previous == 0 else ",") + between + ("," if between else "")
+            part = _dumps(row[k])
+            start = position + len(between)
+            row_spans.append((start, start + len(part), len(row[k])))
+            pieces += (between, part)
+            position = start + len(part)
+            previous = k + 1
+        rest = _dumps(row[previous:])[1:]
+        rest = rest if rest == "]" else "," + rest
+        pieces.append(rest)
+        position += len(rest)
+        spans.append([row_spans[cuts.index(names.index(f))] for f in LAZY_FIELDS])
+    pieces.append("]" + _INDEX_KEY + _dumps({"fields": LAZY_FIELDS, "spans": spans}) + "}")
+    return "".join(pieces)
+
+
+class _Indexed(NamedTuple):
+    skeleton: str | bytes                       # the text with each lazy array as []
+    spans: list[list[tuple[int, int, int]]]     # per call, per LAZY_FIELDS: start, end, count
+
+
+def _split_indexed(text: str | bytes) -> _Indexed | None:
+    """The text's index, if it has one that holds; None: read the text whole."""
+    if isinstance(text, bytes):
+        return _split_indexed_as(text, b"")
+    return _split_indexed_as(text, "")
+
+
+def _split_indexed_as(text: Any, empty: str | bytes) -> _Indexed | None:
+    def lit(s: str) -> Any:
+        return s if isinstance(empty, str) else s.encode("ascii")
+
+    end = len(text.rstrip())
+    at = text.rfind(lit(_INDEX_KEY))
+    if at < 0 or text[end - 1:end] != lit("}"):
+        return None
+    try:
+        index = json.loads(text[at + len(_INDEX_KEY):end - 1])
+    except ValueError:
+        return None
+    if not (isinstance(index, dict) and index.get("fields") == list(LAZY_FIELDS)
+            and isinstance(index.get("spans"), list)):
+        return None
+    pieces: list[Any] = []
+    spans: list[list[tuple[int, int, int]]] = []
+    previous = 0
+    opening, closing, cut = lit("["), lit("]"), lit("[]")
+    for row in index["spans"]:
+        if not (isinstance(row, list) and len(row) == len(LAZY_FIELDS)):
+            return None
+        # NB: every span checked before they are sorted (a mutated index may hold anything)
+        if not all(isinstance(span, list) and len(span) == 3
+                   and all(type(n) is int for n in span) for span in row):
+            return None
+        checked = []
+        for span in sorted(row):
+            start, stop, count = span
+            if not (previous <= start < stop <= at and count >= 0
+                    and text[start:start + 1] == opening and text[stop - 1:stop] == closing):
+                return None
+            pieces += (text[previous:start], cut)
+            previous = stop
+            checked.append((start, stop, count))
+        spans.append([(a, b, c) for a, b, c in row])
+    pieces += (text[previous:at], lit("}"))
+    return _Indexed(empty.join(pieces), spans)
+
+
+def _session_v3(data: dict[str, Any], indexed: _Indexed, text: str | bytes, source: str,
+                lazy: bool) -> Session:
+    data.pop("lazy_at", None)
+    session, reader = _session_v2(data, keep_reader=True)
+    if len(session.calls) != len(indexed.spans):
+        raise ValueError(f"lazy_at has {len(indexed.spans)} entries for "
+                         f"{len(session.calls)} calls")
+    annotations = {f.name: str(f.type) for f in dataclasses.fields(Call)}
+    calls = []
+    for position, (call, row) in enumerate(zip(session.calls, indexed.spans)):
+        parts: dict[str, Any] = {}
+        for name, (start, stop, count) in zip(LAZY_FIELDS, row):
+            if getattr(call, name):
+                raise ValueError(f"lazy_at: calls[{position}].{name} is not where it says")
+            # Lazily, each part is checked as it is decoded (check_session skips it below).
+            check = functools.partial(_check.check_call_part, call, name,
+                                      where=f"calls[{position}]") if lazy else None
+            decode = _part_decoder(reader, annotations[name], text, start, stop, count,
+                                   f"calls[{position}].{name}", source, check)
+            parts[name] = Lazy(count, decode, name) if lazy else decode()
+        calls.append(dataclasses.replace(call, **parts))
+    session.calls = calls
+    _check.check_session(session, reader.tables)
+    return session
+
+
+class _PartError(SessionLoadError):
+    """A call's steps, trees or pairs that do not decode (the index found them)."""
+
+
+def _part_decoder(reader: _codec.Reader, annotation: str, text: str | bytes, start: int,
+                  stop: int, count: int, where: str, source: str,
+                  check: Callable[[tuple], None] | None = None) -> Callable[[], tuple]:
+    """Decodes one call's steps (trees, pairs) from its span of the text, checked as a whole
+    load checks them: the codec's types, then `check` (_check's checks of this part)."""
+
+    def decode() -> tuple:
+        try:
+            with gc_paused() if gc.isenabled() else contextlib.nullcontext():
+                rows = json.loads(text[start:stop], object_pairs_hook=_unique_keys)
+                items = tuple(reader.decode(annotation, [rows], where)[0])
+            if len(items) != count:
+                raise ValueError(f"{len(items)} records, lazy_at says {count}")
+            if check is not None:
+                check(items)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError,
+                RecursionError) as e:
+            raise _PartError(f"{source}: malformed session data ({where}: "
+                             f"{type(e).__name__}: {_echo(str(e), 240)})") from None
+        return items
+    return decode
+
+
+def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
     for key in (*_V2_HEADER, "calls"):
         if key not in data:
             raise KeyError(f"no {key!r} in the dump")
     fields = {f.name: f for f in dataclasses.fields(Session) if f.name != "schema_version"}
-    unknown = [k for k in data if k not in fields and k not in _V2_HEADER]
+    unknown = [k for k in data if k not in fields and k not in _V2_HEADER
+               and not (k == "lazy_at" and data.get("schema_version", 2) >= 3)]
     if unknown:
         raise ValueError(f"unexpected top-level key {unknown[0]!r}")
     reader = _codec.Reader(_RECORD_TYPES, data["fields"], data["tables"])
     values = {name: reader.decode(str(fields[name].type), [data[name]], name)[0]
               for name in fields if name in data}
-    session = Session(**values, schema_version=2)
+    session = Session(**values, schema_version=data["schema_version"])
+    if keep_reader:  # version 3: _session_v3 checks once the calls' parts are in place
+        return session, reader
     _check.check_session(session, reader.tables)
     return session
 

@@ -31,6 +31,9 @@ from .saving import fallback_paths, save_recording, usable_output
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
+# `workbench run --max-steps`: about 100 MB of dump and 1 GB of memory at this many steps.
+DEFAULT_MAX_STEPS = 1_000_000
+
 EXIT_CODES_TEXT = ("Exit codes: 0 ok, 1 the user's script failed, 2 bad usage or bad input "
                    "(details in each command's --help).")
 
@@ -198,6 +201,11 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                    help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no `workbench:` notes on stderr (the script's output is never touched)")
+    p.add_argument("--max-steps", type=_max_steps, default=DEFAULT_MAX_STEPS, metavar="N",
+                   help=f"keep about N steps (default {DEFAULT_MAX_STEPS:,}): a long run keeps "
+                        f"its first calls (up to N/2 steps) and its latest, and counts the "
+                        f"calls dropped between (shown by `show` and the terminal UI); "
+                        f"0 keeps everything")
     p.add_argument("--processes", type=int, metavar="N",
                    help="start N processes of the script on this machine as one "
                         "jax.distributed job (a free port on 127.0.0.1, CPU collectives via "
@@ -217,6 +225,16 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                         "right after SCRIPT.py (`SCRIPT.py -o trace.json --epochs 3`); the "
                         "script's arguments start at the first other one. After `--`, "
                         "everything goes to the script (`SCRIPT.py -- -o theirs.txt`).")
+
+
+def _max_steps(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of steps: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of steps is 0 (keep all) or more: {value}")
+    return value
 
 
 # flag -> (attribute, value) for the options that may follow SCRIPT.py
@@ -247,6 +265,18 @@ def _take_trailing_options(args: argparse.Namespace) -> str:
             args.output = rest.pop(0)
         elif head.startswith("--output="):
             args.output = rest.pop(0).split("=", 1)[1]
+        elif head == "--max-steps" or head.startswith("--max-steps="):
+            if head == "--max-steps":
+                if len(rest) < 2:
+                    return "--max-steps needs a number of steps"
+                given = rest[1]
+                del rest[:2]
+            else:
+                given = rest.pop(0).split("=", 1)[1]
+            try:
+                args.max_steps = _max_steps(given)
+            except argparse.ArgumentTypeError as e:
+                return f"--max-steps: {e}"
         elif head in _SCRIPT_VALUES:
             if len(rest) < 2:
                 return f"{head} needs a value"
@@ -293,10 +323,10 @@ def _note(args: argparse.Namespace, message: str) -> None:
         print(f"workbench: {_t(message, lines=True)}", file=sys.stderr, flush=True)
 
 
-def _load_or_report(path: str) -> Session | None:
+def _load_or_report(path: str, lazy: bool = False) -> Session | None:
     from workbench.processes import load_run
     try:
-        return load_run(path)
+        return load_run(path, lazy=lazy)
     except transforms.SessionLoadError as e:
         _error(str(e))
         return None
@@ -579,6 +609,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = runner.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp,
+                                   max_steps=args.max_steps or None,
                                    note=lambda message: _note(args, message))
     except runner.ScriptError as e:
         _error(str(e))
@@ -589,6 +620,8 @@ def _run(args: argparse.Namespace) -> int:
         what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
     elif result.error is not None:
         what += " (up to the script's failure)"
+    if session.dropped_calls:
+        what += f"; {session.dropped_note()} (--max-steps)"
     if args.output is not None:
         from workbench.launch import dump_path
         try:
@@ -675,17 +708,19 @@ def _open(args: argparse.Namespace) -> int:
     opener, reason = tui_opener()
     if opener is None or not os.path.exists(args.trace):
         # No terminal, or no such file: say what is wrong with the file first, as `show` does.
-        session = _load_or_report(args.trace)
+        session = _load_or_report(args.trace, lazy=True)
         if session is None:
             return EXIT_BAD_INPUT
         problem = _process_problem(args, session)
         _error(problem or f"{reason}; use `workbench show {args.trace}` for a text summary")
         return EXIT_BAD_INPUT
-    # The terminal UI draws its first frame at once and reads the dump behind it.
+    # The terminal UI draws its first frame at once and reads the dump behind it, lazily:
+    # a call's steps are decoded when it is unfolded (a big dump opens at once).
     from workbench.processes import load_run
     from workbench.tui import open_dump
     return open_dump(args.trace, export_dir=args.export_dir, process=args.process,
-                     load=load_run, check=lambda session: _process_problem(args, session))
+                     load=lambda path: load_run(path, lazy=True),
+                     check=lambda session: _process_problem(args, session))
 
 
 def _process_problem(args: argparse.Namespace, session: Session) -> str:
@@ -706,15 +741,20 @@ def _show(args: argparse.Namespace) -> int:
         return show_processes(session, args, _error)
     calls = session.calls
     if args.call is not None:
-        if not 0 <= args.call < len(calls):
-            _error(f"{args.trace} has no call {args.call} "
-                   f"(it has {len(calls)}: 0..{len(calls) - 1})")
+        # By index: with calls dropped (--max-steps) indices are not positions.
+        chosen = [c for c in calls if c.index == args.call]
+        if not chosen:
+            known = f"0..{len(calls) - 1}" if not session.dropped_calls else \
+                f"{calls[0].index}..{calls[-1].index}; {session.dropped_note()}"
+            _error(f"{args.trace} has no call {args.call} (it has {len(calls)}: {known})")
             return EXIT_BAD_INPUT
-        calls = [calls[args.call]]
+        calls = chosen
     _print_lines([f"{_t(args.trace)}: {len(session.calls)} calls, {session.step_count} steps "
                   f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
     if session.title:
         _print_lines([f"title: {_t(session.title)}"])
+    if session.dropped_calls:
+        _print_lines([f"dropped: {session.dropped_note()}"])
     first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
         _print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))

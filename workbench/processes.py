@@ -95,11 +95,13 @@ def _common_title(records: Iterable[ProcessRecord]) -> str:
     return titles.pop() if len(titles) == 1 else ""
 
 
-def load_run(path: str | os.PathLike) -> Session:
-    """A session file, or a folder of per-process dumps read as one merged run."""
+def load_run(path: str | os.PathLike, lazy: bool = False) -> Session:
+    """A session file, or a folder of per-process dumps read as one merged run.
+
+    lazy: a file's calls decoded when first read (transforms.load(path, lazy=True))."""
     path = os.fspath(path)
     if not os.path.isdir(path):
-        return load(path)
+        return load(path, lazy=lazy)
     names = sorted(n for n in os.listdir(path) if n.endswith(".json") and not n.startswith("."))
     if not names:
         raise SessionLoadError(f"{path}: a folder with no session files (*.json) in it")

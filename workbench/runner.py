@@ -65,6 +65,7 @@ class _JaxWithOriginals(types.ModuleType):
 def jax_patched() -> Iterator[None]:
     """jax.<transform> -> transforms.<transform> inside the block; JAX's own restored after."""
     originals = {name: getattr(jax, name) for name in PATCHED}
+    ours = {name: getattr(transforms, name) for name in PATCHED}  # imports them: first
     own = _JaxWithOriginals(originals)
     rebound = [m for name, m in list(sys.modules.items())
                if (name == "transforms" or name.startswith("transforms."))
@@ -72,7 +73,7 @@ def jax_patched() -> Iterator[None]:
     for module in rebound:
         setattr(module, "jax", own)  # noqa: B010 - a module's global
     for name in PATCHED:
-        setattr(jax, name, getattr(transforms, name))
+        setattr(jax, name, ours[name])
     try:
         yield
     finally:
@@ -105,6 +106,7 @@ def check_script(path: str) -> types.CodeType:
 
 def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
                inline_jnp: bool = False, detail: str = "default",
+               max_steps: int | None = None,
                note: Callable[[str], None] | None = None) -> RunResult:
     """Run path as `python path args...` would, recording; never raises for the script's faults.
 
@@ -117,7 +119,8 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
     error: BaseException | None = None
     code, interrupted = 0, False
     with _as_main_script(path, args) as namespace, saving.stops_as_ctrl_c() as stopped_by:
-        with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail) as session:
+        with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail,
+                               max_steps=max_steps) as session:
             with jax_patched(), process_recording(session, path, args), \
                     _size_notice(session, note):
                 try:

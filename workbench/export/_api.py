@@ -35,21 +35,35 @@ def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int
     A multi-process run draws the call of process `process` (default 0)."""
     if view not in VIEWS:
         raise ExportError(f"unknown view {view!r}; the views are: {', '.join(VIEWS)}")
+    if options.max_nodes is not None and options.max_nodes < 1:
+        raise ExportError(f"max_nodes={options.max_nodes}: give a positive number of nodes")
     session = _one_process(_session(session), process)
     found = find_call(session, call)
     try:
-        if view == "jaxpr":
-            return collect_jaxpr(find_stage(found, stage), found, options)
-        if view == "stages":
-            before, after = _stage_pair(found, stage, stage_b)
-            return collect_stages(before, after, found, options)
-        if view == "tower":
-            return collect_tower(found, options)
-        if view == "devices":
-            return collect_devices(found, options, owners(session))
-        return collect_pytree(found, options)
+        drawn = _collect_view(found, view, stage, stage_b, options, session)
     except CollectError as e:
         raise ExportError(str(e)) from None
+    cap = options.max_nodes
+    if cap is not None and len(drawn.nodes) > cap:  # a promise: never more than asked
+        hint = " (--focus draws a neighbourhood: use a smaller --radius)" \
+            if options.focus is not None else ""
+        raise ExportError(f"max_nodes={cap}: the {view} view of call {found.index} needs "
+                          f"{len(drawn.nodes)} nodes as asked{hint}; give a larger max_nodes")
+    return drawn
+
+
+def _collect_view(found: Call, view: str, stage: str | None, stage_b: str | None,
+                  options: GraphOptions, session: Session) -> Graph:
+    if view == "jaxpr":
+        return collect_jaxpr(find_stage(found, stage), found, options)
+    if view == "stages":
+        before, after = _stage_pair(found, stage, stage_b)
+        return collect_stages(before, after, found, options)
+    if view == "tower":
+        return collect_tower(found, options)
+    if view == "devices":
+        return collect_devices(found, options, owners(session))
+    return collect_pytree(found, options)
 
 
 def graph(session: Session | str | os.PathLike, view: str = "jaxpr", call: int | None = None,
@@ -203,7 +217,9 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--collapse-repeats", action="store_true",
                         help="draw repeated blocks of equations (unrolled loops) once")
     parser.add_argument("--max-nodes", type=int, metavar="N",
-                        help="draw at most N equations; the rest become one node with a note")
+                        help="draw at most N nodes in all: the equations past a budget become "
+                             "one node, and with many inputs or outputs they are grouped by "
+                             "argument (the graph's notes say what was folded)")
     parser.add_argument("--focus", type=int, metavar="EQN",
                         help="only equation EQN (its index) and its neighbourhood")
     parser.add_argument("--radius", type=int, default=2, metavar="K",

@@ -27,12 +27,20 @@ FORMATS: dict[str, str | None] = {".svg": "svg", ".png": "png", ".pdf": "pdf", "
 # 0.25 s, 1,000 0.9 s, 2,000 (~2,500 nodes) 8.6 s, and dot's time grows about as the
 # cube of the size: 3,000 nodes would be ~30 s for a simple chain, more with crossings.
 MAX_RENDER_NODES = 2500
+MIN_HINT_NODES = 50  # the smallest max_nodes a timeout's advice names
 
 INSTALL_HINT = ("install Graphviz to render it: `apt-get install -y graphviz` (Debian/Ubuntu), "
                 "`brew install graphviz` (macOS) or `conda install graphviz`")
 
 COLLAPSE_HINT = ("collapse_subjaxprs=True, collapse_repeats=True, max_nodes=N or focus=EQN "
                  "(CLI: --collapse, --collapse-repeats, --max-nodes N, --focus EQN)")
+
+
+def fit_hint(limit: int) -> str:
+    """Advice that works when followed: max_nodes bounds every node of every view."""
+    return (f"Draw at most {limit} nodes with max_nodes={limit} (CLI: --max-nodes {limit}; "
+            f"what does not fit is folded into group nodes, and the graph's notes say what), "
+            f"or draw less with {COLLAPSE_HINT}")
 
 
 class ExportError(Exception):
@@ -85,9 +93,9 @@ def write_graph(graph: Graph, out: str | os.PathLike, *, force: bool = False,
     if nodes > MAX_RENDER_NODES and not force:
         raise GraphTooLarge(
             f"the graph has {nodes} nodes and {edges} edges: Graphviz would take minutes to lay "
-            f"it out, so it was not rendered (limit {MAX_RENDER_NODES} nodes). Draw less with "
-            f"{COLLAPSE_HINT}; or write the DOT text (an output ending in .dot); or force=True "
-            f"(--force) to wait for it")
+            f"it out, so it was not rendered (limit {MAX_RENDER_NODES} nodes). "
+            f"{fit_hint(MAX_RENDER_NODES)}; or write the DOT text (an output ending in .dot); "
+            f"or force=True (--force) to wait for it")
     dot = dot_binary or shutil.which("dot")
     if dot is None:
         dot_path = out.with_suffix(".dot")
@@ -127,8 +135,9 @@ def _run_dot(dot: str, fmt: str, text: str, out: Path, size: tuple[int, int],
                     process.wait()
                     raise
             if code is None:
+                fewer = max(MIN_HINT_NODES, size[0] // 4)
                 raise ExportError(f"dot did not finish within {timeout:g} s laying out "
-                                  f"{size[0]} nodes; draw less with {COLLAPSE_HINT}")
+                                  f"{size[0]} nodes. {fit_hint(fewer)}")
             with open(errors, encoding="utf-8", errors="replace") as f:
                 message = f.read().strip()
             if code != 0 or os.path.getsize(tmp) == 0:

@@ -86,7 +86,10 @@ def _collective_label(index: int, c: CollectiveRecord, owner: dict[int, int]) ->
 
 
 def _collectives(stage: Stage, k: int, nodes: list[Node], edges: list[Edge],
-                 clusters: list[Cluster], owner: dict[int, int]) -> None:
+                 clusters: list[Cluster], owner: dict[int, int], room: int | None = None,
+                 notes: list[str] | None = None) -> None:
+    """One node per collective, in program order; with `room`, at most that many nodes (the
+    last one then counts the collectives not drawn)."""
     cluster = f"cluster_stage{k}"
     total = sum(c.result_bytes for c in stage.collectives)
     n = len(stage.collectives)
@@ -96,7 +99,14 @@ def _collectives(stage: Stage, k: int, nodes: list[Node], edges: list[Edge],
         nodes.append(Node(f"c{k}_none", "no collectives", "note", cluster))
         return
     previous = None
-    for i, c in enumerate(stage.collectives):
+    shown = stage.collectives
+    if room is not None and len(shown) > room:
+        shown = shown[:room - 1]
+        rest = n - len(shown)
+        nodes.append(Node(f"c{k}_more", f"{rest} more collectives not drawn", "note", cluster))
+        if notes is not None:
+            notes.append(f"{stage.name}: {rest} of {n} collectives not drawn (max_nodes)")
+    for i, c in enumerate(shown):
         node_id = f"c{k}_{i}"
         nodes.append(Node(node_id, _collective_label(i, c, owner), "step", cluster,
                           fill=CROSSING_FILL if crossing_text(c, owner).startswith("crosses")
@@ -139,8 +149,12 @@ def collect_devices(call: Call, options: GraphOptions = GraphOptions(),
         if len(others) > 30:
             lines.append(f"... and {len(others) - 30} more")
         nodes.append(Node("replicated", "\n".join(lines), "note"))
-    for k, stage in enumerate(compiled_stages(call)):
-        _collectives(stage, k, nodes, edges, clusters, owner)
+    stages = compiled_stages(call)
+    for k, stage in enumerate(stages):
+        room = None
+        if options.max_nodes is not None:  # one node kept for each stage still to come
+            room = max(1, options.max_nodes - len(nodes) - (len(stages) - k - 1))
+        _collectives(stage, k, nodes, edges, clusters, owner, room, notes)
     if not nodes:
         nodes.append(Node("single", "single device: no sharded arrays or collectives recorded",
                           "note"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 import graphviz as gv
 
@@ -63,6 +63,7 @@ class Graph:
     rankdir: str = "TB"
     legend: tuple[str, ...] = ()  # origins/marks present, explained in the graph label
     same_rank: tuple[tuple[str, ...], ...] = ()  # nodes drawn side by side, in this order
+    folding: Folding = field(default_factory=lambda: Folding())  # what max_nodes folded
 
     def node(self, node_id: str) -> Node | None:
         for n in self.nodes:
@@ -71,12 +72,21 @@ class Graph:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Folding:
+    """What a jaxpr graph drew as one node to keep to max_nodes (zero: nothing folded)."""
+    inputs_and_outputs: int = 0   # the stage's inputs, consts and outputs (folded or not)
+    inputs_folded: int = 0        # inputs and consts drawn inside a group node
+    outputs_folded: int = 0
+    equations_folded: int = 0     # top-level equations in the "not drawn" node
+
+
 @dataclass(frozen=True)
 class GraphOptions:
     """How much to draw. The defaults draw everything, labelled."""
     collapse_subjaxprs: bool | None = None  # None: the view's default (jaxpr expands, stages not)
     collapse_repeats: bool = False  # runs of a repeated block of equations -> one node
-    max_nodes: int | None = None    # cap on equation (or step) nodes, with a note of the rest
+    max_nodes: int | None = None    # at most this many nodes: the rest folded, with a note
     focus: int | None = None        # only this top-level equation and its neighbourhood
     radius: int = 2                 # ... within this many dataflow steps
     edge_labels: bool = True        # avals (and names) on edges
@@ -119,12 +129,51 @@ def collect_jaxpr(stage: Stage, call: Call | None = None,
                   options: GraphOptions = GraphOptions()) -> Graph:
     """A stage's dataflow: equations, inputs and outputs named by pytree key paths."""
     _check_jaxpr_stage(stage)
-    builder = _JaxprBuilder(options, expand=options.collapse_subjaxprs is not True)
-    notes = builder.add_stage(stage, call, prefix="", cluster=None)
     title = f"{stage.name}: {stage.title}" if stage.title else stage.name
     count = stage.eqn_count if stage.eqn_count is not None else len(stage.eqns)
     title += f"  ({count} equations)"
-    return builder.graph(title, notes)
+
+    def build(builder: _JaxprBuilder) -> Graph:
+        return builder.graph(title, builder.add_stage(stage, call, prefix="", cluster=None))
+
+    return _within_max_nodes(build, options, expand=options.collapse_subjaxprs is not True)
+
+
+# How a jaxpr graph is folded to fit max_nodes, from none to the most: inputs, consts and
+# outputs grouped by argument (FOLD_ARGUMENTS), then each kind as one node with no
+# per-reader references (FOLD_ALL). Equations past a budget are one node at every level.
+FOLD_NONE, FOLD_ARGUMENTS, FOLD_ALL = 0, 1, 2
+MIN_JAXPR_NODES = 3  # inputs, equations and outputs, one node each
+
+
+def _within_max_nodes(build: Callable[[_JaxprBuilder], Graph], options: GraphOptions,
+                      expand: bool) -> Graph:
+    """build() with the equation budget and folding that keep it to options.max_nodes nodes.
+
+    Every node counts (inputs, references, bodies' nodes, the group of what was left out):
+    the budget of equations shrinks in proportion to the excess and is built again.
+    """
+    cap = options.max_nodes
+    if cap is None or options.focus is not None:
+        return build(_JaxprBuilder(options, expand))
+    if cap < MIN_JAXPR_NODES:
+        raise CollectError(f"max_nodes={cap}: a jaxpr graph needs at least {MIN_JAXPR_NODES} "
+                           f"nodes (its inputs, equations and outputs as one node each)")
+    fold, budget = FOLD_NONE, cap
+    while True:
+        graph = build(_JaxprBuilder(options, expand, budget, fold))
+        drawn = len(graph.nodes)
+        if drawn <= cap:
+            return graph
+        if fold == FOLD_NONE and graph.folding.inputs_and_outputs > cap // 4:
+            fold = FOLD_ARGUMENTS
+        elif budget > 0:
+            budget = max(0, min(budget - 1, budget * cap // drawn))
+        elif fold < FOLD_ALL:
+            fold, budget = FOLD_ALL, cap
+        else:
+            raise CollectError(f"max_nodes={cap}: this graph needs at least {drawn} nodes "
+                               f"even with every equation folded into one node")
 
 
 def _check_jaxpr_stage(stage: Stage) -> None:
@@ -143,9 +192,13 @@ LONG_EDGE = 12
 
 
 class _JaxprBuilder:
-    def __init__(self, options: GraphOptions, expand: bool):
+    def __init__(self, options: GraphOptions, expand: bool, budget: int | None = None,
+                 fold: int = FOLD_NONE):
         self.o = options
         self.expand = expand
+        self.budget = options.max_nodes if budget is None else budget  # equation nodes
+        self.fold = fold
+        self.folding = Folding()
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         self.clusters: list[Cluster] = []
@@ -155,7 +208,12 @@ class _JaxprBuilder:
 
     def graph(self, title: str, notes: Sequence[str], rankdir: str = "TB") -> Graph:
         return Graph(title, tuple(self.nodes), tuple(self.edges), tuple(self.clusters),
-                     tuple(notes), rankdir, tuple(self.legend))
+                     tuple(notes), rankdir, tuple(self.legend), folding=self.folding)
+
+    def _count_folded(self, **counts: int) -> None:
+        f = self.folding
+        self.folding = Folding(*(getattr(f, name) + counts.get(name, 0)
+                                 for name in Folding.__slots__))
 
     def node(self, node: Node) -> None:
         self.nodes.append(node)
@@ -194,12 +252,20 @@ class _JaxprBuilder:
         lazy = kept is not None
         producers: dict[str, tuple[str, str]] = {}
         pending_inputs: dict[str, Node] = {}
+        self._count_folded(inputs_and_outputs=len(stage.const_vars) + len(stage.in_vars)
+                           + len(stage.out_vars))
         const_word = "residual" if stage.role in ("linear", "transposed") else "const"
+        if self.fold != FOLD_NONE and kept is None:
+            notes += self._fold_inputs(stage, in_names, const_word, prefix, cluster, producers)
         for i, var in enumerate(stage.const_vars):
+            if var in producers:
+                continue
             node = Node(f"{prefix}k{i}", f"{const_word} {var}", "const", cluster)
             pending_inputs[var] = node
             producers[var] = (node.id, "")
         for i, var in enumerate(stage.in_vars):
+            if var in producers:
+                continue
             aval = jaxpr.in_avals[i] if i < len(jaxpr.in_avals) else ""
             name = in_names[i] if in_names else var
             label = f"{name}\n{short_aval(aval)}" if name == var else \
@@ -228,6 +294,9 @@ class _JaxprBuilder:
             if kept is not None and index == self.o.focus:
                 mark = mark or "focus"
             self._add_eqn(eqn, f"{prefix}e{index}", f"#{index}", scope, cluster, mark, depth=0)
+        if self.fold != FOLD_NONE and kept is None:
+            notes += self._fold_outputs(stage, out_names, scope, prefix, cluster)
+            return notes
         for i, var in enumerate(stage.out_vars):
             aval = jaxpr.out_avals[i] if i < len(jaxpr.out_avals) else ""
             if lazy and var not in scope.producers:
@@ -241,6 +310,63 @@ class _JaxprBuilder:
             if src:
                 self.edge(src, f"{prefix}o{i}", var, aval)
         return notes
+
+    def _fold_inputs(self, stage: Stage, in_names: Sequence[str] | None, const_word: str,
+                     prefix: str, cluster: str | None,
+                     producers: dict[str, tuple[str, str]]) -> list[str]:
+        """Inputs and consts as one node per argument (FOLD_ALL: one node for all)."""
+        jaxpr = stage.jaxpr
+        assert jaxpr is not None
+        members: dict[str, list[tuple[str, str]]] = {}
+        for var in stage.const_vars:
+            members.setdefault(f"{const_word}s", []).append((var, ""))
+        names = in_names if in_names and self.fold != FOLD_ALL else ("inputs",) * len(
+            stage.in_vars)
+        for key, (var, aval) in zip(_arguments(names, self.budget or 0),
+                                    zip(stage.in_vars, _padded(jaxpr.in_avals, stage.in_vars))):
+            members.setdefault(key, []).append((var, aval))
+        if self.fold == FOLD_ALL and len(members) > 1:
+            members = {"inputs and consts": [m for ms in members.values() for m in ms]}
+        for k, (key, group) in enumerate(members.items()):
+            node_id = f"{prefix}ig{k}"
+            label = f"{key}: {len(group)} {'value' if len(group) == 1 else 'values'}"
+            self.node(Node(node_id, f"{label}\n{_aval_summary(a for _, a in group)}", "input",
+                           cluster, tooltip=f"{label} (max_nodes={self.o.max_nodes})"))
+            for var, aval in group:
+                producers[var] = (node_id, aval)
+        total = len(stage.const_vars) + len(stage.in_vars)
+        self._count_folded(inputs_folded=total)
+        what = ", ".join(f"{key}: {len(group)}" for key, group in members.items())
+        return [f"max_nodes={self.o.max_nodes}: the {total} inputs and consts are drawn as "
+                f"{len(members)} node{'s' if len(members) != 1 else ''} ({_shorten(what, 120)})"]
+
+    def _fold_outputs(self, stage: Stage, out_names: Sequence[str] | None, scope: _Scope,
+                      prefix: str, cluster: str | None) -> list[str]:
+        jaxpr = stage.jaxpr
+        assert jaxpr is not None
+        members: dict[str, list[tuple[str, str]]] = {}
+        names = out_names if out_names and self.fold != FOLD_ALL else ("outputs",) * len(
+            stage.out_vars)
+        for key, (var, aval) in zip(_arguments(names, self.budget or 0),
+                                    zip(stage.out_vars, _padded(jaxpr.out_avals,
+                                                                stage.out_vars))):
+            members.setdefault(key, []).append((var, aval))
+        for k, (key, group) in enumerate(members.items()):
+            node_id = f"{prefix}og{k}"
+            label = f"{key}: {len(group)} {'output' if len(group) == 1 else 'outputs'}"
+            self.node(Node(node_id, f"{label}\n{_aval_summary(a for _, a in group)}", "output",
+                           cluster, tooltip=f"{label} (max_nodes={self.o.max_nodes})"))
+            fed: set[str] = set()
+            for var, aval in group:
+                src = self._source(var, aval, scope, prefix, cluster)
+                if src and src not in fed:
+                    fed.add(src)
+                    self.edge(src, node_id, var, aval)
+        self._count_folded(outputs_folded=len(stage.out_vars))
+        if len(members) == len(stage.out_vars):
+            return []
+        return [f"max_nodes={self.o.max_nodes}: the {len(stage.out_vars)} outputs are drawn as "
+                f"{len(members)} node{'s' if len(members) != 1 else ''}"]
 
     def _plan_refs(self, stage: Stage, eqns: Sequence[EqnRecord], scope: _Scope,
                    in_names: Sequence[str] | None) -> list[str]:
@@ -285,13 +411,13 @@ class _JaxprBuilder:
                 hidden = sum(p * (c - 1) for _, p, c in runs)
                 notes.append(f"collapse_repeats: {hidden} equations in {len(runs)} repeated "
                              f"block(s) drawn as one node each (the first copy is drawn)")
-        if self.o.max_nodes is not None and self.o.focus is None:
+        if self.budget is not None and self.o.focus is None:
             cost = 0
             for i, eqn in enumerate(eqns):
                 if i in groups:
                     continue
                 cost += 1 + (_sub_count(eqn) if self.expand else 0)
-                if cost > self.o.max_nodes:
+                if cost > self.budget:
                     rest = [j for j in range(i, n) if j not in groups]
                     prims = Counter(eqns[j].primitive for j in rest)
                     top = ", ".join(f"{p} x{c}" for p, c in prims.most_common(4))
@@ -301,6 +427,7 @@ class _JaxprBuilder:
                                           f"(max_nodes={self.o.max_nodes})\n{top}", i, n - 1)
                     for j in rest:
                         groups[j] = group
+                    self._count_folded(equations_folded=len(rest))
                     notes.append(f"max_nodes={self.o.max_nodes}: equations #{i}-#{n - 1} "
                                  f"({len(rest)} of {n}) are drawn as one node; show them with "
                                  f"focus=EQN or a larger max_nodes")
@@ -360,6 +487,8 @@ class _JaxprBuilder:
         made = scope.made.get(var)
         if made is None or (var not in scope.producers and var not in scope.hidden):
             return ""
+        if self.fold == FOLD_ALL:
+            return ""  # a few nodes: dot is quick with long edges too
         if var not in scope.busy and not (self._long and scope.position - made > LONG_EDGE):
             return ""
         self._refs += 1
@@ -484,6 +613,36 @@ class _Group:
     label: str
     start: int
     end: int
+
+
+_PATH_PART = re.compile(r"\[[^\]]*\]|\.[^.\[]+|[^.\[]+")
+
+
+def _arguments(names: Sequence[str], budget: int, depth_limit: int = 3) -> list[str]:
+    """Each leaf's group: its key path cut to the shallowest depth that splits the leaves
+    (`params[0][1]` -> `params`; all under `args` -> `args[0]`, `args[1]`), with no more
+    groups than a quarter of the budget."""
+    parts = [_PATH_PART.findall(n) or [n] for n in names]
+    keys = ["".join(p[:1]) for p in parts]
+    for depth in range(2, depth_limit + 1):
+        if len(set(keys)) > 1:
+            break
+        deeper = ["".join(p[:depth]) for p in parts]
+        if len(set(deeper)) > max(2, budget // 4):
+            break
+        keys = deeper
+    return keys
+
+
+def _padded(avals: Sequence[str], values: Sequence[str]) -> list[str]:
+    return [avals[i] if i < len(avals) else "" for i in range(len(values))]
+
+
+def _aval_summary(avals: Iterable[str], top: int = 3) -> str:
+    counts = Counter(short_aval(a) for a in avals if a)
+    text = ", ".join(f"{a} x{n}" if n > 1 else a for a, n in counts.most_common(top))
+    more = len(counts) - top
+    return text + (f", {more} more shapes" if more > 0 else "")
 
 
 def _sub_count(eqn: EqnRecord) -> int:
@@ -647,17 +806,20 @@ def collect_stages(before: Stage, after: Stage, call: Call | None = None,
                 marks_a[row.before] = "changed"
             if row.after is not None:
                 marks_b[row.after] = "changed"
-    builder = _JaxprBuilder(options, expand=options.collapse_subjaxprs is False)
-    notes = []
-    for prefix, stage, marks in (("a_", before, marks_a), ("b_", after, marks_b)):
-        cluster = f"cluster_{prefix}stage"
-        count = stage.eqn_count if stage.eqn_count is not None else len(stage.eqns)
-        builder.clusters.append(Cluster(cluster, f"{stage.name}  ({count} equations)", None,
-                                        "stage"))
-        notes += [f"{stage.name}: {n}" for n in
-                  builder.add_stage(stage, call, prefix, cluster, marks)]
     title = f"{before.name} -> {after.name}: {diff.summary()}"
-    return builder.graph(title, notes)
+
+    def build(builder: _JaxprBuilder) -> Graph:
+        notes = []
+        for prefix, stage, marks in (("a_", before, marks_a), ("b_", after, marks_b)):
+            cluster = f"cluster_{prefix}stage"
+            count = stage.eqn_count if stage.eqn_count is not None else len(stage.eqns)
+            builder.clusters.append(Cluster(cluster, f"{stage.name}  ({count} equations)", None,
+                                            "stage"))
+            notes += [f"{stage.name}: {n}" for n in
+                      builder.add_stage(stage, call, prefix, cluster, marks)]
+        return builder.graph(title, notes)
+
+    return _within_max_nodes(build, options, expand=options.collapse_subjaxprs is False)
 
 
 # --- tower view --------------------------------------------------------------------
@@ -677,7 +839,13 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
     for step in call.steps:
         by_level.setdefault(step.level, []).append(step)
     shown: set[int] = set()
-    per_level = max(1, cap // max(1, len(call.levels)))
+    # Each level keeps one node for its "more steps" (or "no steps") note.
+    per_level = max(0, cap // max(1, len(call.levels)) - 1)
+    if options.max_nodes is None:
+        per_level = max(1, per_level)
+    elif cap < len(call.levels):
+        raise CollectError(f"max_nodes={cap}: the tower of call {call.index} needs at least "
+                           f"{len(call.levels)} nodes (one per level)")
     for level in sorted(call.levels, key=lambda lv: (-lv.depth, lv.index)):
         cluster = f"cluster_L{level.index}"
         options_text = " ".join(f"{k}={v}" for k, v in level.options)
@@ -744,6 +912,12 @@ def collect_pytree(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
     mismatch_pairs = [e.mismatch for e in call.errors if e.mismatch is not None]
     pairs = list(pairs) + [p for p in mismatch_pairs if p not in pairs]
     cap = options.max_nodes if options.max_nodes is not None else 500
+    tree_count = 2 * len(pairs) if pairs else len(trees)
+    if options.max_nodes is not None and tree_count:
+        if cap < tree_count:
+            raise CollectError(f"max_nodes={cap}: the pytree view of call {call.index} needs at "
+                               f"least {tree_count} nodes (one per tree)")
+        cap //= tree_count  # shared by the trees drawn
     if pairs:
         for k, pair in enumerate(pairs):
             cluster = f"cluster_pair{k}"
@@ -826,7 +1000,8 @@ def _tree_nodes(tree: TreeRecord, prefix: str, cluster: str, parent: str, nodes:
         if node.parent is not None:
             edges.append(Edge(f"{prefix}{node.parent}", f"{prefix}{node.index}"))
     if len(tree.nodes) > cap:
-        notes.append(f"{tree.name}: {len(tree.nodes) - cap} of {len(tree.nodes)} nodes not drawn")
+        notes.append(f"{tree.name}: {len(tree.nodes) - cap} of {len(tree.nodes)} nodes not drawn "
+                     f"(at most {cap} per tree)")
     if tree.note:
         notes.append(f"{tree.name}: {tree.note}")
 

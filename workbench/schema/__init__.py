@@ -76,6 +76,17 @@ def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]
                        for name in _codec.SHARED}}
     session_fields["calls"] = _described(builder.type_schema("list[Call]", None),
                                           "one Call row per outermost transformed invocation")
+    span = {"type": "array", "prefixItems": [{"type": "integer", "minimum": 0}] * 3,
+            "minItems": 3, "maxItems": 3}
+    session_fields["lazy_at"] = {
+        "type": "object", "additionalProperties": False, "required": ["fields", "spans"],
+        "description": "where each call's big parts are in the text, so a reader can decode "
+                       "them when it needs them; written last",
+        "properties": {
+            "fields": {"const": list(record.LAZY_FIELDS)},
+            "spans": {"type": "array", "description": "per call, per field: [start, end, "
+                      "count], the array's character offsets and its length",
+                      "items": {"type": "array", "items": span}}}}
     return {
         "$schema": DRAFT,
         "$id": f"https://jax-transform-workbench/schema/session/v{record.SCHEMA_VERSION}.json",

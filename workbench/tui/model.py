@@ -36,6 +36,10 @@ def unpack(code: int) -> tuple[int, int, int]:
 
 # --- levels and steps of a call ----------------------------------------------------
 
+# Sessions with more steps open with their calls folded (but the first).
+COLLAPSED_OPEN_STEPS = 200_000
+
+
 class CallIndex:
     """Per-call lookups built once, on first use: levels in tree order, steps per level."""
 
@@ -324,6 +328,10 @@ class Outline:
         self.collapsed: set[tuple[int, int]] = set()  # (call, level position) or (call, -1)
         # (call, first level position) of runs of identical levels listed level by level
         self.expanded_runs: set[tuple[int, int]] = set()
+        if session.step_count > COLLAPSED_OPEN_STEPS:
+            # A huge session opens with its calls folded but the first: a call's steps are
+            # decoded (a lazy load) and indexed only when it is unfolded.
+            self.collapsed = {(c, -1) for c in range(1, len(session.calls))}
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
@@ -347,10 +355,10 @@ class Outline:
         rows = array("q")
         f = self.filter
         for c, call in enumerate(self.session.calls[:1 << _CALL_BITS]):
-            idx = self.index(c)
             rows.append(pack(CALL, c, 0))
             if (c, -1) in self.collapsed:
                 continue
+            idx = self.index(c)
             expanded = {pos for c2, pos in self.expanded_runs if c2 == c}
             groups = [(row.position, call.levels[row.position].index)
                       for row in idx.level_rows(expanded)
@@ -475,8 +483,14 @@ class Outline:
         return i
 
     def prepare_search(self, steps: int = SearchTexts.SLICE) -> bool:
-        """Index up to `steps` more steps for search; whether every call is indexed."""
-        for c in range(min(len(self.session.calls), 1 << _CALL_BITS)):
+        """Index up to `steps` more steps for search; whether every call is indexed.
+
+        NB: a call whose steps a lazy load has not decoded yet is left for the search
+        itself: preparing would decode every call of a huge dump behind the user's back."""
+        calls = self.session.calls
+        for c in range(min(len(calls), 1 << _CALL_BITS)):
+            if c not in self._index and not getattr(calls[c].steps, "decoded", True):
+                continue
             texts = self.index(c).search_texts()
             if not texts.done:
                 texts.build(steps)
@@ -784,7 +798,14 @@ def plural(n: int, word: str) -> str:
 def session_summary(session: Session) -> str:
     failed = sum(1 for c in session.calls if c.errors)
     text = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
-    return text + (f", {failed} failed" if failed else "")
+    return text + (f", {failed} failed" if failed else "") + dropped_summary(session)
+
+
+def dropped_summary(session: Session) -> str:
+    """", 19,000 calls dropped (max_steps)": what a bounded recording let go; "" if nothing."""
+    if not session.dropped_calls:
+        return ""
+    return f", {session.dropped_calls:,} calls dropped (max_steps={session.max_steps or 0:,})"
 
 
 def sanitize(text: object, limit: int = 4000) -> str:
