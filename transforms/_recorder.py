@@ -112,6 +112,10 @@ def active_session() -> SessionRecorder | None:
     return _state.session
 
 
+# The most jaxprs a session keeps alive for its records' sake (then it starts again).
+SHARED_JAXPRS = 512
+
+
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
@@ -130,6 +134,10 @@ class SessionRecorder:
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
+        # Jaxpr records and jit step summaries by jaxpr object, kept with the object
+        # (so its id is not reused); JAX reuses the jaxprs of jnp functions.
+        self.jaxpr_records: dict[int, tuple[Any, Any]] = {}
+        self.jit_summaries: dict[tuple, tuple] = {}
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -368,8 +376,9 @@ class CallBuilder:
         self.full_detail = recorder.detail == "full"
         # (step index, phase, source) of each step being processed, innermost last
         self.active_steps: list[tuple[int, str, SourceLocation | None]] = []
-        self._jaxprs: dict[int, tuple[Any, Any]] = {}
-        self._jit_summaries: dict[tuple, tuple] = {}
+        # Shared by the session's calls: a training loop's steps print each jaxpr once.
+        self._jaxprs = recorder.jaxpr_records
+        self._jit_summaries = recorder.jit_summaries
         self._errors_seen: set[int] = set()
         from ._diagnose import CallTrees
         from ._trees import tree_text
@@ -627,8 +636,9 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=_sharding_hook.call_shardings(self, stages))
-        self._jaxprs.clear()
-        self._jit_summaries.clear()
+        if len(self._jaxprs) > SHARED_JAXPRS or len(self._jit_summaries) > SHARED_JAXPRS:
+            self._jaxprs.clear()  # they keep their jaxprs alive: a bounded number
+            self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call
