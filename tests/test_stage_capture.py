@@ -597,3 +597,45 @@ def test_a_rule_given_one_array_twice_is_not_replayed():
     assert runs["f_jvp"] == 1
     stage = find_stage(session.calls[0].stages, "jvp(f)")
     assert not stage.available and "was given one array as two of its arguments" in stage.reason
+
+
+# --- a Python float the transformation does not trace: a literal, and said so -----------
+
+def scaled_sin(x, y):
+    return jnp.sum(jnp.sin(x) * y)
+
+
+def sin_only(x, y):
+    return jnp.sum(jnp.sin(x))
+
+
+FLOAT_NOTE = ("y=2.0 is a Python float that {kind} does not trace: scaled_sin ran with it as "
+              "a constant, so these stages hold it as a literal, not an input (jax.make_jaxpr "
+              "traces a float argument as an input)")
+
+
+@pytest.mark.parametrize("kind, program", [
+    ("grad", lambda T: T.grad(scaled_sin)(X, 2.0)),
+    ("vmap", lambda T: T.vmap(scaled_sin, in_axes=(0, None))(XS, 2.0)),
+    ("grad", lambda T: T.vmap(T.grad(scaled_sin), in_axes=(0, None))(XS, 2.0)),
+], ids=["grad", "vmap", "vmap_grad"])
+def test_a_python_float_the_transformation_does_not_trace_is_a_noted_literal(kind, program):
+    seen = []
+    jax.grad(lambda x, y: seen.append(type(y)) or scaled_sin(x, y))(X, 2.0)
+    assert seen == [float]  # JAX itself runs f with the float, not a tracer of it
+    with transforms.record() as session:
+        program(transforms)
+    jaxpr_stages = [s for s in session.calls[0].stages if s.jaxpr is not None]
+    assert jaxpr_stages and all(s.note == FLOAT_NOTE.format(kind=kind) for s in jaxpr_stages)
+    assert "mul c 2.0:f32[]" in find_stage(session.calls[0].stages, "f").jaxpr.text
+
+
+@pytest.mark.parametrize("program", [
+    lambda T: T.grad(scaled_sin, argnums=(0, 1))(X, 2.0),  # traced: an input
+    lambda T: T.jit(scaled_sin)(X, 2.0),
+    lambda T: T.grad(sin_only)(X, 2.0),  # not used at all: nothing baked in
+], ids=["differentiated", "jit", "unused"])
+def test_a_traced_or_unused_float_has_no_note(program):
+    with transforms.record() as session:
+        program(transforms)
+    assert not any(s.note for s in session.calls[0].stages)

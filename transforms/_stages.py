@@ -176,7 +176,14 @@ def _rule_notes() -> Iterator[list[str]]:
 def _noted(stage: Stage, notes: list[str]) -> Stage:
     if not notes or not stage.available:
         return stage
-    return dataclasses.replace(stage, note=" ".join(filter(None, (stage.note, *notes))))
+    return dataclasses.replace(stage, note=joined_notes(stage.note, *notes))
+
+
+def joined_notes(*notes: str) -> str:
+    """Sentences one after the other (a note without a full stop gets one when followed)."""
+    found = [n for n in notes if n]
+    return " ".join([n if n.endswith(".") or i == len(found) - 1 else n + "."
+                     for i, n in enumerate(found)])
 
 
 def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ...]:
@@ -436,10 +443,7 @@ def abstract_point(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 def _point_text(fun: Any, args: tuple) -> str:
     """`x=2.0, n=3`: the call's small concrete arguments, for a branch's note."""
     from ._snapshot import describe_concrete
-    try:
-        names = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        names = []
+    names = _parameter_names(fun)
     parts = []
     for i, a in enumerate(args[:6]):
         if isinstance(a, _i.Tracer):
@@ -814,9 +818,10 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
             if stages and stages[-1].available is False and h is None:
                 blocked = blocked or f"not reached: {_stage_reason(stages[-1])}"
             expr, named = outer_expr, outer_named
-        note = _branch_note(tape, group, named_f) if tape is not None else ""
+        note = joined_notes(_branch_note(tape, group, named_f),
+                            _constant_float_note(tape, f, chain[-1].kind)) if tape else ""
         if note:  # every jaxpr of the group is of the branch taken
-            stages = [dataclasses.replace(s, note=note + (" " + s.note if s.note else ""))
+            stages = [dataclasses.replace(s, note=joined_notes(note, s.note))
                       if s.available and s.jaxpr is not None and not s.note.startswith(note)
                       else s for s in stages]
         return Captured(stages)
@@ -856,6 +861,30 @@ def _function_stage(tape: Tape | None, point: tuple | None, expr: str, f: Any,
     stage = _stage_of(label, "jax.make_jaxpr(<the primitives f bound at this call>)",
                       lambda: _make_jaxpr(replay)(*args, **kwargs))
     return stage, replay
+
+
+def _constant_float_note(tape: Tape, f: Any, kind: str) -> str:
+    """When a Python float argument that `kind` does not trace is a literal in the stages."""
+    found = tape.constant_floats()
+    if not found:
+        return ""
+    args, names = tape.point[0], _parameter_names(f)
+    starts, at = {}, 0
+    for i, a in enumerate(args):  # the leaf each positional argument starts at
+        starts[at] = names[i] if i < len(names) else f"args[{i}]"
+        at += len(jax.tree_util.tree_leaves(a))
+    shown = ", ".join(f"{starts.get(i, 'an argument')}={value!r}" for i, value in found)
+    named = _recorder.function_name(f)
+    return (f"{shown} is a Python float that {kind} does not trace: {named} ran with it as a "
+            f"constant, so these stages hold it as a literal, not an input (jax.make_jaxpr "
+            f"traces a float argument as an input)")
+
+
+def _parameter_names(fun: Any) -> list[str]:
+    try:
+        return list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):  # a builtin or a callable object without a signature
+        return []
 
 
 def _branch_note(tape: Tape, group: _Group, named: str) -> str:

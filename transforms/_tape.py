@@ -86,6 +86,7 @@ class Tape:
         self.closure_types: list[Any] = []  # values of enclosing traces the function used
         self._closure_vars: list[int] = []
         self.ambiguous = False  # one object stood for two values: which one an entry read is unknown
+        self.floats = {i: x for i, x in enumerate(leaves) if type(x) is float}  # Python floats
         for i, x in enumerate(leaves):
             if is_array_like(x):
                 self.in_positions.append(i)
@@ -197,6 +198,31 @@ class Tape:
             name = _comparison(e)
             if name and not any(n in used for n in e.outs):
                 found.append(Branch(name, e.source))
+        return found
+
+    def constant_floats(self) -> list[tuple[int, float]]:
+        """(leaf index, value) of Python float arguments the function used as constants.
+
+        A float the transformation does not trace reaches the function as itself,
+        and JAX binds it as a literal: no step reads the argument, one reads its value.
+        """
+        leaves = jax.tree_util.tree_leaves(self.point)
+        used = {r[1] for e in self.entries for r in e.ins if r[0] == "var"}
+        used.update(r[1] for r in self.out_refs if r[0] == "var")
+        consts = set()
+        for e in self.entries:
+            for r in e.ins:
+                if r[0] == "const" and getattr(r[1], "shape", ()) == ():
+                    try:
+                        consts.add(float(r[1]))
+                    except (TypeError, ValueError):  # a complex or exotic constant
+                        pass
+        found = []
+        for n, i in enumerate(self.in_positions):
+            if n in used or i >= len(leaves) or not isinstance(self.floats.get(i), float):
+                continue
+            if self.floats[i] in consts:
+                found.append((i, self.floats[i]))
         return found
 
     def replay(self, *args: Any, **kwargs: Any) -> Any:
