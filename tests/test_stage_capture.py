@@ -586,8 +586,9 @@ def test_a_rule_that_did_not_run_is_not_run_for_a_stage():
     assert not stage.available
     assert stage.reason == (
         "RuleNotRun: custom_loss.<locals>.g_bwd (a custom_vjp bwd rule) cannot be staged: it "
-        "did not run at this call at these argument types, and stages never run the user's "
-        "Python again")
+        "did not run at this call at these argument types (a bwd rule runs in the backward "
+        "pass: after jax.vjp, when its pullback is called, later than the vjp call's stages "
+        "are made), and stages never run the user's Python again")
 
 
 def test_a_rule_given_one_array_twice_is_not_replayed():

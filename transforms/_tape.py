@@ -291,6 +291,13 @@ RULE_ROLES: dict[str, str] = {
 }
 
 
+# Why a rule may not have run when a stage needs it.
+_NOT_RUN_HINTS: dict[str, str] = {
+    "custom_vjp_bwd": (" (a bwd rule runs in the backward pass: after jax.vjp, when its "
+                       "pullback is called, later than the vjp call's stages are made)"),
+}
+
+
 class RuleNotRun(RuntimeError):
     """A stage needs a custom rule at argument types it never ran at during the call."""
 
@@ -373,7 +380,7 @@ class RuleTapes:
             if found is not None:
                 return found
         why = _unusable(tape) if tape is not None else \
-            "it did not run at this call at these argument types"
+            "it did not run at this call at these argument types" + _NOT_RUN_HINTS.get(kind, "")
         raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
                          f"{why}, and stages never run the user's Python again")
 
