@@ -7,7 +7,7 @@
    layer, 16.5k in all;
 3. the same grad called eagerly (op by op; results waited for).
 
-Each compares `with transforms.record():` plus `transforms.<transform>` against `jax.<transform>`.
+Each compares `with transforms.record(stages=False):` plus `transforms.<transform>` against `jax.<transform>`.
 The variants alternate; each figure is a median of CPU time (the cyclic GC on, as users run it:
 its passes over what the recording keeps alive are part of the cost); the ratio is
 median(recorded) / median(plain), target <= 1.15 each. Also prints the eager MLP ratio for
@@ -68,7 +68,7 @@ def mlp_cases(reps: int) -> tuple[float, float, int]:
         return jax.make_jaxpr(jax.vmap(jax.grad(loss), in_axes=IN_AXES))(params, xs, ys)
 
     def recorded_jaxpr():
-        with transforms.record() as session:
+        with transforms.record(stages=False) as session:
             f = transforms.vmap(transforms.grad(loss), in_axes=IN_AXES)
             jaxpr = jax.make_jaxpr(f)(params, xs, ys)
         return jaxpr, session
@@ -77,7 +77,7 @@ def mlp_cases(reps: int) -> tuple[float, float, int]:
         return jax.block_until_ready(jax.vmap(jax.grad(loss), in_axes=IN_AXES)(params, xs, ys))
 
     def recorded_eager():
-        with transforms.record() as session:
+        with transforms.record(stages=False) as session:
             f = transforms.vmap(transforms.grad(loss), in_axes=IN_AXES)
             out = jax.block_until_ready(f(params, xs, ys))
         return out, session
@@ -98,7 +98,7 @@ def grad_cases(layers: int, reps: int) -> tuple[float, float]:
         return jax.make_jaxpr(jax.grad(loss))(params, x)
 
     def recorded_jaxpr():
-        with transforms.record() as session:
+        with transforms.record(stages=False) as session:
             jaxpr = jax.make_jaxpr(transforms.grad(loss))(params, x)
         return jaxpr, session
 
@@ -106,7 +106,7 @@ def grad_cases(layers: int, reps: int) -> tuple[float, float]:
         return jax.block_until_ready(jax.grad(loss)(params, x))
 
     def recorded_eager():
-        with transforms.record() as session:
+        with transforms.record(stages=False) as session:
             out = jax.block_until_ready(transforms.grad(loss)(params, x))
         return out, session
 
@@ -130,7 +130,7 @@ def profile(layers: int) -> None:
     loss, params, x = make_gelu_mlp(layers)
     prof = cProfile.Profile()
     prof.enable()
-    with transforms.record():
+    with transforms.record(stages=False):
         jax.make_jaxpr(transforms.grad(loss))(params, x)
     prof.disable()
     stats = pstats.Stats(prof)

@@ -116,3 +116,44 @@ def test_transforms_names_that_need_jax_are_imported_on_first_use():
                           timeout=120, check=True)
     assert done.stdout.split() == ["False", "True", "transforms._recorder", "transforms._stages",
                                    "[]"]
+
+
+_FIRST_FRAME_PROBE = """
+import sys
+import workbench.tui as tui
+from workbench.tui.screens.loading import LoadingScreen
+
+seen = []
+mounted = LoadingScreen.on_mount
+
+def on_mount(self):
+    seen.append(sorted(m for m in ("transforms.record", "workbench.tui.screens.picker",
+                                   "workbench.tui.model") if m in sys.modules))
+    mounted(self)
+
+LoadingScreen.on_mount = on_mount
+
+async def _quit(pilot):
+    await pilot.pause()
+    pilot.app.exit()
+
+app = tui.build_open_app(sys.argv[1])
+app.run(headless=True, auto_pilot=_quit, size=(100, 30))
+print(seen)
+"""
+
+
+def test_open_draws_its_loading_frame_before_importing_the_model(dump):
+    """`workbench open`'s first frame (the gate in bench/bench_tui.py) pays for Textual only:
+    the dump's model, the TUI's model and the picker are imported behind it."""
+    done = subprocess.run([sys.executable, "-c", _FIRST_FRAME_PROBE, dump], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[[]]"
+
+
+def test_the_cli_module_imports_no_model():
+    done = subprocess.run([sys.executable, "-c", "import sys, workbench.cli; "
+                           "print('transforms.record' in sys.modules)"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False"]

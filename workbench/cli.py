@@ -20,14 +20,16 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Sequence
-
-import transforms
-from transforms.record import Call, Session, Step, level_rows, write_atomically
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .safe_text import first_line as _first_line
 from .safe_text import terminal as _t
-from .saving import fallback_paths, save_recording, usable_output
+
+if TYPE_CHECKING:
+    from transforms.record import Call, Session, Step
+
+# NB: transforms.record and .saving are imported where they are used: `workbench open`
+# draws its first frame before the dump's model is imported (the gate in bench/bench_tui.py).
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -324,10 +326,11 @@ def _note(args: argparse.Namespace, message: str) -> None:
 
 
 def _load_or_report(path: str, lazy: bool = False) -> Session | None:
+    from transforms.record import SessionLoadError
     from workbench.processes import load_run
     try:
         return load_run(path, lazy=lazy)
-    except transforms.SessionLoadError as e:
+    except SessionLoadError as e:
         _error(str(e))
         return None
 
@@ -504,6 +507,7 @@ def write_gallery(outcomes: list, folder: str,
                   exporter: Callable[[Session, str, str], list[str]] | None = None,
                   quiet: bool = True) -> str:
     """One dump per example, graph images when an exporter is given, index.json and index.md."""
+    from transforms.record import SCHEMA_VERSION, write_atomically
     from workbench._progress import Progress
     entries = []
     with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
@@ -518,7 +522,7 @@ def write_gallery(outcomes: list, folder: str,
             progress.advance(stem)
     index = {
         "gallery": "jax-transform-workbench/gallery",
-        "schema_version": transforms.SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "jax_version": outcomes[0].session.jax_version if outcomes else "",
         "python_version": outcomes[0].session.python_version if outcomes else "",
         "examples": entries,
@@ -592,6 +596,7 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     if args.output is not None:
         from workbench.launch import is_folder
+        from workbench.saving import usable_output
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
         problem = _usable_folder(args.output) if is_folder(args.output) and \
             args.processes is None else usable_output(args.output)
@@ -668,6 +673,7 @@ def _save(args: argparse.Namespace, session: Session, what: str, path: str,
     `where`: what to say when it was written there (a process's dump in a folder).
     NB: the notes of a failure are printed even with --quiet: they say where the
     recording is."""
+    from workbench.saving import fallback_paths, save_recording
     outcome = save_recording(session, path, lambda message: _note(args, message))
     if outcome.path == path:
         _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
@@ -699,6 +705,7 @@ def _process_options(args: argparse.Namespace) -> str:
 
 
 def _usable_output(path: str) -> str:
+    from workbench.saving import usable_output
     return usable_output(path)
 
 
@@ -716,11 +723,16 @@ def _open(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     # The terminal UI draws its first frame at once and reads the dump behind it, lazily:
     # a call's steps are decoded when it is unfolded (a big dump opens at once).
-    from workbench.processes import load_run
     from workbench.tui import open_dump
     return open_dump(args.trace, export_dir=args.export_dir, process=args.process,
-                     load=lambda path: load_run(path, lazy=True),
+                     load=_load_lazily,
                      check=lambda session: _process_problem(args, session))
+
+
+def _load_lazily(path: str) -> Session:
+    """The open command's loader, run behind the first frame (it imports the model)."""
+    from workbench.processes import load_run
+    return load_run(path, lazy=True)
 
 
 def _process_problem(args: argparse.Namespace, session: Session) -> str:
@@ -807,6 +819,7 @@ def _stage_summary(stage: Any) -> str:
 
 def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
+    from transforms.record import level_rows
     status = "ok" if call.ok else "FAILED"
     where = f" at {_t(call.source)}" if call.source else ""
     lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
@@ -927,6 +940,7 @@ def _schema(args: argparse.Namespace) -> int:
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
+        from transforms.record import write_atomically
         write_atomically(args.output, text)
     else:
         sys.stdout.write(text)
@@ -939,6 +953,7 @@ def _validate(paths: list[str], schema: Any) -> int:
     So `schema --validate` accepts exactly the files `transforms.load` reads: a dump
     written by an older workbench (fewer fields, named in its `fields` header) is checked
     against the schema of that layout, and a version 1 dump is read by the old decoder."""
+    from transforms.record import SCHEMA_VERSION
     code = EXIT_OK
     for path in paths:
         if _load_or_report(path) is None:  # the loader's message says what is wrong
@@ -948,7 +963,7 @@ def _validate(paths: list[str], schema: Any) -> int:
             data = json.load(f)
         if data.get("schema_version") == 1:
             print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
-                  f"still reads; the schema describes version {transforms.SCHEMA_VERSION})")
+                  f"still reads; the schema describes version {SCHEMA_VERSION})")
             continue
         problems = schema.validate(data, schema.session_schema(data["fields"]))
         if problems:

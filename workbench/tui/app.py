@@ -82,7 +82,6 @@ class WorkbenchApp(App):
             self.set_interval(self.watcher.interval, self._check_watch)
 
     def get_default_screen(self) -> Screen:
-        from .screens.picker import PickerScreen
         if self.loader is not None:
             path = self.loader[0]
             self.call_after_refresh(
@@ -98,6 +97,7 @@ class WorkbenchApp(App):
         if len(self.gallery) == 1 and session is not None:
             return self._screen_of(session, title, gallery=False,
                                    position=self._position(session))
+        from .screens.picker import PickerScreen  # NB: not before the loading frame
         return PickerScreen(self.gallery, self.descriptions)
 
     def _screen_of(self, session: Session, title: str, gallery: bool,
