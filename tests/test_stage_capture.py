@@ -640,3 +640,28 @@ def test_a_traced_or_unused_float_has_no_note(program):
     with transforms.record() as session:
         program(transforms)
     assert not any(s.note for s in session.calls[0].stages)
+
+
+def test_custom_rules_inside_a_closure_over_jits_values_are_replayed():
+    """A training step's loss as a lambda closing over the batch (tracers of the jit),
+    through jax.nn.relu's custom_jvp: the closure's values are the group's, not the rule's."""
+    def build(T, runs):
+        @T.jit
+        def step(params, x, y):
+            def loss(p):
+                runs["loss"] += 1
+                return mlp_loss(p, x, y)
+            value, grads = T.value_and_grad(loss)(params)
+            return value, grads
+        return step
+    x, y = jnp.ones((16, 4)), jnp.zeros((16, 2))
+    plain, ours = collections.Counter(), collections.Counter()
+    build(jax, plain)(mlp_params(), x, y)
+    with transforms.record() as session:
+        build(transforms, ours)(mlp_params(), x, y)
+    assert ours == plain
+    stages = session.calls[0].stages
+    assert all(s.available for s in stages), [(s.name, s.reason) for s in stages if not s.available]
+    assert [s.name for s in stages if "loss" in s.name] == [
+        "loss", "jvp(loss)", "linearize(loss)", "linear(loss)", "transpose(linear(loss))",
+        "value_and_grad(loss)"]

@@ -105,7 +105,7 @@ class Tape:
         self.out_refs: tuple = ()
         self.out_tree: Any = None
         self.problem = ""   # why the tape cannot be replayed ("" when it can)
-        self.signature: tuple = ()  # a rule's: its arguments' types and static values
+        self.signature: tuple | None = None  # a rule's: its arguments' types and static values
         self.finished = False
 
     # -- filled while the call runs --------------------------------------------------
@@ -234,11 +234,12 @@ class Tape:
         env: dict[int, Any] = {}
         for n, i in enumerate(self.in_positions):
             env[n] = leaves[i]
-        closures = current_closures()
-        if len(closures) != len(self._closure_vars):
-            raise TypeError(f"the replay of {self.function} needs {len(self._closure_vars)} "
-                            f"closed-over values, got {len(closures)}")
-        env.update(zip(self._closure_vars, closures))
+        if self.signature is None:  # a user function's (a rule's has none: RuleTapes._usable)
+            closures = current_closures()
+            if len(closures) != len(self._closure_vars):
+                raise TypeError(f"the replay of {self.function} needs {len(self._closure_vars)} "
+                                f"closed-over values, got {len(closures)}")
+            env.update(zip(self._closure_vars, closures))
         outs = self._bind(self.entries, env, self.out_refs)
         return jax.tree_util.tree_unflatten(self.out_tree, outs)
 
@@ -401,7 +402,7 @@ class RuleTapes:
                 if n_out is None:
                     continue
                 outputs = slice(len(tape.out_refs) - n_out, None)
-            signature = tape.signature
+            signature = tape.signature or ()
             if [signature[i] if i < len(signature) else None for i in positions] != types:
                 continue
             found = tape.replay_part(outputs, dict(zip(positions, args)))
