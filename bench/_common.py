@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import gc
 import platform
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -112,3 +114,12 @@ def verdict(name: str, value: float, target: float, unit: str = "") -> int:
 def exit_with(code: int) -> None:
     sys.stdout.flush()
     sys.exit(code)
+
+
+def child_cpu(command: list[str]) -> float:
+    """CPU seconds (user + system) of a whole child process: what it cost, whatever else
+    runs on the machine beside it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -34,9 +34,7 @@ import argparse
 import gc
 import os
 import re
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -46,7 +44,14 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
-from _common import exit_with, header, median, timed_capture, verdict  # noqa: E402
+from _common import (  # noqa: E402
+    child_cpu,
+    exit_with,
+    header,
+    median,
+    timed_capture,
+    verdict,
+)
 
 import transforms  # noqa: E402
 from transforms.diff import find_stage  # noqa: E402
@@ -100,13 +105,6 @@ SCRIPTS = {
     print("final loss", float(value))
 """,
 }
-
-
-def child_cpu(command: list[str]) -> float:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def bench_run(variant: str, reps: int) -> int:

@@ -496,6 +496,11 @@ class Lazy(Sequence[Any]):
         return f"Lazy({self._count} {self._what}, {state})"
 
 
+def is_decoded(part: Sequence[Any]) -> bool:
+    """Whether a call's steps (trees, pairs) are in memory: not a Lazy part left undecoded."""
+    return not isinstance(part, Lazy) or part.decoded
+
+
 # --- pytrees ------------------------------------------------------------------
 # Trees are kept flat (nodes in preorder, children by index) so that deep
 # structures stay shallow in memory and in JSON.

@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from transforms.diff import default_pair
-from transforms.record import Call, Level, LevelRow, Session, SourceLocation, Stage, Step, level_rows
+from transforms.record import (
+    Call,
+    Level,
+    LevelRow,
+    Session,
+    SourceLocation,
+    Stage,
+    Step,
+    is_decoded,
+    level_rows,
+)
 
 from .. import safe_text
 
@@ -205,6 +215,11 @@ def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
     return found
 
 
+def _may_fail(call: Call) -> bool:
+    """Whether the call may hold a failing step, without decoding steps not decoded yet."""
+    return is_decoded(call.steps) or not call.ok or bool(call.errors)
+
+
 def failing_steps(call: Call) -> set[int]:
     out = {s.index for s in call.steps if s.kind == "error" or s.error}
     out.update(e.step for e in call.errors if isinstance(e.step, int))
@@ -335,6 +350,7 @@ class Outline:
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
+        self._roots: tuple[str, ...] | None = None
         self._labels: list[str] | None = None
         self.rebuild()
 
@@ -347,8 +363,9 @@ class Outline:
     def index(self, call: int) -> CallIndex:
         found = self._index.get(call)
         if found is None:
-            found = self._index[call] = CallIndex(self.session.calls[call],
-                                                  source_roots(self.session))
+            if self._roots is None:  # realpath of every folder on sys.path: once per session
+                self._roots = source_roots(self.session)
+            found = self._index[call] = CallIndex(self.session.calls[call], self._roots)
         return found
 
     def rebuild(self) -> None:
@@ -461,10 +478,17 @@ class Outline:
         return None
 
     def failing_codes(self) -> set[int]:
-        """The packed rows of every failing step of the session."""
+        """The packed rows of every failing step of the session.
+
+        NB: a call a lazy load has not decoded yet is searched only when it failed or
+        recorded errors (decoding a million-step dump to find none would take seconds);
+        a step error the user's code caught in a call that ended well is found once the
+        call has been opened."""
         if self._failing_codes is None:
             codes: set[int] = set()
             for c, call in enumerate(self.session.calls[:1 << _CALL_BITS]):
+                if not _may_fail(call):
+                    continue
                 failing = self.index(c).failing
                 if failing:
                     codes.update(pack(STEP, c, pos) for pos, s in enumerate(call.steps)

@@ -53,14 +53,14 @@ class StepList(LineList):
     def row_text(self, row: int) -> Text:
         kind, c, index = self.outline.row(row)
         call = self.outline.session.calls[c]
-        idx = self.outline.index(c)
-        if kind == CALL:
+        if kind == CALL:  # NB: no index: a folded call of a lazy load stays undecoded
             folded = (c, -1) in self.outline.collapsed
             mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
             text = Text.assemble("▸ " if folded else "▾ ", mark,
                                  (self.one_line(self.outline.call_label(c)), self._style("call")),
                                  (f"  {plural(len(call.steps), 'step')}", self.dim_style()))
             return text
+        idx = self.outline.index(c)
         if kind == LEVEL:
             if index < len(call.levels):
                 lv = call.levels[index]
