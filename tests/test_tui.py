@@ -6,6 +6,8 @@ import io
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
 import pytest
 from rich.console import Console
 from test_tui_support import corpus_session, random_session, seed_absolute, seed_logistic, sync
@@ -510,3 +512,56 @@ async def test_a_big_session_freezes_the_apps_objects_out_of_the_gc_after_its_fi
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert gc.get_freeze_count() > frozen_at_build  # the app's widgets and styles too
+
+
+@jax.custom_vjp
+def soft(x):
+    return jnp.tanh(x)
+
+
+def soft_fwd(x):
+    y = jnp.tanh(x)
+    return y, y
+
+
+def soft_bwd(y, t):
+    return ((1 - y ** 2) * t,)
+
+
+soft.defvjp(soft_fwd, soft_bwd)
+
+
+def piecewise(x):
+    if x < 3.0:
+        return soft(x) * 2.0
+    return jnp.sin(x)
+
+
+def _soft_piecewise_session():
+    """grad of a function that branches in Python on x and calls a custom_vjp function
+    whose body grad never runs: its f stage has two notes, the others one."""
+    with transforms.record() as session:
+        transforms.grad(piecewise)(2.0)
+    return session
+
+
+@sync
+async def test_the_stages_view_shows_each_note_wrapped_in_full():
+    session = _soft_piecewise_session()
+    stages = session.calls[0].stages
+    branch = stages[-1].note  # grad(f): the branch taken
+    own = stages[0].note[len(branch):].lstrip(". ")  # f: also its custom body's note
+    assert branch.startswith("piecewise branches in Python") and own.startswith("soft's body")
+    app = build_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        head = app.screen.query_one(StagesPane).query_one("#stage-head")
+        drawn = [head.render_line(y).text.strip() for y in range(head.size.height)]
+        shown = " ".join(drawn)
+        assert drawn[0].startswith("a: f 3 eqns") and "b: grad(f)" in drawn[0]
+        assert len(drawn) > 6  # wrapped over lines, not cut to one
+        assert " ".join(branch.split()) in shown  # every word, said once for both sides
+        assert "a: " + " ".join(own.split()) in shown  # what only the left stage says
+        assert shown.count("branches in Python") == 1

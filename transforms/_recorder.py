@@ -112,6 +112,10 @@ def active_session() -> SessionRecorder | None:
     return _state.session
 
 
+# The most jaxprs a session keeps alive for its records' sake (then it starts again).
+SHARED_JAXPRS = 512
+
+
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
@@ -130,6 +134,10 @@ class SessionRecorder:
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
+        # Jaxpr records and jit step summaries by jaxpr object, kept with the object
+        # (so its id is not reused); JAX reuses the jaxprs of jnp functions.
+        self.jaxpr_records: dict[int, tuple[Any, Any]] = {}
+        self.jit_summaries: dict[tuple, tuple] = {}
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -368,8 +376,9 @@ class CallBuilder:
         self.full_detail = recorder.detail == "full"
         # (step index, phase, source) of each step being processed, innermost last
         self.active_steps: list[tuple[int, str, SourceLocation | None]] = []
-        self._jaxprs: dict[int, tuple[Any, Any]] = {}
-        self._jit_summaries: dict[tuple, tuple] = {}
+        # Shared by the session's calls: a training loop's steps print each jaxpr once.
+        self._jaxprs = recorder.jaxpr_records
+        self._jit_summaries = recorder.jit_summaries
         self._errors_seen: set[int] = set()
         from ._call_trees import CallTrees
         from ._trees import tree_text
@@ -457,6 +466,17 @@ class CallBuilder:
             return
         level.tape = tape
 
+    def watch_rule(self, level: LevelState, kind: str, fun: Any, args: tuple) -> Any:
+        """A custom rule's body runs: its own tape, on its first run at these types."""
+        plan = self.stage_plan
+        if plan is None:
+            return None
+        tape = plan.rules.start(kind, fun, args)
+        if tape is not None:
+            from ._tape import TapePair
+            level.tape = tape if level.tape is None else TapePair(level.tape, tape)
+        return tape
+
     def nested_transform(self, spec: Any, args: tuple, kwargs: dict) -> None:
         """A transformation called inside this call gets stages of its own."""
         if self.stage_plan is not None:
@@ -507,7 +527,7 @@ class CallBuilder:
         return state
 
     def rule_spec(self, kind: str, parent: LevelState, fun: Any) -> RuleSpec:
-        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
+        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)), fun)
 
     # -- steps ----------------------------------------------------------------
     def jaxpr(self, name: str, jaxpr: Any):
@@ -616,8 +636,9 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=_sharding_hook.call_shardings(self, stages))
-        self._jaxprs.clear()
-        self._jit_summaries.clear()
+        if len(self._jaxprs) > SHARED_JAXPRS or len(self._jit_summaries) > SHARED_JAXPRS:
+            self._jaxprs.clear()  # they keep their jaxprs alive: a bounded number
+            self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call
@@ -836,11 +857,13 @@ class RuleSpec:
     a finished call's traces must not stay alive through it.
     """
 
-    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str):
+    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str,
+                 fun: Any = None):
         self._call = weakref.ref(call)
         self._parent = weakref.ref(parent)
         self.kind = kind
         self.function = function
+        self.fun = fun  # the rule as JAX holds it (a WrappedFun): stages replay its tape
 
     def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
         call, parent = self._call(), self._parent()
@@ -850,7 +873,16 @@ class RuleSpec:
         level = call.new_level(self.kind, jax_trace, parent, self.function)
         level.set_phase("rule")
         call.watch_rule_level(level)
-        return run_level(level, f, args, kwargs)
+        tape = call.watch_rule(level, self.kind, self.fun, args)
+        if tape is None:
+            return run_level(level, f, args, kwargs)
+        try:
+            out = run_level(level, f, args, kwargs)
+        except BaseException as e:
+            tape.abandon(e)
+            raise
+        tape.finish(out)
+        return out
 
 
 def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
