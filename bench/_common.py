@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import gc
 import platform
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -50,6 +52,34 @@ def timed(fn: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
+def timed_capture(run: Callable[[], object]) -> tuple[float, object]:
+    """CPU seconds spent in stage capture while `run()` records, and what it returned.
+
+    Stage capture is `transforms._stages.capture` (when a call ends) and
+    `DeferredJit.finish` (a top-level jit's compiled stages, when the block
+    ends); the recorded call itself (JAX's trace, jit's compile) is not counted.
+    """
+    import transforms._stages as stages_module
+    spent = [0.0]
+    originals = stages_module.capture, stages_module.DeferredJit.finish
+
+    def timing(fn):
+        def wrapper(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[0] += time.process_time() - start
+        return wrapper
+    stages_module.capture = timing(originals[0])  # type: ignore[assignment]
+    stages_module.DeferredJit.finish = timing(originals[1])  # type: ignore[method-assign]
+    try:
+        result = run()
+    finally:
+        stages_module.capture, stages_module.DeferredJit.finish = originals  # type: ignore
+    return spent[0], result
+
+
 def interleaved(variants: dict[str, Callable[[], object]], reps: int,
                 warmup: int = 2) -> dict[str, list[float]]:
     """Time each variant `reps` times, alternating which one goes first."""
@@ -84,3 +114,12 @@ def verdict(name: str, value: float, target: float, unit: str = "") -> int:
 def exit_with(code: int) -> None:
     sys.stdout.flush()
     sys.exit(code)
+
+
+def child_cpu(command: list[str]) -> float:
+    """CPU seconds (user + system) of a whole child process: what it cost, whatever else
+    runs on the machine beside it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

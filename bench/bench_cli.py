@@ -3,10 +3,10 @@
 
 1. `workbench run -o trace.json SCRIPT.py` against `python SCRIPT.py`, where the
    script builds an 8-layer MLP and runs one jitted training step (first call:
-   tracing and compiling included). Whole processes, alternating, median of
-   --reps each; target <= 1.5x.
+   tracing and compiling included). Whole processes' CPU time (the machine is shared),
+   alternating, median of --reps each; target <= 1.5x.
 2. Dumping (Session.save) and loading (transforms.load) a 100,000-step session
-   (schema version 2), CPU seconds, median and range of --io-reps runs; target
+   (schema version 3), CPU seconds, median and range of --io-reps runs; target
    < 2 s each. Two sessions: "recorded", vmap(grad(loss)) of the MLP called
    until 100,000 steps are recorded (every call's records are distinct objects,
    as in a real recording), and "replicated", one call's steps repeated (the
@@ -16,8 +16,8 @@
 4. A million-step session (copies of the recorded one, each loaded from its own dump so
    its records are distinct objects): save and load (every call decoded) <= 3 s CPU each,
    load(lazy=True) for information, and `workbench open` on it in a headless terminal:
-   the first frame within 2 s of the process's start (wall) and peak memory under 2.5x
-   the file's size.
+   the session's first frame (after the loading frame) within 2 s of the process's start
+   (wall) and peak memory under 2.5x the file's size.
 
     .venv/bin/python bench/bench_cli.py [--reps N] [--steps N] [--io-reps N]
 """
@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
+from _common import child_cpu, exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
 
 import transforms  # noqa: E402
 from transforms.record import Call, Session  # noqa: E402
@@ -63,17 +63,33 @@ def peak_mb():  # NB: not ru_maxrss, which a child inherits from its parent acro
 
 async def first_frame(pilot):
     await pilot.pause()
-    seen["seconds"] = time.perf_counter() - T0
+    seen["loading_seconds"] = time.perf_counter() - T0  # the loading frame
+    while type(pilot.app.screen).__name__ == "LoadingScreen":  # the dump read behind it
+        await pilot.pause(0.01)
+    await pilot.pause()
+    seen["seconds"] = time.perf_counter() - T0  # the session's first frame
     seen["peak_mb"] = peak_mb()
     await pilot.press("down", "end", "enter")  # to the last call, unfolded
     await pilot.pause()
     seen["after_keys_mb"] = peak_mb()
     pilot.app.exit()
 
-def headless(session, title=None, export_dir=None):
-    tui.build_app(session, title).run(headless=True, auto_pilot=first_frame, size=(120, 40))
+def headless(path, export_dir=None, process=None, load=None, check=None):
+    # `workbench open`'s own app (tui.open_dump's), in Textual's headless driver
+    app = tui.build_open_app(path, load, export_dir, process, check)
+    app.run(headless=True, auto_pilot=first_frame, size=(120, 40))
+    return app.return_code or 0
 
-cli.tui_opener = lambda: (headless, "")
+class _Terminal:  # the open command asks for a terminal before it starts the app
+    def __init__(self, stream):
+        self._stream = stream
+    def isatty(self):
+        return True
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+tui.open_dump = headless
+sys.stdin, sys.stdout = _Terminal(sys.stdin), _Terminal(sys.stdout)
 code = cli.main(["open", sys.argv[1]])
 seen["jax_imported"] = "jax" in sys.modules
 print(json.dumps(seen))
@@ -127,14 +143,12 @@ def bench_run(reps: int) -> int:
         for rep in range(reps + 1):  # the first round warms the file cache, not timed
             order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
             for name in order:
-                start = time.perf_counter()
-                subprocess.run(commands[name], check=True, stdout=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL)
+                seconds = child_cpu(commands[name])
                 if rep:
-                    times[name].append(time.perf_counter() - start)
+                    times[name].append(seconds)
         session = transforms.load(dump)
     plain, ours = median(times["python SCRIPT.py"]), median(times["workbench run -o"])
-    print(f"  8-layer MLP, one jitted training step, whole process, median of {reps}:")
+    print(f"  8-layer MLP, one jitted training step, whole process CPU time, median of {reps}:")
     print(f"    python SCRIPT.py           {plain:.3f} s")
     print(f"    workbench run -o t.json    {ours:.3f} s   "
           f"({len(session.calls)} calls, {session.step_count} steps recorded)")
@@ -257,9 +271,11 @@ def bench_million(session: Session, reps: int) -> int:
         opens = []
         for _ in range(reps):
             done = subprocess.run([sys.executable, "-c", OPEN_PROBE, path], check=True,
-                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                  timeout=300)
             opens.append(json.loads(done.stdout.strip().splitlines()[-1]))
     first = median([o["seconds"] for o in opens])
+    loading = median([o["loading_seconds"] for o in opens])
     peak = max(o["peak_mb"] for o in opens)
     after = max(o["after_keys_mb"] for o in opens)
     print(f"  a {steps:,}-step session ({len(session.calls):,} calls, {size / 1e6:.1f} MB of "
@@ -270,14 +286,15 @@ def bench_million(session: Session, reps: int) -> int:
           f"(range {min(loads):.3f}-{max(loads):.3f}), every call decoded")
     print(f"    load(lazy=True)              median {median(lazy_loads):.3f} s  "
           f"(range {min(lazy_loads):.3f}-{max(lazy_loads):.3f}), calls decoded when read")
-    print(f"    workbench open, first frame  median {first:.3f} s wall from process start "
+    print(f"    workbench open, loading frame median {loading:.3f} s wall from process start")
+    print(f"    workbench open, the session's first frame  median {first:.3f} s wall from process start "
           f"(range {min(o['seconds'] for o in opens):.3f}-"
           f"{max(o['seconds'] for o in opens):.3f}); peak {peak:.0f} MB = "
           f"{peak * 1e6 / size:.2f}x the file ({after:.0f} MB after unfolding the last call); "
           f"JAX imported: {any(o['jax_imported'] for o in opens)}")
     return (verdict("million-step save seconds", median(saves), BIG_IO_TARGET, " s")
             | verdict("million-step load seconds", median(loads), BIG_IO_TARGET, " s")
-            | verdict("million-step open: seconds to the first frame", first, OPEN_TARGET, " s")
+            | verdict("million-step open: seconds to the session's first frame", first, OPEN_TARGET, " s")
             | verdict("million-step open: peak memory / file size", peak * 1e6 / size,
                       OPEN_MEMORY_TARGET, "x"))
 

@@ -36,13 +36,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from _common import exit_with, header, interleaved, median, timed, verdict  # noqa: E402
+from _common import (  # noqa: E402
+    exit_with,
+    header,
+    interleaved,
+    median,
+    timed,
+    timed_capture,
+    verdict,
+)
 
 import transforms  # noqa: E402
 import transforms._stages as stages_module  # noqa: E402
@@ -156,25 +163,12 @@ def main() -> None:
 
 def _captured(call) -> tuple[float, tuple]:
     """CPU seconds spent in stage capture while `call()` is recorded, and the call's stages."""
-    spent = [0.0]
-    originals = stages_module.capture, stages_module.DeferredJit.finish
-
-    def timing(fn):
-        def wrapper(*args, **kwargs):
-            start = time.process_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[0] += time.process_time() - start
-        return wrapper
-    stages_module.capture = timing(originals[0])
-    stages_module.DeferredJit.finish = timing(originals[1])
-    try:
+    def run():
         with transforms.record() as session:
             jax.block_until_ready(call())
-    finally:
-        stages_module.capture, stages_module.DeferredJit.finish = originals
-    return spent[0], session.calls[0].stages
+        return session
+    seconds, session = timed_capture(run)
+    return seconds, session.calls[0].stages  # type: ignore[attr-defined]
 
 
 def _records(closed):

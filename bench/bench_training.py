@@ -34,9 +34,7 @@ import argparse
 import gc
 import os
 import re
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -46,10 +44,16 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
-from _common import exit_with, header, median, verdict  # noqa: E402
+from _common import (  # noqa: E402
+    child_cpu,
+    exit_with,
+    header,
+    median,
+    timed_capture,
+    verdict,
+)
 
 import transforms  # noqa: E402
-import transforms._stages as stages_module  # noqa: E402
 from transforms.diff import find_stage  # noqa: E402
 
 RUN_TARGET = 1.3
@@ -101,13 +105,6 @@ SCRIPTS = {
     print("final loss", float(value))
 """,
 }
-
-
-def child_cpu(command: list[str]) -> float:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def bench_run(variant: str, reps: int) -> int:
@@ -192,28 +189,6 @@ def jax_ad_stages(f: str, loss, params, x, y) -> dict[str, str]:
         out.update(inner)
     out[f"value_and_grad({f})"] = str(jax.make_jaxpr(jax.value_and_grad(loss))(params, x, y))
     return out
-
-
-def timed_capture(run) -> tuple[float, object]:
-    """CPU seconds spent in stage capture while `run()` records (what stages add)."""
-    spent = [0.0]
-    originals = stages_module.capture, stages_module.DeferredJit.finish
-
-    def timing(fn):
-        def wrapper(*args, **kwargs):
-            start = time.process_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[0] += time.process_time() - start
-        return wrapper
-    stages_module.capture = timing(originals[0])
-    stages_module.DeferredJit.finish = timing(originals[1])
-    try:
-        result = run()
-    finally:
-        stages_module.capture, stages_module.DeferredJit.finish = originals
-    return spent[0], result
 
 
 def capture_eager(_=None):

@@ -188,7 +188,7 @@ def render_everywhere(session: Session) -> None:
 
     Raises whatever a reader raises; a renderer's `<render-error ...>` placeholder counts
     as a failure too."""
-    from workbench import cli
+    from workbench import summary
     from workbench.export import GraphOptions, collect
     from workbench.export._api import VIEWS
     from workbench.export.graphviz import to_dot
@@ -200,7 +200,7 @@ def render_everywhere(session: Session) -> None:
 
     console = Console(width=120, file=io.StringIO(), color_system=None, record=True)
     for call in session.calls:
-        console.print("\n".join(cli.summarize_call(call, with_steps=True)))
+        console.print("\n".join(summary.summarize_call(call, with_steps=True)))
     outline = Outline(session)
     for row in range(min(len(outline), 2000)):
         outline.row(row)

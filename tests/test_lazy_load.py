@@ -6,6 +6,7 @@ import json
 
 import jax.numpy as jnp
 import pytest
+from test_tui_support import sync
 
 import transforms as T
 from transforms.record import LAZY_FIELDS, Lazy, SessionLoadError
@@ -147,3 +148,19 @@ def test_a_huge_session_opens_with_its_calls_folded_and_undecoded(dump, monkeypa
         session.calls[0].steps)
     outline.toggle(outline.find(outline.rows[len(outline) - 1]))  # unfold the last call
     assert session.calls[-1].steps.decoded
+
+
+@sync
+async def test_the_open_app_decodes_only_the_call_it_shows(dump, monkeypatch):
+    """The navigator's key bar asks whether `x` (next failure) applies: answered without
+    decoding every call (a million-step dump took 10 s to show when it did)."""
+    from workbench.tui import build_app
+    monkeypatch.setattr("workbench.tui.model.COLLAPSED_OPEN_STEPS", 10)
+    session = T.load(dump, lazy=True)
+    app = build_app(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("down")
+        await pilot.pause()
+        assert session.calls[0].steps.decoded
+        assert not any(c.steps.decoded for c in session.calls[1:])

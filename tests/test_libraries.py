@@ -18,8 +18,9 @@ import pytest
 
 import transforms as T
 from transforms.record import level_rows
-from workbench.cli import main, summarize_call
+from workbench.cli import main
 from workbench.runner import jax_patched
+from workbench.summary import summarize_call
 
 eqx = pytest.importorskip("equinox")
 optax = pytest.importorskip("optax")

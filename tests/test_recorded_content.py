@@ -538,7 +538,7 @@ _BAD_FILES = [
     ("step_field_wrong_type", ["malformed", "Step.index: expected int, got 'zero'"]),
     ("missing_calls", ["malformed", "no 'calls'"]),
     ("missing_tables", ["malformed", "no 'tables'"]),
-    ("step_row_too_short", ["malformed", "Step: a row has 12 values, fields['Step'] names 13"]),
+    ("step_row_too_short", ["malformed", "Step: a row has 13 values, fields['Step'] names 14"]),
     ("step_row_not_an_array", ["malformed", "Step: expected a Step row (an array)"]),
     ("required_field_not_listed", ["malformed", "fields['Step'] lacks 'index'"]),
     ("unknown_field_listed", ["malformed", "Step has no field 'colour'"]),

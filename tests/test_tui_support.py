@@ -27,6 +27,7 @@ from transforms.record import (
     Step,
     ValueRecord,
 )
+from workbench import _index
 from workbench.tui import model
 from workbench.tui.model import CALL, LEVEL, STEP, Outline, StepFilter
 
@@ -194,7 +195,7 @@ def test_filter_by_primitive_level_text_and_errors():
     o.filter = StepFilter.parse("is:error")
     o.rebuild()
     steps = [o.row(i) for i in range(len(o)) if o.row(i)[0] == STEP]
-    assert steps and all(s.calls[0].steps[i].index in model.failing_steps(s.calls[0])
+    assert steps and all(s.calls[0].steps[i].index in _index.failing_steps(s.calls[0])
                          for _, _, i in steps)
     o.filter = StepFilter.parse("p:gt l:vmap")
     o.rebuild()
@@ -221,6 +222,19 @@ def test_step_maps_to_its_equation_and_line():
     eqn = smap.eqn_for(model.step_key(tanh_step), 0)
     assert f.eqns[eqn].primitive == "tanh"
     assert "tanh" in lines[smap.eqn_lines[eqn]]
+
+
+def test_a_jnp_wrapper_step_links_to_its_bodys_equation_at_full_detail():
+    """`jit[name=sin]` stages as its body's `sin`. The recorder records the wrapper as inline
+    from the live params: jax 0.12 prints `inline=Inline.JAX_EARLY`, not `True`."""
+    with T.record(detail="full") as s:
+        T.grad(lambda x: jnp.sin(x) * 2.0)(1.0)
+    call = s.calls[0]
+    wrapper = next(st for st in call.steps if st.title == "jit[name=sin]")
+    assert wrapper.inline and not any(st.inline for st in call.steps if st.primitive != "jit")
+    stage = call.stages[0]
+    eqn = model.StageMap(stage).eqn_for(model.step_key(wrapper), 0)
+    assert eqn is not None and stage.eqns[eqn].primitive == "sin"
 
 
 def test_source_context_reads_safely(tmp_path):

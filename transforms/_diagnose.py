@@ -12,7 +12,6 @@ Nothing here changes what the user sees: exceptions are JAX's own.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import dis
 import linecache
 import re
@@ -30,25 +29,14 @@ from ._snapshot import location_of
 from ._trees import (
     _LEAF_TYPES,
     TreeBuilder,
-    UserView,
     _builtin_children,
-    backward_trees,
     flatten_one,
-    input_trees,
     is_custom_node,
-    library_values,
-    mark_static,
-    output_trees,
     pair_trees,
-    parameter_names,
-    pushforward_trees,
     qualified_name,
     safe_text,
-    signature_parameters,
     treedef_tree,
-    user_view,
 )
-from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
 MAX_CHECKED_NODES = 200   # custom nodes checked per call (one per type is enough)
@@ -838,178 +826,3 @@ def diagnose(ctx: FailureContext) -> dict:
             facts["level_label"], facts["transform"] = level.label, level.kind
         return facts
     return {}
-
-
-# --- the hook a CallBuilder holds ----------------------------------------------------------
-
-# Transformations called inside a call whose gradient trees the call keeps.
-NESTED_DERIVATIVES = frozenset({"grad", "value_and_grad"})
-
-
-def _function_label(fun: Any) -> str:
-    """The function's own name (`loss`, not `make_step.<locals>.loss`), as its stages say."""
-    name = getattr(fun, "__name__", None) or getattr(fun, "__qualname__", None)
-    return name if isinstance(name, str) else type(fun).__name__
-
-
-class CallTrees:
-    """A call's trees, pairs and diagnostics while it runs; built once per call.
-
-    Every method is guarded: a fault here becomes an `internal` Diagnostic,
-    never an exception in the user's call.
-    """
-
-    def __init__(self, transform: str, fun: Any, options: tuple, args: tuple, kwargs: dict,
-                 describe: Callable[[Any], Any]):
-        self.transform = transform
-        self.options = options
-        self.builder = TreeBuilder(describe)
-        self.inputs: list[TreeRecord] = []
-        self.outputs: list[TreeRecord] = []
-        self.pairs: list[TreePair] = []
-        self.diagnostics: list[Diagnostic] = []
-        self.parameters: tuple[str, ...] = ()
-        self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
-        self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
-        self.view: UserView | None = None  # the user's arguments behind a library's wrapper
-        self.nested_seen: set[str] = set()  # functions of transformations called inside
-        try:
-            self.parameters = tuple(_parameter_names(fun))
-            self.inputs = self._input_trees(transform, fun, args, kwargs)
-            self.diagnostics.extend(_shape_diagnostics(self.inputs))
-            names = [t.name for t in self.inputs if t.argnum is not None]
-            if self.view is not None:
-                self.parameters = tuple(_parameter_names(self.view.fun))
-                names = parameter_names(fun, args)
-            names += [f"args[{i}]" for i in range(len(names), len(args))]
-            self.diagnostics.extend(check_inputs(args, {} if transform == "jvp" else kwargs,
-                                                 names))
-        except Exception as e:
-            self._internal("describing the inputs", e)
-
-    def _input_trees(self, transform: str, fun: Any, args: tuple,
-                     kwargs: dict) -> list[TreeRecord]:
-        """Trees of what the user passed: through a library's wrapper, its arguments."""
-        if transform == "jit":
-            self.view = user_view(fun, args, kwargs)
-        if self.view is None:
-            return input_trees(transform, fun, library_values(args),
-                               library_values(kwargs), self.builder)
-        view = self.view
-        trees = input_trees(transform, view.fun, view.args, view.kwargs, self.builder)
-        return [mark_static(t, view.static_leaves[t.argnum])
-                if t.argnum is not None and t.argnum < len(view.static_leaves) else t
-                for t in trees]
-
-    def finish(self, outputs: Any) -> None:
-        if self.view is not None:
-            try:
-                outputs = self.view.outputs(outputs)
-            except Exception as e:
-                self._internal(f"reading {self.view.library}'s outputs", e)
-        else:
-            outputs = library_values(outputs)
-        try:
-            if self.transform == "vjp_backward":
-                cotangent = self.inputs[0] if self.inputs else None
-                trees, pairs = backward_trees(self.forward, cotangent, outputs, self.builder)
-            elif self.transform == "linearize_jvp":
-                trees, pairs = pushforward_trees(self.forward, self.inputs, outputs,
-                                                 self.builder)
-            else:
-                trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
-                                            self.builder, self.function_out)
-            self.outputs.extend(trees)
-            self.pairs.extend(pairs)
-        except Exception as e:
-            self._internal("describing the outputs", e)
-
-    def note_nested(self, transform: str, fun: Any, options: tuple, args: tuple, kwargs: dict,
-                    out: Any) -> None:
-        """A grad/value_and_grad called inside this call (a jitted training step's): its
-        gradient trees paired with the inputs they belong to, named after its function."""
-        if transform not in NESTED_DERIVATIVES or len(self.nested_seen) >= 8:
-            return
-        name = _function_label(fun)
-        if name in self.nested_seen:
-            return
-        self.nested_seen.add(name)
-        try:
-            inputs = input_trees(transform, fun, args, kwargs, self.builder)
-            _, pairs = output_trees(transform, options, inputs, out, self.builder)
-        except Exception as e:
-            self._internal(f"describing the trees of {transform}({name})", e)
-            return
-        for pair in pairs:
-            left = dataclasses.replace(pair.left, name=f"{name}: {pair.left.name}")
-            right = dataclasses.replace(pair.right, name=f"{name}: {pair.right.name}")
-            self.outputs.extend((left, right))
-            self.pairs.append(dataclasses.replace(pair, left=left, right=right,
-                                                  title=f"{name}: {pair.title}"))
-
-    def note_function_output(self, out: Any) -> None:
-        """The differentiated function's output (traced), for a Jacobian's outer structure."""
-        try:
-            has_aux = any(k == "has_aux" and v == "True" for k, v in self.options)
-            self.function_out = self.builder.build(out[0] if has_aux else out,
-                                                   "function_out", "out")
-        except Exception as e:
-            self._internal("describing the function's output", e)
-
-    def note_leaks(self, steps: list, leaked: list) -> None:
-        """A leaked tracer met while tracing (JAX may raise only when it runs the result)."""
-        try:
-            found = leak_diagnostic(steps, leaked)
-        except Exception as e:
-            self._internal("looking for leaked tracers", e)
-            return
-        if found is not None:
-            self.diagnostics.append(found)
-
-    def error_fields(self, error: BaseException, levels: list[Level], steps: list,
-                     level: int | None, step: int | None,
-                     source: SourceLocation | None, leaked: list | tuple = ()) -> dict:
-        try:
-            message = str(error)
-        except Exception:
-            message = ""
-        ctx = FailureContext(error, message, levels, steps, level, step, source,
-                             self.parameters, tuple(self.diagnostics), self.builder,
-                             tuple(self.inputs) + self.forward, tuple(leaked))
-        try:
-            return diagnose(ctx)
-        except Exception as e:
-            self._internal("diagnosing the error", e)
-            return {}
-
-    @property
-    def trees(self) -> tuple[TreeRecord, ...]:
-        return tuple(self.inputs) + tuple(self.outputs)
-
-    def _internal(self, what: str, e: Exception) -> None:
-        # NB: our own fault: kept as a record so it is seen, never raised to the user.
-        self.diagnostics.append(Diagnostic(
-            "internal", f"the workbench failed {what}: {type(e).__name__}: {_first_line(e)}",
-            ""))
-
-
-def _shape_diagnostics(trees: list[TreeRecord]) -> list[Diagnostic]:
-    """Cyclic and too deep inputs, as the tree builder found them."""
-    found = []
-    for tree in trees:
-        for node in tree.nodes:
-            if node.kind == "cycle":
-                found.append(Diagnostic(
-                    "cycle", f"{tree.full_path(node)} is a cycle: the {node.type_name} "
-                    "contains itself.", node.type_name, tree.full_path(node)))
-                break
-            if node.kind == "truncated" and node.depth >= MAX_TREE_DEPTH:
-                found.append(Diagnostic(
-                    "too_deep", f"{tree.name} is nested more than {MAX_TREE_DEPTH} levels "
-                    "deep.", node.type_name, tree.name))
-                break
-    return found
-
-
-def _parameter_names(fun: Any) -> list[str]:
-    return [p.name for p in signature_parameters(fun)]

@@ -430,6 +430,39 @@ def bind_with_rules(primitive: Any, rules: tuple, args: list, params: dict) -> A
     return primitive.bind(*args, subfuns=tuple(map(rewound, rules)), **params)
 
 
+def rule_identity(fun: Any) -> tuple | None:
+    """What makes two custom-rule functions (WrappedFuns) one program, or None.
+
+    NB: jax._src.linear_util: a WrappedFun is its Python function, the
+    transformations applied to it (with their static arguments: input trees)
+    and params; JAX's own caches key it so. Not its stores or debug info, so
+    `f(x)` called inside a rule is the body its outer custom call holds.
+    """
+    try:
+        key = (fun.f, fun.transforms, fun.params, fun.in_type)
+        hash(key)
+    except Exception:  # not a WrappedFun, or unhashable static arguments
+        return None
+    return key
+
+
+def wrapped_like(f: Callable, like: Any) -> Any:
+    """`f` as a WrappedFun in place of the rule function `like` (same debug info)."""
+    return lu.wrap_init(f, debug_info=getattr(like, "debug_info", None))
+
+
+def custom_vjp_out_count(params: dict) -> int | None:
+    """How many primal outputs a custom_vjp_call has (the last outputs of its fwd).
+
+    NB: jax._src.custom_derivatives: `out_trees()` gives (out_tree, res_tree,
+    input_fwds), read from the fwd's stores once it has run.
+    """
+    try:
+        return params["out_trees"]()[0].num_leaves
+    except Exception:  # the fwd's stores are empty, or another layout
+        return None
+
+
 def source_now() -> Any:
     """Where a primitive is being bound (traceback and name stack), to stage it there later."""
     return source_info_util.current()

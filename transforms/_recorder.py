@@ -113,6 +113,10 @@ def active_session() -> SessionRecorder | None:
     return _state.session
 
 
+# The most jaxprs a session keeps alive for its records' sake (then it starts again).
+SHARED_JAXPRS = 512
+
+
 class SessionRecorder:
     """Collects finished calls into a Session."""
 
@@ -131,6 +135,10 @@ class SessionRecorder:
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
+        # Jaxpr records and jit step summaries by jaxpr object, kept with the object
+        # (so its id is not reused); JAX reuses the jaxprs of jnp functions.
+        self.jaxpr_records: dict[int, tuple[Any, Any]] = {}
+        self.jit_summaries: dict[tuple, tuple] = {}
 
     def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -413,10 +421,11 @@ class CallBuilder:
         self.full_detail = recorder.detail == "full"
         # (step index, phase, source) of each step being processed, innermost last
         self.active_steps: list[tuple[int, str, SourceLocation | None]] = []
-        self._jaxprs: dict[int, tuple[Any, Any]] = {}
-        self._jit_summaries: dict[tuple, tuple] = {}
+        # Shared by the session's calls: a training loop's steps print each jaxpr once.
+        self._jaxprs = recorder.jaxpr_records
+        self._jit_summaries = recorder.jit_summaries
         self._errors_seen: set[int] = set()
-        from ._diagnose import CallTrees
+        from ._call_trees import CallTrees
         from ._trees import tree_text
         # Trees and the pre-trace check of custom pytree nodes, once per call.
         self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)
@@ -502,6 +511,17 @@ class CallBuilder:
             return
         level.tape = tape
 
+    def watch_rule(self, level: LevelState, kind: str, fun: Any, args: tuple) -> Any:
+        """A custom rule's body runs: its own tape, on its first run at these types."""
+        plan = self.stage_plan
+        if plan is None:
+            return None
+        tape = plan.rules.start(kind, fun, args)
+        if tape is not None:
+            from ._tape import TapePair
+            level.tape = tape if level.tape is None else TapePair(level.tape, tape)
+        return tape
+
     def nested_transform(self, spec: Any, args: tuple, kwargs: dict) -> None:
         """A transformation called inside this call gets stages of its own."""
         if self.stage_plan is not None:
@@ -552,7 +572,7 @@ class CallBuilder:
         return state
 
     def rule_spec(self, kind: str, parent: LevelState, fun: Any) -> RuleSpec:
-        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)))
+        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)), fun)
 
     # -- steps ----------------------------------------------------------------
     def jaxpr(self, name: str, jaxpr: Any):
@@ -661,8 +681,9 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=_sharding_hook.call_shardings(self, stages))
-        self._jaxprs.clear()
-        self._jit_summaries.clear()
+        if len(self._jaxprs) > SHARED_JAXPRS or len(self._jit_summaries) > SHARED_JAXPRS:
+            self._jaxprs.clear()  # they keep their jaxprs alive: a bounded number
+            self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call
@@ -859,13 +880,15 @@ class LevelState:
         nothing (Steps are made when the call finishes)."""
         index, primitive, inputs, params, kind, cause, phase, source, names = pending
         name = primitive.name
+        inline = False
         if name == "jit" or name == "pjit":
             pairs, subjaxprs = self.call.jit_summary(params)
+            inline = is_inline_jit_params(params)
         else:
             pairs, jaxprs = summarize_params(name, params)
             subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
         return (index, self.index, name, kind, phase, pairs, inputs, outputs, source, names,
-                subjaxprs, error, cause)
+                subjaxprs, error, cause, inline)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
         return self.call.rule_spec(kind, self, fun)
@@ -879,11 +902,13 @@ class RuleSpec:
     a finished call's traces must not stay alive through it.
     """
 
-    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str):
+    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str,
+                 fun: Any = None):
         self._call = weakref.ref(call)
         self._parent = weakref.ref(parent)
         self.kind = kind
         self.function = function
+        self.fun = fun  # the rule as JAX holds it (a WrappedFun): stages replay its tape
 
     def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
         call, parent = self._call(), self._parent()
@@ -893,7 +918,16 @@ class RuleSpec:
         level = call.new_level(self.kind, jax_trace, parent, self.function)
         level.set_phase("rule")
         call.watch_rule_level(level)
-        return run_level(level, f, args, kwargs)
+        tape = call.watch_rule(level, self.kind, self.fun, args)
+        if tape is None:
+            return run_level(level, f, args, kwargs)
+        try:
+            out = run_level(level, f, args, kwargs)
+        except BaseException as e:
+            tape.abandon(e)
+            raise
+        tape.finish(out)
+        return out
 
 
 def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:

@@ -44,7 +44,7 @@ from . import _api, _recorder, _sharding  # NB: _api and _recorder import this m
 from . import _interpreters as _i
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
-from ._tape import Tape, abstract, closures_bound, is_array_like
+from ._tape import RuleTapes, Tape, abstract, closures_bound, is_array_like
 from ._trees import literal
 from .record import (
     EqnRecord,
@@ -147,11 +147,43 @@ def _built(label: _Label, closed: Any, method: str, seconds: float) -> Stage:
 def _stage_of(label: _Label, method: str, make: Callable[[], Any]) -> Stage:
     """Run `make` (returning a jaxpr) and record it, or its failure."""
     start = time.perf_counter()
+    with _rule_notes() as notes:
+        try:
+            closed = make()
+        except Exception as e:  # this stage failed for these inputs; the others go on
+            return _failed(label, method, _reason(e), time.perf_counter() - start)
+    return _noted(_built(label, closed, method, time.perf_counter() - start), notes)
+
+
+# What the group being captured notes while its rules are replayed (a custom
+# body staged as its rule's primal part): RuleTapes.notes, read per stage.
+_group_notes: list[str] = []
+
+
+@contextlib.contextmanager
+def _rule_notes() -> Iterator[list[str]]:
+    """The notes made while staging inside the block (a nested stage takes its own)."""
+    notes = _group_notes
+    found: list[str] = []
+    mark = len(notes)
     try:
-        closed = make()
-    except Exception as e:  # this stage failed for these inputs; the others go on
-        return _failed(label, method, _reason(e), time.perf_counter() - start)
-    return _built(label, closed, method, time.perf_counter() - start)
+        yield found
+    finally:
+        found.extend(dict.fromkeys(notes[mark:]))
+        del notes[mark:]
+
+
+def _noted(stage: Stage, notes: list[str]) -> Stage:
+    if not notes or not stage.available:
+        return stage
+    return dataclasses.replace(stage, note=joined_notes(stage.note, *notes))
+
+
+def joined_notes(*notes: str) -> str:
+    """Sentences one after the other (a note without a full stop gets one when followed)."""
+    found = [n for n in notes if n]
+    return " ".join([n if n.endswith(".") or i == len(found) - 1 else n + "."
+                     for i, n in enumerate(found)])
 
 
 def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ...]:
@@ -411,10 +443,7 @@ def abstract_point(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 def _point_text(fun: Any, args: tuple) -> str:
     """`x=2.0, n=3`: the call's small concrete arguments, for a branch's note."""
     from ._snapshot import describe_concrete
-    try:
-        names = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        names = []
+    names = _parameter_names(fun)
     parts = []
     for i, a in enumerate(args[:6]):
         if isinstance(a, _i.Tracer):
@@ -462,6 +491,7 @@ class StagePlan:
             # autodiff stages hold the other arguments fixed at their values, as JAX would
             self.main.live = (args, kwargs)
         self.groups = [self.main]
+        self.rules = RuleTapes()  # what the custom rules that ran bound: replayed, not re-run
         self.points: dict[int, tuple] = {}
         self._funs: list[Any] = []  # alive while the plan is: their ids stay unique
         self._waiting: dict[int, list[_Group]] = {}
@@ -507,7 +537,7 @@ class StagePlan:
             return None
         group = waiting.pop(0)
         try:
-            group.tape = Tape(_recorder.function_name(fun), args, kwargs)
+            group.tape = Tape(_recorder.function_name(fun), args, kwargs, rules=self.rules)
         except Exception:  # arguments that will not flatten: JAX reports it, f has no stage
             return None
         return group.tape
@@ -525,7 +555,8 @@ class StagePlan:
                for x in jax.tree_util.tree_leaves((args, kwargs))):
             return None
         try:
-            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs)
+            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs,
+                                       rules=self.rules)
         except Exception:  # arguments that will not flatten: no such stage
             return None
         return self.main.outer_tape
@@ -535,6 +566,7 @@ class StagePlan:
             group.live = None
             if group.tape is not None:
                 group.tape.release()
+        self.rules.release()
 
 
 def _f_args_of(spec: Any, args: tuple) -> tuple:
@@ -745,13 +777,14 @@ def _unique(base: str, names: set) -> str:
 
 
 def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) -> Captured:
-    global _group_closures
+    global _group_closures, _group_notes
     chain = chain_of(group.spec)
     f = chain[-1].fun
-    named = _recorder.function_name(f)
+    named = named_f = _recorder.function_name(f)
     expr = _unique(_short_name(named), names) if group.nested else "f"
     tape = group.tape
     prev, _group_closures = _group_closures, tuple(tape.closure_types) if tape else ()
+    prev_notes, _group_notes = _group_notes, plan.rules.notes
     try:
         stages: list[Stage] = []
         plain_jit = len(chain) == 1 and group.spec.kind == "jit" and not group.nested
@@ -785,13 +818,15 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
             if stages and stages[-1].available is False and h is None:
                 blocked = blocked or f"not reached: {_stage_reason(stages[-1])}"
             expr, named = outer_expr, outer_named
-        note = next((s.note for s in stages if s.note), "")
-        if note:
-            stages = [s if s.note or not s.available or s.jaxpr is None
-                      else dataclasses.replace(s, note=note) for s in stages]
+        note = joined_notes(_branch_note(tape, group, named_f),
+                            _constant_float_note(tape, f, chain[-1].kind)) if tape else ""
+        if note:  # every jaxpr of the group is of the branch taken
+            stages = [dataclasses.replace(s, note=joined_notes(note, s.note))
+                      if s.available and s.jaxpr is not None and not s.note.startswith(note)
+                      else s for s in stages]
         return Captured(stages)
     finally:
-        _group_closures = prev
+        _group_closures, _group_notes = prev, prev_notes
 
 
 def _short_name(name: str) -> str:
@@ -825,15 +860,43 @@ def _function_stage(tape: Tape | None, point: tuple | None, expr: str, f: Any,
     args, kwargs = point
     stage = _stage_of(label, "jax.make_jaxpr(<the primitives f bound at this call>)",
                       lambda: _make_jaxpr(replay)(*args, **kwargs))
-    branches = tape.branches()
-    if branches and stage.available:
-        first = branches[0]
-        where = f" (`{first.primitive}` at {first.source})" if first.source else ""
-        at = f" at {group.point_text}" if group.point_text else " at this call's values"
-        stage = dataclasses.replace(stage, note=(
-            f"{named} branches in Python on a traced value{where}, so it has no jaxpr for all "
-            f"inputs; this is the jaxpr of the branch taken{at}"))
     return stage, replay
+
+
+def _constant_float_note(tape: Tape, f: Any, kind: str) -> str:
+    """When a Python float argument that `kind` does not trace is a literal in the stages."""
+    found = tape.constant_floats()
+    if not found:
+        return ""
+    args, names = tape.point[0], _parameter_names(f)
+    starts, at = {}, 0
+    for i, a in enumerate(args):  # the leaf each positional argument starts at
+        starts[at] = names[i] if i < len(names) else f"args[{i}]"
+        at += len(jax.tree_util.tree_leaves(a))
+    shown = ", ".join(f"{starts.get(i, 'an argument')}={value!r}" for i, value in found)
+    named = _recorder.function_name(f)
+    return (f"{shown} is a Python float that {kind} does not trace: {named} ran with it as a "
+            f"constant, so these stages hold it as a literal, not an input (jax.make_jaxpr "
+            f"traces a float argument as an input)")
+
+
+def _parameter_names(fun: Any) -> list[str]:
+    try:
+        return list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):  # a builtin or a callable object without a signature
+        return []
+
+
+def _branch_note(tape: Tape, group: _Group, named: str) -> str:
+    """When f branched in Python on a traced value: which branch its stages are."""
+    branches = tape.branches()
+    if not branches:
+        return ""
+    first = branches[0]
+    where = f" (`{first.primitive}` at {first.source})" if first.source else ""
+    at = f" at {group.point_text}" if group.point_text else " at this call's values"
+    return (f"{named} branches in Python on a traced value{where}, so it has no jaxpr for all "
+            f"inputs; this is the jaxpr of the branch taken{at}")
 
 
 def _transform_stage(spec: Any, h: Callable | None, point: tuple | None, expr: str, named: str,
@@ -1169,13 +1232,16 @@ class _Point:
 
         method = "jax.make_jaxpr(jax.linearize(<recorded f>, *primals))"
         start = time.perf_counter()
-        try:
-            closed = self.make_jaxpr(linearized)(*self.primals)
-        except Exception as e:
-            first = _failed(labels["linearized"], method, _reason(e), time.perf_counter() - start)
-        else:
-            seconds = time.perf_counter() - start - sum(s.seconds for s in inside.values())
-            first = _built(labels["linearized"], closed, method, seconds)
+        with _rule_notes() as notes:
+            try:
+                closed = self.make_jaxpr(linearized)(*self.primals)
+            except Exception as e:
+                first = _failed(labels["linearized"], method, _reason(e),
+                                time.perf_counter() - start)
+            else:
+                seconds = time.perf_counter() - start - sum(s.seconds for s in inside.values())
+                first = _built(labels["linearized"], closed, method, seconds)
+        first = _noted(first, notes)
         if concrete and first.available:
             inside["linear"] = _stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(
                 jax.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))

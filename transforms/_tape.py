@@ -15,6 +15,7 @@ closure: an input of the replay after the level's own), or a constant.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,10 @@ class Entry:
     source: str         # where the user bound it (for messages)
     where: Any          # JAX's source info at the bind: traceback and name stack
 
+    @property
+    def rule_kinds(self) -> tuple[str, ...]:
+        return RULE_KINDS.get(self.kind, ())
+
 
 @dataclass(frozen=True)
 class Branch:
@@ -68,8 +73,10 @@ class Branch:
 class Tape:
     """The primitives one level bound, in order, while its function ran."""
 
-    def __init__(self, function: str, args: tuple, kwargs: dict):
+    def __init__(self, function: str, args: tuple, kwargs: dict,
+                 rules: RuleTapes | None = None):
         self.function = function
+        self.rules = rules  # the call's rule tapes: custom rules replayed from them
         leaves, self.in_tree = jax.tree_util.tree_flatten((args, kwargs))
         self._var: dict[int, int] = {}
         self._keep: list[Any] = []
@@ -79,6 +86,7 @@ class Tape:
         self.closure_types: list[Any] = []  # values of enclosing traces the function used
         self._closure_vars: list[int] = []
         self.ambiguous = False  # one object stood for two values: which one an entry read is unknown
+        self.floats = {i: x for i, x in enumerate(leaves) if type(x) is float}  # Python floats
         for i, x in enumerate(leaves):
             if is_array_like(x):
                 self.in_positions.append(i)
@@ -97,6 +105,7 @@ class Tape:
         self.out_refs: tuple = ()
         self.out_tree: Any = None
         self.problem = ""   # why the tape cannot be replayed ("" when it can)
+        self.signature: tuple | None = None  # a rule's: its arguments' types and static values
         self.finished = False
 
     # -- filled while the call runs --------------------------------------------------
@@ -191,6 +200,31 @@ class Tape:
                 found.append(Branch(name, e.source))
         return found
 
+    def constant_floats(self) -> list[tuple[int, float]]:
+        """(leaf index, value) of Python float arguments the function used as constants.
+
+        A float the transformation does not trace reaches the function as itself,
+        and JAX binds it as a literal: no step reads the argument, one reads its value.
+        """
+        leaves = jax.tree_util.tree_leaves(self.point)
+        used = {r[1] for e in self.entries for r in e.ins if r[0] == "var"}
+        used.update(r[1] for r in self.out_refs if r[0] == "var")
+        consts = set()
+        for e in self.entries:
+            for r in e.ins:
+                if r[0] == "const" and getattr(r[1], "shape", ()) == ():
+                    try:
+                        consts.add(float(r[1]))
+                    except (TypeError, ValueError):  # a complex or exotic constant
+                        pass
+        found = []
+        for n, i in enumerate(self.in_positions):
+            if n in used or i >= len(leaves) or not isinstance(self.floats.get(i), float):
+                continue
+            if self.floats[i] in consts:
+                found.append((i, self.floats[i]))
+        return found
+
     def replay(self, *args: Any, **kwargs: Any) -> Any:
         """Bind the recorded primitives on the current trace: f's program, without f."""
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
@@ -200,23 +234,221 @@ class Tape:
         env: dict[int, Any] = {}
         for n, i in enumerate(self.in_positions):
             env[n] = leaves[i]
-        closures = current_closures()
-        if len(closures) != len(self._closure_vars):
-            raise TypeError(f"the replay of {self.function} needs {len(self._closure_vars)} "
-                            f"closed-over values, got {len(closures)}")
-        env.update(zip(self._closure_vars, closures))
+        if self.signature is None:  # a user function's (a rule's has none: RuleTapes._usable)
+            closures = current_closures()
+            if len(closures) != len(self._closure_vars):
+                raise TypeError(f"the replay of {self.function} needs {len(self._closure_vars)} "
+                                f"closed-over values, got {len(closures)}")
+            env.update(zip(self._closure_vars, closures))
+        outs = self._bind(self.entries, env, self.out_refs)
+        return jax.tree_util.tree_unflatten(self.out_tree, outs)
+
+    def replay_part(self, outputs: slice, inputs: dict[int, Any]) -> list | None:
+        """Only what the flat outputs `outputs` need, from the input leaves given
+        (leaf index -> value); None when they need an input not given."""
+        refs = self.out_refs[outputs]
+        needed = {r[1] for r in refs if r[0] == "var"}
+        kept = []
+        for e in reversed(self.entries):
+            if any(n in needed for n in e.outs):
+                kept.append(e)
+                needed.update(r[1] for r in e.ins if r[0] == "var")
+        kept.reverse()
+        needed.difference_update(n for e in kept for n in e.outs)
+        env = {n: inputs[i] for n, i in enumerate(self.in_positions) if i in inputs}
+        if not needed <= env.keys():  # a tangent, a closure: not a function of these inputs
+            return None
+        return self._bind(kept, env, refs)
+
+    def _bind(self, entries: list[Entry], env: dict[int, Any], out_refs: tuple) -> list:
         depth = self._depth
-        for e in self.entries:
+        for e in entries:
             ins = [env[r[1]] if r[0] == "var" else r[1] for r in e.ins]
             with _i.staged_at(e.where, depth):
                 if e.rules:
-                    out = _i.bind_with_rules(e.primitive, e.rules, ins, e.params)
+                    rules = e.rules if self.rules is None else self.rules.replayed(e)
+                    out = _i.bind_with_rules(e.primitive, rules, ins, e.params)
                 else:
                     out = e.primitive.bind(*ins, **e.params)
             for n, o in zip(e.outs, out if e.multiple else (out,)):
                 env[n] = o
-        outs = [env[r[1]] if r[0] == "var" else r[1] for r in self.out_refs]
-        return jax.tree_util.tree_unflatten(self.out_tree, outs)
+        return [env[r[1]] if r[0] == "var" else r[1] for r in out_refs]
+
+
+# --- custom rules: their bodies replayed from what they bound when they ran ---------
+
+# The functions a custom call binds with, in order (the recorder's rule levels are named so).
+RULE_KINDS: dict[str, tuple[str, ...]] = {
+    "custom_jvp_call": ("custom_jvp_fun", "custom_jvp_rule"),
+    "custom_vjp_call": ("custom_vjp_fun", "custom_vjp_fwd", "custom_vjp_bwd"),
+}
+# How each is named in a sentence.
+RULE_ROLES: dict[str, str] = {
+    "custom_jvp_fun": "the body of a custom_jvp function",
+    "custom_jvp_rule": "a custom_jvp rule",
+    "custom_vjp_fun": "the body of a custom_vjp function",
+    "custom_vjp_fwd": "a custom_vjp fwd rule",
+    "custom_vjp_bwd": "a custom_vjp bwd rule",
+}
+
+
+# Why a rule may not have run when a stage needs it.
+_NOT_RUN_HINTS: dict[str, str] = {
+    "custom_vjp_bwd": (" (a bwd rule runs in the backward pass: after jax.vjp, when its "
+                       "pullback is called, later than the vjp call's stages are made)"),
+}
+
+
+class RuleNotRun(RuntimeError):
+    """A stage needs a custom rule at argument types it never ran at during the call."""
+
+
+def _arg_signature(x: Any) -> Any:
+    if is_array_like(x):
+        t = abstract(x)
+        return (t.shape, str(t.dtype), t.weak_type)
+    if x is None or isinstance(x, (bool, int, str)):
+        return ("value", type(x), x)
+    aval = getattr(x, "aval", None)  # a symbolic zero
+    return ("object", type(x), str(aval)) if aval is not None else ("id", id(x))
+
+
+def rule_name(fun: Any) -> str:
+    """The user's function inside a rule (a WrappedFun, maybe around a partial)."""
+    f = getattr(fun, "f", fun)
+    while hasattr(f, "func"):
+        f = f.func
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+class RuleTapes:
+    """What each custom_jvp/custom_vjp body and rule bound the first time it ran
+    in a call, at each argument signature; stages replay them instead of the
+    user's rules.
+
+    A function is known by what JAX caches it by (its Python function and
+    transformations, see `_i.rule_identity`), so the body a rule ran through
+    `f(x)` is the body the outer custom call holds. A body that never ran (grad
+    calls the rule only) is staged as the primal part of its rule, and the
+    stage says so (`notes`); a rule that never ran stops the stages needing it.
+    """
+
+    def __init__(self) -> None:
+        self._tapes: dict[tuple, Tape] = {}
+        self._by_fun: dict[tuple, list[Tape]] = {}
+        self.notes: list[str] = []  # substituted bodies, in the order they were staged
+
+    def _key(self, kind: str, fun: Any, args: tuple) -> tuple | None:
+        identity = _i.rule_identity(fun)
+        if identity is None:
+            return None
+        try:
+            key = (kind, identity, tuple(map(_arg_signature, args)))
+            hash(key)
+        except Exception:  # an unhashable argument: the rule runs unrecorded
+            return None
+        return key
+
+    def start(self, kind: str, fun: Any, args: tuple) -> Tape | None:
+        """A rule is about to run in the call: a tape on its first run at these types."""
+        key = self._key(kind, fun, args)
+        if key is None or key in self._tapes:
+            return None
+        tape = self._tapes[key] = Tape(rule_name(fun), args, {}, rules=self)
+        tape.signature = key[2]
+        self._by_fun.setdefault(key[:2], []).append(tape)
+        return tape
+
+    def _usable(self, tape: Tape | None) -> bool:
+        return (tape is not None and tape.replayable and not tape.ambiguous
+                and not tape.closure_types)
+
+    def replayed(self, entry: Entry) -> tuple:
+        """The entry's rule functions, each replaying its tape."""
+        kinds = entry.rule_kinds
+        if len(kinds) != len(entry.rules):
+            return entry.rules
+        return tuple(_i.wrapped_like(functools.partial(self._run, kind, fun, entry), fun)
+                     for kind, fun in zip(kinds, entry.rules))
+
+    def _run(self, kind: str, fun: Any, entry: Entry, *args: Any) -> Any:
+        key = self._key(kind, fun, args)
+        tape = self._tapes.get(key) if key is not None else None
+        if self._usable(tape):
+            return tape.replay(*args)  # type: ignore[union-attr]
+        if kind.endswith("_fun") and tape is None:
+            found = self._primal_part(entry, args)
+            if found is not None:
+                return found
+        why = _unusable(tape) if tape is not None else \
+            "it did not run at this call at these argument types" + _NOT_RUN_HINTS.get(kind, "")
+        raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
+                         f"{why}, and stages never run the user's Python again")
+
+    def _primal_part(self, entry: Entry, args: tuple) -> list | None:
+        """A body that never ran, as the primal outputs of its rule that did (noted)."""
+        kind, rule = entry.rule_kinds[1], entry.rules[1]
+        identity, types = _i.rule_identity(rule), [_arg_signature(a) for a in args]
+        n = len(args)
+        for tape in self._by_fun.get((kind, identity), ()):
+            if not self._usable(tape):
+                continue
+            if kind == "custom_jvp_rule":  # (*primals, *tangents) -> (*primals_out, *tangents_out)
+                positions = list(range(n))
+                outputs = slice(0, len(tape.out_refs) // 2)
+            else:  # fwd: (p0, perturbed0, p1, ...) -> (*residuals, *primals_out)
+                positions = list(range(0, 2 * n, 2))
+                n_out = _i.custom_vjp_out_count(entry.params)
+                if n_out is None:
+                    continue
+                outputs = slice(len(tape.out_refs) - n_out, None)
+            signature = tape.signature or ()
+            if [signature[i] if i < len(signature) else None for i in positions] != types:
+                continue
+            found = tape.replay_part(outputs, dict(zip(positions, args)))
+            if found is not None:
+                body = rule_name(entry.rules[0])
+                body, role = rule_name(entry.rules[0]), RULE_ROLES[kind].partition(" ")[2]
+                self.notes.append(
+                    f"{body}'s body did not run at this call ({tape.function}, its {role}, "
+                    f"ran instead), and stages never run your Python again: the {entry.kind} "
+                    f"body shown here is the part of {tape.function} that computes {body}'s "
+                    f"outputs.")
+                return found
+        return None
+
+    def release(self) -> None:
+        for tape in self._tapes.values():
+            tape.release()
+
+
+def _unusable(tape: Tape) -> str:
+    if tape.problem:
+        return tape.problem
+    if tape.ambiguous:
+        return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
+                "does), so which one each of its steps read is not known")
+    return "it reads values computed outside it (a closure), which a replay cannot give it"
+
+
+class TapePair:
+    """Two tapes filled by one level (a rule's own, and the call's executed program)."""
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Any, second: Any):
+        self.first, self.second = first, second
+
+    def begin(self, *args: Any) -> None:
+        self.first.begin(*args)
+        self.second.begin(*args)
+
+    def end(self, *args: Any) -> None:
+        self.first.end(*args)
+        self.second.end(*args)
+
+    def fail(self, step: int) -> None:
+        self.first.fail(step)
+        self.second.fail(step)
 
 
 def _comparison(e: Entry) -> str:

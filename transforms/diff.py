@@ -123,9 +123,15 @@ def default_pair(stages: Sequence[Stage]) -> tuple[int, int] | None:
     for group in stage_groups(stages):
         if len(group) < 2:
             continue
-        transformed = [i for i in group if stages[i].role == "transformed"]
-        return group[0], (transformed or group)[-1]
+        return group[0], whole_program(stages, group)
     return None
+
+
+def whole_program(stages: Sequence[Stage], indices: Sequence[int]) -> int:
+    """Of some stages of one function (in order, not empty), its whole transformed program:
+    the last "transformed" stage, else the last."""
+    transformed = [i for i in indices if stages[i].role == "transformed"]
+    return (transformed or indices)[-1]
 
 
 # --- alignment -----------------------------------------------------------------

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import functools
 import gc
 import json
 import os
 import platform
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Container, Iterator, NamedTuple, Sequence
 
-from . import _check, _codec
+from . import _check, _codec, _dump_v1
+from .files import new_file_mode as new_file_mode
+from .files import special_file_kind as special_file_kind
+from .files import write_atomically as write_atomically
 
 SCHEMA_VERSION = 3
 SCHEMA_NAME = "jax-transform-workbench/session"
@@ -256,6 +257,10 @@ class Step(NamedTuple):
     subjaxprs: tuple[JaxprRecord, ...] = ()
     error: str | None = None  # set when the primitive itself raised
     cause: int | None = None  # the step at an inner level whose processing bound this one
+    # A jnp wrapper (a jit JAX inlines when staging): a staged jaxpr holds its body's
+    # equations, not a jit equation. Recorded from the live params, whatever the JAX
+    # version prints for them (`True` on 0.10, `Inline.JAX_EARLY` on 0.12).
+    inline: bool = False
 
     @property
     def title(self) -> str:
@@ -494,6 +499,11 @@ class Lazy(Sequence[Any]):
     def __repr__(self) -> str:
         state = "decoded" if self.decoded else "not decoded yet"
         return f"Lazy({self._count} {self._what}, {state})"
+
+
+def is_decoded(part: Sequence[Any]) -> bool:
+    """Whether a call's steps (trees, pairs) are in memory: not a Lazy part left undecoded."""
+    return not isinstance(part, Lazy) or part.decoded
 
 
 # --- pytrees ------------------------------------------------------------------
@@ -784,63 +794,6 @@ class SessionLoadError(ValueError):
     """A session file that cannot be read: missing, truncated, corrupt or too new."""
 
 
-def new_file_mode() -> int:
-    """The mode open() would give a new file (0o666 less the umask): mkstemp's temp files
-    are 0o600, and a dump or image should not end up private to its writer."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def write_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to what `path` names: a regular file atomically, a FIFO or device by streaming.
-
-    A symlink is followed (its target is written, the link stays); a regular file (or
-    a new one) is replaced by a temp file beside it, so it appears complete or not at
-    all; a FIFO, a terminal or another device is written into, never replaced (as
-    root, replacing /dev/null would break the machine); a folder raises
-    IsADirectoryError. An OSError (disk full, read-only) leaves no temp file behind.
-    """
-    path = os.path.realpath(os.fspath(path))
-    kind = special_file_kind(path)
-    if kind == "directory":
-        raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-    if kind:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def special_file_kind(path: str | os.PathLike) -> str:
-    """"" for a regular file or nothing at all; else "directory", "fifo", "device", "socket"."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return ""
-    if stat.S_ISREG(mode):
-        return ""
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
-
-
 def load(path: str | os.PathLike, lazy: bool = False) -> Session:
     """Read a session file; raises SessionLoadError with a message that names the problem.
 
@@ -953,7 +906,7 @@ def _session_from(text: str | bytes, indexed: _Indexed | None, source: str,
         raise SessionLoadError(f"{source}: schema version {_echo(str(version), 20)} does not exist")
     try:
         if version == 1:
-            return _session_v1(data)
+            return _dump_v1.session_v1(data, Session, _RECORD_TYPES)
         if indexed is not None and version >= 3:
             return _session_v3(data, indexed, text, source, lazy)
         return _session_v2(data)
@@ -1137,75 +1090,6 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
         return session, reader
     _check.check_session(session, reader.tables)
     return session
-
-
-# --- version 1 dumps (read only) ----------------------------------------------
-# Records as objects, tuples as arrays, decoded by the field annotations' text.
-# Kept so that dumps written before schema version 2 still open.
-
-def _session_v1(data: dict[str, Any]) -> Session:
-    calls = [_decode(Call, c) for c in _as_list(data["calls"])]
-    session = Session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", "")),
-                      python_version=_decode_typed("str", data.get("python_version", "")),
-                      schema_version=1)
-    _check.check_session(session)
-    return session
-
-
-def _decode(cls: type, data: Any) -> Any:
-    if not isinstance(data, dict):
-        raise TypeError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
-    kwargs = {}
-    for name, type_text in _field_types(cls):
-        if name in data:
-            kwargs[name] = _decode_typed(type_text, data[name])
-    return cls(**kwargs)
-
-
-def _field_types(cls: type) -> list[tuple[str, str]]:
-    if dataclasses.is_dataclass(cls):
-        return [(f.name, str(f.type)) for f in dataclasses.fields(cls)]
-    # NamedTuple keeps string annotations as typing.ForwardRef.
-    return [(name, _annotation_text(cls.__annotations__[name]))
-            for name in cls._fields]  # type: ignore[attr-defined]  # a NamedTuple's
-
-
-def _annotation_text(annotation: Any) -> str:
-    return annotation if isinstance(annotation, str) else annotation.__forward_arg__
-
-
-def _decode_typed(type_text: str, value: Any) -> Any:
-    """Decode by the field's annotation text (annotations are strings here)."""
-    if value is None:
-        if "None" in type_text:
-            return None
-        raise TypeError(f"null where {type_text} is required")
-    text = type_text.replace(" | None", "")
-    if text in _RECORD_TYPES:
-        return _decode(_RECORD_TYPES[text], value)
-    if text.startswith("tuple[tuple[str, ValueRecord]"):
-        return tuple((str(k), _decode(ValueRecord, v)) for k, v in value)
-    if text.startswith("tuple[tuple[str, str]"):
-        return tuple((str(k), str(v)) for k, v in value)
-    if text.startswith("tuple[") or text.startswith("list["):
-        inner = text[text.index("[") + 1:text.rindex("]")].split(",")[0].strip()
-        items = [_decode_typed(inner, v) for v in _as_list(value)]
-        return items if text.startswith("list[") else tuple(items)
-    if text == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"expected an integer, got {value!r}")
-        return value
-    if text == "str":
-        if not isinstance(value, str):
-            raise TypeError(f"expected a string, got {type(value).__name__}")
-        return value
-    return value
-
-
-def _as_list(value: Any) -> list:
-    if not isinstance(value, list):
-        raise TypeError(f"expected an array, got {type(value).__name__}")
-    return value
 
 
 _RECORD_TYPES: dict[str, type] = {

@@ -77,8 +77,8 @@ def info_text(info: ProcessInfo) -> str:
 def show_processes(session: Session, args: argparse.Namespace,
                    error: Callable[[str], None]) -> int:
     """`workbench show RUN.json`: the processes, their devices, then each one's calls."""
-    from .cli import summarize_call
     from .safe_text import terminal
+    from .summary import summarize_call
 
     def say(text: str = "") -> None:  # every line made terminal-safe
         print(terminal(text, 20_000, lines=True))

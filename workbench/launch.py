@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -168,9 +169,18 @@ def _control(state: _ChildState, fd: int, dump: str) -> None:
     os._exit(STOPPED_EXIT)
 
 
+def describe_run(session: Session, path: str, args: Sequence[str], exit_code: int,
+                 interrupted: bool, stop: str = "") -> None:
+    """Name the recording after the command that made it (shown by the TUI and `show`)."""
+    session.title = shlex.join([os.path.basename(path), *args])
+    session.metadata = {"script": os.path.abspath(path), "argv": shlex.join(args),
+                        "exit_code": str(exit_code)}
+    if interrupted:
+        session.metadata["interrupted"] = stop or "Ctrl-C"
+
+
 def _snapshot(state: _ChildState, reason: str) -> Session:
     """What was recorded until now, as the runner would describe it."""
-    from .runner import describe_run
     s = state.session
     copy = Session(calls=list(s.calls), jax_version=s.jax_version,
                    python_version=s.python_version)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-import shlex
 import sys
 import threading
 import traceback
@@ -27,7 +26,7 @@ import transforms
 from transforms.record import Session
 
 from . import saving
-from .launch import process_recording
+from .launch import describe_run, process_recording
 
 PATCHED = ("grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
            "jacrev", "hessian")
@@ -139,16 +138,6 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
     _flush()
     describe_run(session, path, args, code, interrupted, stop)
     return RunResult(session, code, error, interrupted, stop)
-
-
-def describe_run(session: Session, path: str, args: Sequence[str], exit_code: int,
-                 interrupted: bool, stop: str = "") -> None:
-    """Name the recording after the command that made it (shown by the TUI and `show`)."""
-    session.title = shlex.join([os.path.basename(path), *args])
-    session.metadata = {"script": os.path.abspath(path), "argv": shlex.join(args),
-                        "exit_code": str(exit_code)}
-    if interrupted:
-        session.metadata["interrupted"] = stop or "Ctrl-C"
 
 
 # A dump takes about 0.6 KB a step: past this many steps (about 60 MB) the user is told once.

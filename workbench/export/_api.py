@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from transforms.diff import default_pair, stage_function, stage_groups
+from transforms.diff import default_pair, stage_groups, whole_program
 from transforms.record import Call, Session, SessionLoadError, Stage
 from workbench.processes import load_run, owners, process_session
 
 from .. import safe_text
+from .._index import function_program
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
 from .graphviz import (
@@ -136,9 +137,7 @@ def default_stage(call: Call) -> Stage:
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in call.stages if s.reason)
         raise ExportError(f"call {call.index} has no stage with a jaxpr"
                           + (f" ({_short(reasons)})" if reasons else ""))
-    own = [call.stages[i] for i in groups[0]]
-    transformed = [s for s in own if s.role == "transformed"]
-    return (transformed or own)[-1]
+    return call.stages[whole_program(call.stages, groups[0])]
 
 
 def find_stage(call: Call, name: str | None) -> Stage:
@@ -168,10 +167,7 @@ def _stage_pair(call: Call, first: str | None, second: str | None) -> tuple[Stag
         return call.stages[pair[0]], call.stages[pair[1]]
     if second is None:  # the named stage against its function's whole transformed program
         before = find_stage(call, first)
-        own = [s for s in jaxpr_stages(call)
-               if stage_function(s.name) == stage_function(before.name)]
-        transformed = [s for s in own if s.role == "transformed"]
-        after = (transformed or own)[-1]
+        after = call.stages[function_program(call.stages, before.name)]
         if after is before:
             after = default_stage(call)
         return before, after
@@ -280,7 +276,7 @@ def export_session_graphs(session: Session, folder: str | os.PathLike, stem: str
         views: list[tuple[str, dict[str, Any]]] = [("tower", {})]
         if jaxpr_stages(c):
             views.insert(0, ("jaxpr", {"collapse_repeats": True}))
-        if getattr(c, "trees", ()) or getattr(c, "pairs", ()):
+        if c.trees or c.pairs:
             views.append(("pytree", {}))
         if c.shardings or any(s.collectives for s in c.stages):
             views.append(("devices", {}))

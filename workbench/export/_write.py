@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from transforms.record import new_file_mode, write_atomically
+from transforms.files import new_file_mode, write_atomically
 
-from .graphviz import Graph, count, to_dot
+from ._graph import Graph, count, to_dot
 
 # Output suffix -> dot's -T format (None: the DOT text itself).
 FORMATS: dict[str, str | None] = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": None,

@@ -22,7 +22,7 @@ from workbench.render.devices import (
     shape_text,
 )
 
-from .graphviz import Cluster, Edge, Graph, GraphOptions, Node, _shorten
+from ._graph import Cluster, Edge, Graph, GraphOptions, Node, _shorten
 
 # Pastel fills, one per distinct block of an array.
 BLOCK_FILLS = ("#dbeafe", "#dcfce7", "#fee2e2", "#ede9fe", "#cffafe", "#ffedd5", "#fce7f3",

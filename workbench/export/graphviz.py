@@ -4,6 +4,9 @@
 records in, a `Graph` of plain nodes, edges and clusters out, tested on their
 own. `to_dot` only maps a Graph to DOT text (micrograd's `draw_dot`), escaping
 every label. Nothing here runs Graphviz or imports JAX: see `_write.py`.
+
+This module holds the jaxpr and stages views and is the exporter's surface: the graph
+as data and DOT text are `_graph.py`, the tower and pytree views `_call_views.py`.
 """
 from __future__ import annotations
 
@@ -12,116 +15,23 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-import graphviz as gv
-
 from transforms.diff import diff_stages, short_aval, stage_function
-from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord, TreePair, TreeRecord
+from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord
 
-from .. import safe_text
-
-# --- the graph as data -------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    id: str
-    label: str                # lines separated by "\n"; escaped by to_dot
-    kind: str = "eqn"         # input | output | const | eqn | group | boundary | step | tree | leaf
-                              # | note
-    cluster: str | None = None
-    origin: str = ""          # primal | jvp | transpose (fill colour), from the name stack
-    batched: bool = False     # traced under vmap (green border)
-    mark: str = ""            # added | removed | changed | mismatch | error | focus | backward
-                              # | rule
-    tooltip: str = ""
-    fill: str = ""            # an explicit fill colour ("#rrggbb"): a device's block
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    src: str
-    dst: str
-    label: str = ""
-    style: str = ""           # "" (solid) | dashed | dotted | invis
-    constraint: bool = True   # False: drawn, but does not rank its ends
-
-
-@dataclass(frozen=True, slots=True)
-class Cluster:
-    id: str                   # starts with "cluster" (Graphviz draws only those as boxes)
-    label: str
-    parent: str | None = None
-    kind: str = ""            # eqn | subjaxpr | stage | level | tree | pair
-
-
-@dataclass(frozen=True, slots=True)
-class Graph:
-    title: str
-    nodes: tuple[Node, ...] = ()
-    edges: tuple[Edge, ...] = ()
-    clusters: tuple[Cluster, ...] = ()
-    notes: tuple[str, ...] = ()   # what was left out, and how names were chosen
-    rankdir: str = "TB"
-    legend: tuple[str, ...] = ()  # origins/marks present, explained in the graph label
-    same_rank: tuple[tuple[str, ...], ...] = ()  # nodes drawn side by side, in this order
-    folding: Folding = field(default_factory=lambda: Folding())  # what max_nodes folded
-
-    def node(self, node_id: str) -> Node | None:
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class Folding:
-    """What a jaxpr graph drew as one node to keep to max_nodes (zero: nothing folded)."""
-    inputs_and_outputs: int = 0   # the stage's inputs, consts and outputs (folded or not)
-    inputs_folded: int = 0        # inputs and consts drawn inside a group node
-    outputs_folded: int = 0
-    equations_folded: int = 0     # top-level equations in the "not drawn" node
-
-
-@dataclass(frozen=True)
-class GraphOptions:
-    """How much to draw. The defaults draw everything, labelled."""
-    collapse_subjaxprs: bool | None = None  # None: the view's default (jaxpr expands, stages not)
-    collapse_repeats: bool = False  # runs of a repeated block of equations -> one node
-    max_nodes: int | None = None    # at most this many nodes: the rest folded, with a note
-    focus: int | None = None        # only this top-level equation and its neighbourhood
-    radius: int = 2                 # ... within this many dataflow steps
-    edge_labels: bool = True        # avals (and names) on edges
-    max_params: int = 3             # key params shown per equation
-    max_depth: int = 4              # sub-jaxpr nesting expanded
-    max_fanout: int = 6             # values read by more equations: a reference per reader
-
-
-class CollectError(ValueError):
-    """The records cannot be drawn as asked (e.g. a stage without a jaxpr)."""
-
-
-ORIGIN_COLOURS = {"primal": "#ffffff", "jvp": "#dbeafe", "transpose": "#fde2c8"}
-MARK_COLOURS = {"added": "#bbf7d0", "removed": "#fecaca", "changed": "#fef08a",
-                "mismatch": "#fca5a5", "error": "#fca5a5", "backward": "#fde2c8",
-                "rule": "#ede9fe"}
-BATCHED_COLOUR = "#15803d"
-_LEGEND_TEXT = {
-    "primal": "white: primal", "jvp": "blue: traced under jvp", "transpose": "orange: transpose "
-    "(backward pass)", "batched": "green border: batched (vmap)", "added": "green: added",
-    "removed": "red: removed", "changed": "yellow: changed", "mismatch": "red: differs",
-    "error": "red: error", "backward": "orange: backward phase", "rule": "violet: custom rule",
-}
-
-
-def origin_of(name_stack: str) -> tuple[str, bool]:
-    """(primal | jvp | transpose, batched) from a name stack such as `vmap(transpose(jvp()))`."""
-    if "transpose(" in name_stack:
-        origin = "transpose"
-    elif "jvp(" in name_stack or "linearize(" in name_stack:
-        origin = "jvp"
-    else:
-        origin = "primal"
-    return origin, "vmap(" in name_stack
-
+from ._call_views import collect_pytree as collect_pytree
+from ._call_views import collect_tower as collect_tower
+from ._graph import Cluster as Cluster
+from ._graph import CollectError as CollectError
+from ._graph import Edge as Edge
+from ._graph import Folding, _shorten
+from ._graph import Graph as Graph
+from ._graph import GraphOptions as GraphOptions
+from ._graph import Node as Node
+from ._graph import count as count
+from ._graph import dot_escape as dot_escape
+from ._graph import dot_string as dot_string
+from ._graph import origin_of as origin_of
+from ._graph import to_dot as to_dot
 
 # --- jaxpr view --------------------------------------------------------------------
 
@@ -685,10 +595,6 @@ def _key_params(eqn: EqnRecord, limit: int) -> list[tuple[str, str]]:
     return [(k, v) for k, v in eqn.params if k not in _SKIP_PARAMS and v != "None"][:limit]
 
 
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 def _safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
@@ -774,7 +680,7 @@ def _of_the_call(stage: Stage) -> bool:
 
 
 def _leaf_paths(call: Call, role: str) -> list[str]:
-    trees = [t for t in getattr(call, "trees", ()) if t.role == role]
+    trees = [t for t in call.trees if t.role == role]
     trees.sort(key=lambda t: (t.argnum if t.argnum is not None else 0))
     return [t.full_path(node) for t in trees for node in t.nodes if node.kind == "leaf"]
 
@@ -820,323 +726,6 @@ def collect_stages(before: Stage, after: Stage, call: Call | None = None,
         return builder.graph(title, notes)
 
     return _within_max_nodes(build, options, expand=options.collapse_subjaxprs is False)
-
-
-# --- tower view --------------------------------------------------------------------
-
-DEFAULT_MAX_STEPS = 400
-
-
-def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
-    """The levels of a call, innermost first, and the steps each saw, linked by cause."""
-    cap = options.max_nodes if options.max_nodes is not None else DEFAULT_MAX_STEPS
-    nodes: list[Node] = []
-    edges: list[Edge] = []
-    clusters: list[Cluster] = []
-    legend: dict[str, None] = {}
-    notes: list[str] = []
-    by_level: dict[int, list] = {}
-    for step in call.steps:
-        by_level.setdefault(step.level, []).append(step)
-    shown: set[int] = set()
-    # Each level keeps one node for its "more steps" (or "no steps") note.
-    per_level = max(0, cap // max(1, len(call.levels)) - 1)
-    if options.max_nodes is None:
-        per_level = max(1, per_level)
-    elif cap < len(call.levels):
-        raise CollectError(f"max_nodes={cap}: the tower of call {call.index} needs at least "
-                           f"{len(call.levels)} nodes (one per level)")
-    for level in sorted(call.levels, key=lambda lv: (-lv.depth, lv.index)):
-        cluster = f"cluster_L{level.index}"
-        options_text = " ".join(f"{k}={v}" for k, v in level.options)
-        label = f"{level.label}   {level.kind} ({level.trace_type})"
-        detail = " ".join(x for x in (level.function, options_text) if x)
-        if detail:
-            label += "\n" + _shorten(detail, 90)
-        steps = by_level.get(level.index, [])
-        label += f"\n{len(steps)} steps"
-        clusters.append(Cluster(cluster, label, None, "level"))
-        previous = None
-        if not steps:
-            nodes.append(Node(f"L{level.index}_empty", "no steps at this level", "note", cluster))
-        for step in steps[:per_level]:
-            mark = "error" if step.kind == "error" or step.error else (
-                "backward" if step.phase == "backward" else "rule" if step.phase == "rule" else "")
-            outs = ", ".join(short_aval(v.aval) for v in step.outputs[:3])
-            lines = [f"#{step.index} {step.title}"]
-            if outs:
-                lines.append(f"-> {outs}")
-            if step.phase != "forward":
-                lines.append(step.phase)
-            if step.error:
-                lines.append(_shorten(step.error.splitlines()[0] if step.error else "", 50))
-            tooltip = str(step.source) if step.source is not None else ""
-            node_id = f"s{step.index}"
-            nodes.append(Node(node_id, "\n".join(lines), "step", cluster, mark=mark,
-                              tooltip=tooltip))
-            if mark:
-                legend[mark] = None
-            shown.add(step.index)
-            if previous is not None:  # keeps each level's steps in order, in one column
-                edges.append(Edge(previous, node_id, style="invis"))
-            previous = node_id
-        if len(steps) > per_level:
-            rest = len(steps) - per_level
-            nodes.append(Node(f"L{level.index}_more", f"{rest} more steps not drawn", "note",
-                              cluster))
-            if previous is not None:
-                edges.append(Edge(previous, f"L{level.index}_more", style="invis"))
-            notes.append(f"{level.label}: {rest} of {len(steps)} steps not drawn "
-                         f"(max_nodes={cap} across {len(call.levels)} levels)")
-    for step in call.steps:
-        if step.cause is not None and step.index in shown and step.cause in shown:
-            edges.append(Edge(f"s{step.cause}", f"s{step.index}", "", "dashed"))
-    title = f"call {call.index}: {call.transform}({call.function}): {len(call.levels)} levels, " \
-            f"{len(call.steps)} steps; dashed: the step that caused it"
-    return Graph(title, tuple(nodes), tuple(edges), tuple(clusters), tuple(notes), "TB",
-                 tuple(legend))
-
-
-# --- pytree view -------------------------------------------------------------------
-
-def collect_pytree(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
-    """Input and gradient (or tangent) trees side by side, aux data shown, mismatches marked."""
-    nodes: list[Node] = []
-    edges: list[Edge] = []
-    clusters: list[Cluster] = []
-    notes: list[str] = []
-    legend: dict[str, None] = {}
-    same_rank: list[tuple[str, ...]] = []
-    pairs: Sequence[TreePair] = getattr(call, "pairs", ())
-    trees: Sequence[TreeRecord] = getattr(call, "trees", ())
-    mismatch_pairs = [e.mismatch for e in call.errors if e.mismatch is not None]
-    pairs = list(pairs) + [p for p in mismatch_pairs if p not in pairs]
-    cap = options.max_nodes if options.max_nodes is not None else 500
-    tree_count = 2 * len(pairs) if pairs else len(trees)
-    if options.max_nodes is not None and tree_count:
-        if cap < tree_count:
-            raise CollectError(f"max_nodes={cap}: the pytree view of call {call.index} needs at "
-                               f"least {tree_count} nodes (one per tree)")
-        cap //= tree_count  # shared by the trees drawn
-    if pairs:
-        for k, pair in enumerate(pairs):
-            cluster = f"cluster_pair{k}"
-            summary = pair.summary or ("same structure" if pair.same_structure else
-                                       f"first difference at {pair.first_difference!r}")
-            clusters.append(Cluster(cluster, f"{pair.title}\n{_wrap(summary, 90, 4)}", None,
-                                    "pair"))
-            status = {}
-            for row in pair.rows:
-                if row.status != "same":
-                    what = row.note or {"left_only": f"only in {pair.left.name}",
-                                        "right_only": f"only in {pair.right.name}"
-                                        }.get(row.status, row.status)
-                    if row.left is not None:
-                        status[("L", row.left)] = what
-                    if row.right is not None:
-                        status[("R", row.right)] = what
-            # NB: the right tree's cluster is emitted first: with the flat same-rank links,
-            # dot then places the left tree on the left (measured; the other order flips it).
-            for side, tree in (("R", pair.right), ("L", pair.left)):
-                _tree_nodes(tree, f"p{k}{side}", f"{cluster}_{side}", cluster, nodes, edges,
-                            clusters, {i: s for (sd, i), s in status.items() if sd == side},
-                            cap, notes, legend)
-            for row in pair.rows:
-                if row.left is not None and row.right is not None:
-                    # Side by side, left tree first: a flat edge between nodes of one rank.
-                    style = "dotted" if row.status == "same" else "dashed"
-                    a, b = f"p{k}L{row.left}", f"p{k}R{row.right}"
-                    edges.append(Edge(a, b, "", style))
-                    same_rank.append((a, b))
-        title = f"call {call.index}: {call.transform}({call.function}): trees paired by key path"
-    elif trees:
-        for k, tree in enumerate(trees):
-            cluster = f"cluster_tree{k}"
-            clusters.append(Cluster(cluster, f"{tree.role}: {tree.name}", None, "tree"))
-            _tree_nodes(tree, f"t{k}", f"{cluster}_t", cluster, nodes, edges, clusters, {}, cap,
-                        notes, legend)
-        title = f"call {call.index}: {call.transform}({call.function}): trees (none paired)"
-    else:
-        for k, (role, text) in enumerate((("input", call.in_tree), ("output", call.out_tree))):
-            nodes.append(Node(f"td{k}", f"{role} treedef\n{_wrap(text or '(not recorded)', 60)}",
-                              "tree"))
-        notes.append("this dump has no pytree records (Call.trees, Call.pairs): showing the "
-                     "treedef text recorded with the call")
-        title = f"call {call.index}: {call.transform}({call.function}): treedefs"
-    return Graph(title, tuple(nodes), tuple(edges), tuple(clusters), tuple(notes), "TB",
-                 tuple(legend), tuple(same_rank))
-
-
-def _tree_nodes(tree: TreeRecord, prefix: str, cluster: str, parent: str, nodes: list[Node],
-                edges: list[Edge], clusters: list[Cluster], marks: dict[int, str], cap: int,
-                notes: list[str], legend: dict[str, None]) -> None:
-    clusters.append(Cluster(cluster, f"{tree.role}: {tree.name}", parent, "tree"))
-    drawn = tree.nodes[:cap]
-    for node in drawn:
-        key = tree.name if node.parent is None else node.key
-        lines = [key]
-        if node.kind == "leaf":
-            lines.append(short_aval(node.aval) if node.aval else node.type_name)
-            if node.value is not None:
-                lines.append(_shorten(node.value, 40))
-            if node.tracer:
-                lines.append(_shorten(node.tracer, 50))
-        else:
-            lines.append(node.type_name.rsplit(".", 1)[-1] if node.kind == "node" else node.kind)
-            if node.static:
-                lines += [_shorten(f"{k}={v}", 50) for k, v in node.static]
-            elif node.aux:
-                lines.append(_shorten(f"aux: {node.aux}", 50))
-        if node.note:
-            lines.append(_shorten(node.note, 50))
-        mark = ""
-        if node.index in marks:
-            mark = "mismatch"
-            lines.append(_shorten(f"differs: {marks[node.index]}", 50))
-            legend["mismatch"] = None
-        kind = "leaf" if node.kind == "leaf" else "tree"
-        nodes.append(Node(f"{prefix}{node.index}", "\n".join(lines), kind, cluster, mark=mark,
-                          tooltip=tree.full_path(node)))
-        if node.parent is not None:
-            edges.append(Edge(f"{prefix}{node.parent}", f"{prefix}{node.index}"))
-    if len(tree.nodes) > cap:
-        notes.append(f"{tree.name}: {len(tree.nodes) - cap} of {len(tree.nodes)} nodes not drawn "
-                     f"(at most {cap} per tree)")
-    if tree.note:
-        notes.append(f"{tree.name}: {tree.note}")
-
-
-def _wrap(text: str, width: int, max_lines: int = 20) -> str:
-    lines = [text[i:i + width] for i in range(0, len(text), width)] or [text]
-    if len(lines) > max_lines:
-        lines = lines[:max_lines - 1] + [_shorten(lines[max_lines - 1] + "…", width)]
-    return "\n".join(lines)
-
-
-# --- DOT text ----------------------------------------------------------------------
-
-# Every label and id goes through the shared DOT escaping (workbench/safe_text.py): pure
-# ASCII, no control character left, cut below Graphviz's 16,384-character label limit.
-dot_escape = safe_text.dot_escape
-
-
-def dot_string(text: str) -> str:
-    """`text` as a DOT double-quoted string (see dot_escape)."""
-    return '"' + dot_escape(text) + '"'
-
-
-def _q(text: str) -> gv.quoting.NoHtml:
-    """Text for the graphviz package: escaped here, quoted by the package.
-
-    NB: the package quotes what is not a plain DOT id and escapes quotes that
-    are not escaped yet; backslashes it keeps as Graphviz escapes, which is why
-    the text is escaped first. `nohtml`: a label that happens to read `<...>`
-    is text, not an HTML label (escaping already turns `<` into `&lt;`).
-    """
-    return gv.nohtml(dot_escape(text))
-
-
-_GRAPH_ATTRS = {"labelloc": "t", "labeljust": "l", "fontname": "Helvetica", "fontsize": "12",
-                "nodesep": "0.25", "ranksep": "0.35", "newrank": "true"}
-_NODE_ATTRS = {"shape": "box", "style": "rounded,filled", "fillcolor": "#ffffff",
-               "fontname": "Helvetica", "fontsize": "10", "height": "0.3", "margin": "0.08,0.04"}
-_EDGE_ATTRS = {"fontname": "Helvetica", "fontsize": "8", "color": "#555555",
-               "fontcolor": "#333333", "arrowsize": "0.6"}
-
-
-def to_dot(graph: Graph) -> str:
-    """The Graph as DOT text, built with the graphviz package: clusters nested, pure ASCII."""
-    label_lines = [graph.title] + list(graph.notes)
-    legend = [_LEGEND_TEXT[k] for k in graph.legend if k in _LEGEND_TEXT]
-    if legend:
-        label_lines.append("; ".join(legend))
-    dot = gv.Digraph("workbench", graph_attr={"rankdir": graph.rankdir,
-                                              "label": _q("\n".join(label_lines)),
-                                              **_GRAPH_ATTRS},
-                     node_attr=_NODE_ATTRS, edge_attr=_EDGE_ATTRS)
-    by_cluster: dict[str | None, list[Node]] = {}
-    for node in graph.nodes:
-        by_cluster.setdefault(node.cluster, []).append(node)
-    children: dict[str | None, list[Cluster]] = {}
-    known = {c.id for c in graph.clusters}
-    for cluster in graph.clusters:
-        parent = cluster.parent if cluster.parent in known else None
-        children.setdefault(parent, []).append(cluster)
-
-    def emit(into: gv.Digraph, cluster_id: str | None) -> None:
-        for node in by_cluster.get(cluster_id, ()):
-            _add_node(into, node)
-        for child in children.get(cluster_id, ()):
-            style = _CLUSTER_STYLES.get(child.kind, _CLUSTER_STYLES[""])
-            with into.subgraph(name=_q(child.id)) as sub:
-                sub.attr("graph", label=_q(child.label), **style)
-                emit(sub, child.id)
-
-    emit(dot, None)
-    for cluster_id, nodes in by_cluster.items():  # nodes naming an unknown cluster: top level
-        if cluster_id is not None and cluster_id not in known:
-            for node in nodes:
-                _add_node(dot, node)
-    for group in graph.same_rank:
-        with dot.subgraph() as row:
-            row.attr(rank="same")
-            for node_id in group:
-                row.node(_q(node_id))
-    for edge in graph.edges:
-        attrs = {}
-        if edge.label:
-            attrs["label"] = _q(edge.label)
-        if edge.style:
-            attrs["style"] = edge.style
-        if not edge.constraint:
-            attrs["constraint"] = "false"
-        dot.edge(_q(edge.src), _q(edge.dst), **attrs)
-    return dot.source
-
-
-_CLUSTER_STYLES: dict[str, dict[str, str]] = {
-    "": {"style": "rounded", "color": "#94a3b8", "fontsize": "10", "labeljust": "l"},
-    "eqn": {"style": "rounded,dashed", "color": "#64748b", "fontsize": "10", "labeljust": "l"},
-    "subjaxpr": {"style": "rounded,filled", "fillcolor": "#f8fafc", "color": "#94a3b8",
-                 "fontsize": "10", "labeljust": "l"},
-    "stage": {"style": "rounded", "color": "#334155", "fontsize": "12", "labeljust": "l"},
-    "level": {"style": "rounded,filled", "fillcolor": "#f8fafc", "color": "#475569",
-              "fontsize": "11", "labeljust": "l"},
-    "tree": {"style": "rounded", "color": "#94a3b8", "fontsize": "10", "labeljust": "l"},
-    "pair": {"style": "rounded", "color": "#334155", "fontsize": "11", "labeljust": "l"},
-}
-
-_KIND_STYLES: dict[str, dict[str, str]] = {
-    "input": {"shape": "box", "style": "filled", "fillcolor": "#e2e8f0"},
-    "const": {"shape": "box", "style": "filled", "fillcolor": "#f1f5f9"},
-    "output": {"shape": "box", "style": "filled,bold", "fillcolor": "#e2e8f0"},
-    "group": {"shape": "box3d", "style": "filled", "fillcolor": "#f1f5f9"},
-    "boundary": {"shape": "box", "style": "dashed", "fontsize": "9"},
-    "ref": {"shape": "box", "style": "dashed", "fontsize": "9", "color": "#64748b"},
-    "note": {"shape": "note", "style": "filled", "fillcolor": "#fffbeb"},
-    "leaf": {"shape": "box", "style": "filled"},
-    "tree": {"shape": "box", "style": "rounded,filled", "fillcolor": "#f1f5f9"},
-}
-
-
-def _add_node(into: gv.Digraph, node: Node) -> None:
-    attrs = dict(_KIND_STYLES.get(node.kind, {}))
-    fill = node.fill or MARK_COLOURS.get(node.mark) or (
-        ORIGIN_COLOURS.get(node.origin) if node.kind == "eqn" else None)
-    if fill:
-        attrs["fillcolor"] = fill
-    if node.batched:
-        attrs.update(color=BATCHED_COLOUR, penwidth="2")
-    if node.mark == "focus":
-        attrs.update(peripheries="2", penwidth="2")
-    if node.tooltip:
-        attrs["tooltip"] = _q(node.tooltip)
-    into.node(_q(node.id), label=_q(node.label), **attrs)
-
-
-def count(graph: Graph) -> tuple[int, int]:
-    """(nodes, edges), the figures that decide how long Graphviz takes."""
-    return len(graph.nodes), sum(1 for e in graph.edges if e.style != "invis")
 
 
 __all__ = ["Node", "Edge", "Cluster", "Graph", "GraphOptions", "CollectError", "collect_jaxpr",

@@ -189,12 +189,12 @@ class CallTreesView:
 
     def _build(self) -> RenderableType:
         call = self.call
-        pairs = tuple(getattr(call, "pairs", ()))
+        pairs = tuple(call.pairs)
         paired = {(p.left.role, p.left.name) for p in pairs}
         paired |= {(p.right.role, p.right.name) for p in pairs}
         parts: list[RenderableType] = [PairView(p) for p in pairs]
-        parts += [TreeView(t) for t in getattr(call, "trees", ()) if (t.role, t.name) not in paired]
-        diagnostics = tuple(getattr(call, "diagnostics", ()))
+        parts += [TreeView(t) for t in call.trees if (t.role, t.name) not in paired]
+        diagnostics = tuple(call.diagnostics)
         if diagnostics:
             parts.append(DiagnosticsView(diagnostics))
         if not parts:

@@ -86,7 +86,7 @@ class TowerView:
             name = TRACER_DISPLAY_NAMES.get(value.kind, value.type_name)
             text.append(_clip(name), style=_KIND_STYLES.get(value.kind, "green"))
             text.append(f" {_clip(value.aval)}")
-            if isinstance(value.level, int):
+            if value.level is not None:
                 text.append(f"  @ {_clip(self.labels.get(value.level, f'level {value.level}'))}",
                             style="dim")
             if value.batch_dim is not None:
@@ -219,5 +219,6 @@ def _params(step: Step) -> Table:
     table.add_column()
     for pair in step.params[:64]:
         key, value = (pair + ("", ""))[:2] if isinstance(pair, tuple) else (pair, "")
-        table.add_row(_clip(key, 60), _clip(value, 600))
+        # Text, not str: a table cell's str is parsed as markup ("[/]" raises, "[b]" styles).
+        table.add_row(Text(_clip(key, 60)), Text(_clip(value, 600)))
     return table

@@ -6,7 +6,6 @@ file named after the session and the call: `grad-of-tanh-call0-grad-tanh.json`.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from pathlib import Path
@@ -49,21 +48,9 @@ def export_call_json(session: Session, call: Call, folder: str | os.PathLike,
     return path
 
 
-class Unavailable(RuntimeError):
-    """An export this install cannot make; the message says why."""
-
-
 def export_call_graph(call: Call, folder: str | os.PathLike, stem: str | None = None) -> Path:
-    """Draw the call's graph with workbench.export, when that module is installed."""
-    try:
-        module = importlib.import_module("workbench.export")
-    except ImportError:
-        raise Unavailable("graph export is unavailable: workbench.export is not in this "
-                          "install") from None
-    writer = getattr(module, "write_call_graph", None)
-    if writer is None:
-        raise Unavailable("graph export is unavailable: workbench.export has no "
-                          "write_call_graph(call, path)")
+    """Draw the call's graph (workbench.export, imported here: only an export needs it)."""
+    from workbench.export import write_call_graph
     path = _ready(folder) / f"{stem or file_stem('', call)}.svg"
-    written = writer(call, path)
+    written = write_call_graph(call, path)
     return Path(written) if written else path

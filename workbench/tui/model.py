@@ -7,19 +7,28 @@ is drawn.
 """
 from __future__ import annotations
 
-import functools
 import os
-import re
-import stat
-import sys
 from array import array
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
-from transforms.diff import default_pair
-from transforms.record import Call, Level, LevelRow, Session, SourceLocation, Stage, Step, level_rows
+from transforms.record import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
 from .. import safe_text
+from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
+
+# The TUI's data layer is read through this module; step <-> equation and source lines
+# are their own modules, their names re-exported here.
+from .source import MAX_SOURCE_BYTES as MAX_SOURCE_BYTES
+from .source import SOURCE_SUFFIXES as SOURCE_SUFFIXES
+from .source import readable_source as readable_source
+from .source import source_context as source_context
+from .source import source_roots as source_roots
+from .stage_map import StageMap as StageMap
+from .stage_map import eqn_key as eqn_key
+from .stage_map import eqn_lines as eqn_lines
+from .stage_map import stage_lines as stage_lines
+from .stage_map import step_key as step_key
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -58,20 +67,11 @@ class CallIndex:
         for row in every:
             if row.depth == 0:
                 own = call.levels[row.position].depth
-                base = own if isinstance(own, int) and 0 < own < 64 else 0
+                base = own if 0 < own < 64 else 0
             self.depth[row.position] = base + row.depth
         self.depth_of_level = {call.levels[pos].index: d for pos, d in self.depth.items()}
         self.runs: dict[int, LevelRow] = {}  # the first level of a run of identical levels
-        by_level: dict[int, array] = {}
-        for pos, step in enumerate(call.steps):
-            level = step.level if isinstance(step.level, int) else -1
-            if level not in self.level_by_index:
-                level = -1
-            steps = by_level.get(level)
-            if steps is None:
-                steps = by_level[level] = array("q")
-            steps.append(pos)
-        self.steps_by_level = by_level
+        self.steps_by_level = steps_by_level(call)
         self.hidden = self._repeated_empty_levels()
         self.failing = failing_steps(call)
         self._caused: dict[int, list[int]] | None = None
@@ -100,7 +100,7 @@ class CallIndex:
         return hidden
 
     def label(self, level: int | None) -> str:
-        lv = self.level_by_index.get(level) if isinstance(level, int) else None
+        lv = self.level_by_index.get(level) if level is not None else None
         return lv.label if lv is not None else f"level {level}"
 
     def caused_by(self, step_index: int) -> list[int]:
@@ -108,7 +108,7 @@ class CallIndex:
         if self._caused is None:
             caused: dict[int, list[int]] = {}
             for pos, step in enumerate(self.call.steps):
-                if isinstance(step.cause, int):
+                if step.cause is not None:
                     caused.setdefault(step.cause, []).append(pos)
             self._caused = caused
         return self._caused.get(step_index, [])
@@ -116,7 +116,7 @@ class CallIndex:
     def step_position(self, step_index: int | None) -> int | None:
         """Position in call.steps of the step with this index (recorded indices are positions)."""
         steps = self.call.steps
-        if not isinstance(step_index, int):
+        if step_index is None:
             return None
         if 0 <= step_index < len(steps) and steps[step_index].index == step_index:
             return step_index
@@ -185,30 +185,9 @@ class SearchTexts:
         return bytes(q in text for text in self.texts)
 
 
-def _grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
-    """Positions 0, 1, 2 ... grouped by key_of(*item), each distinct item's key made once.
-
-    A big stage repeats a few (primitive, source) pairs thousands of times.
-    """
-    raw: dict[tuple, list[int]] = {}
-    for pos, item in enumerate(items):
-        group = raw.get(item)
-        if group is None:
-            raw[item] = [pos]
-        else:
-            group.append(pos)
-    found: dict[tuple, list[int]] = {}
-    for item, group in raw.items():
-        key = key_of(*item)
-        if key is not None:
-            found[key] = sorted(found[key] + group) if key in found else group
-    return found
-
-
-def failing_steps(call: Call) -> set[int]:
-    out = {s.index for s in call.steps if s.kind == "error" or s.error}
-    out.update(e.step for e in call.errors if isinstance(e.step, int))
-    return out
+def _may_fail(call: Call) -> bool:
+    """Whether the call may hold a failing step, without decoding steps not decoded yet."""
+    return is_decoded(call.steps) or not call.ok or bool(call.errors)
 
 
 # --- call labels --------------------------------------------------------------------
@@ -267,7 +246,7 @@ def call_labels(session: Session) -> list[str]:
 
 def _call_line(call: Call) -> str:
     src = call.source
-    if src is None or not isinstance(src.line, int):
+    if src is None:
         return ""
     return f"{os.path.basename(str(src.file))}:{src.line}"
 
@@ -335,6 +314,7 @@ class Outline:
         self.filter = StepFilter()
         self.rows = array("q")
         self._failing_codes: set[int] | None = None
+        self._roots: tuple[str, ...] | None = None
         self._labels: list[str] | None = None
         self.rebuild()
 
@@ -347,8 +327,9 @@ class Outline:
     def index(self, call: int) -> CallIndex:
         found = self._index.get(call)
         if found is None:
-            found = self._index[call] = CallIndex(self.session.calls[call],
-                                                  source_roots(self.session))
+            if self._roots is None:  # realpath of every folder on sys.path: once per session
+                self._roots = source_roots(self.session)
+            found = self._index[call] = CallIndex(self.session.calls[call], self._roots)
         return found
 
     def rebuild(self) -> None:
@@ -363,8 +344,8 @@ class Outline:
             groups = [(row.position, call.levels[row.position].index)
                       for row in idx.level_rows(expanded)
                       if row.position not in idx.hidden or row.repeats > 1]
-            if -1 in idx.steps_by_level:
-                groups.append((len(call.levels), -1))
+            if UNKNOWN_LEVEL in idx.steps_by_level:
+                groups.append((len(call.levels), UNKNOWN_LEVEL))
             for pos, level in groups:
                 steps = idx.steps_by_level.get(level, array("q"))
                 if not f.empty:
@@ -461,10 +442,17 @@ class Outline:
         return None
 
     def failing_codes(self) -> set[int]:
-        """The packed rows of every failing step of the session."""
+        """The packed rows of every failing step of the session.
+
+        NB: a call a lazy load has not decoded yet is searched only when it failed or
+        recorded errors (decoding a million-step dump to find none would take seconds);
+        a step error the user's code caught in a call that ended well is found once the
+        call has been opened."""
         if self._failing_codes is None:
             codes: set[int] = set()
             for c, call in enumerate(self.session.calls[:1 << _CALL_BITS]):
+                if not _may_fail(call):
+                    continue
                 failing = self.index(c).failing
                 if failing:
                     codes.update(pack(STEP, c, pos) for pos, s in enumerate(call.steps)
@@ -559,201 +547,6 @@ def step_haystack(step: Step, label: str = "") -> str:
     if step.error:
         parts.append(step.error)
     return " ".join(map(str, parts)).lower()
-
-
-# --- step <-> equation ------------------------------------------------------------
-
-def step_key(step: Step) -> tuple | None:
-    """(primitive as it appears in a staged jaxpr, file, line), or None when there is no line."""
-    src = step.source
-    if src is None:
-        return None
-    prim = step.primitive
-    # A jnp wrapper (`jit[name=sin]`, inline) stages as its body; its last
-    # equation is the one that produces the value.
-    if prim in ("jit", "pjit") and step.subjaxprs and step.subjaxprs[0].primitives:
-        if any(k == "inline" and v == "True" for k, v in step.params or ()):
-            prim = step.subjaxprs[0].primitives[-1]
-    return (prim, src.file, src.line)
-
-
-_EQN_SOURCE = re.compile(r"^(.*?):(\d+)(?::\d+)? \(.*\)$")
-
-
-@functools.lru_cache(maxsize=8192)
-def _file_line(source: str) -> tuple[str, int] | None:
-    """Parsed once per distinct source text: a big stage repeats a few lines many times."""
-    m = _EQN_SOURCE.match(source)
-    return (m.group(1), int(m.group(2))) if m is not None else None
-
-
-def eqn_key(primitive: str, source: str) -> tuple | None:
-    found = _file_line(source or "")
-    return None if found is None else (primitive, *found)
-
-
-class StageMap:
-    """One stage as the stages view needs it: its lines, each equation's line, and
-    equations by (primitive, file, line). Built once per stage (`StageMap.of`), so
-    switching views or stages back and forth does not split 16,000 lines again."""
-
-    _recent: dict[int, StageMap] = {}  # id(stage) -> map, most recently used last
-    _KEEP = 8
-
-    @classmethod
-    def of(cls, stage: Stage) -> StageMap:
-        found = cls._recent.pop(id(stage), None)
-        if found is None or found.stage is not stage:
-            found = cls(stage)
-        cls._recent[id(stage)] = found
-        while len(cls._recent) > cls._KEEP:
-            del cls._recent[next(iter(cls._recent))]
-        return found
-
-    def __init__(self, stage: Stage):
-        self.stage = stage
-        self.lines = stage_lines(stage)
-        self.eqn_lines = eqn_lines(stage, self.lines)
-        self.eqn_of_line = ({line: i for i, line in enumerate(self.eqn_lines)}
-                            if self.eqn_lines else {})
-        self.width = max(map(len, self.lines), default=0)
-        self._by_key: dict[tuple, list[int]] | None = None
-
-    @property
-    def by_key(self) -> dict[tuple, list[int]]:
-        """Built on first use: only step <-> equation needs it."""
-        if self._by_key is None:
-            self._by_key = _grouped_by_line(
-                ((eqn.primitive, eqn.source) for eqn in self.stage.eqns), eqn_key)
-        return self._by_key
-
-    def eqn_for(self, key: tuple, occurrence: int) -> int | None:
-        found = self.by_key.get(key)
-        if not found:
-            return None
-        return found[min(occurrence, len(found) - 1)]
-
-
-def eqn_lines(stage: Stage, lines: list[str] | None = None) -> list[int] | None:
-    """Line numbers of the top-level equations in a stage's jaxpr text, when they can be told.
-
-    The main jaxpr is the last `{ lambda` at column 0 (shared sub-jaxprs may be
-    printed before it as `let name = { lambda ...`). Its equations start at an
-    indent of 4 spaces; continuation lines are deeper or close a bracket.
-    Returns None unless the count matches eqn_count, so a mapping is only ever
-    shown where it is certain. `lines`: the text already split, when it is.
-    """
-    if stage.jaxpr is None or not stage.jaxpr.text:
-        return None
-    text = stage.jaxpr.text
-    if lines is None or not stage.available:
-        lines = text.split("\n")
-    head = text.rfind("\n{ lambda")
-    start = text.count("\n", 0, head + 1) if head >= 0 else 0
-    found = [i for i in range(start + 1, len(lines))
-             if lines[i][:4] == "    " and lines[i][4:5] not in ("", " ", "]", ")", "}")]
-    return found if len(found) == stage.jaxpr.eqn_count else None
-
-
-def stage_lines(stage: Stage) -> list[str]:
-    """A stage as lines of text: its jaxpr, its compiled text, its figures, or why it is missing."""
-    if not stage.available:
-        return [f"unavailable: {line}" for line in (stage.reason or "no reason recorded").split("\n")]
-    if stage.jaxpr is not None and stage.jaxpr.text:
-        return stage.jaxpr.text.split("\n")
-    if stage.text is not None:
-        return stage.text.split("\n")
-    if stage.metrics:
-        width = max(len(m.name) for m in stage.metrics)
-        return [f"{m.name:<{width}}  {_number(m.value)}" for m in stage.metrics]
-    if stage.jaxpr is not None:
-        return [f"(jaxpr text not kept: {stage.jaxpr.eqn_count} equations)"]
-    return ["(nothing recorded for this stage)"]
-
-
-def _number(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return f"{int(value):,}"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:,}" if isinstance(value, int) else f"{value:,.4g}"
-    return str(value)
-
-
-def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
-    """Before and after: the user's function and the call's whole transformed program."""
-    if not stages:
-        return 0, 0
-    pair = default_pair(stages)
-    if pair is not None:
-        return pair
-    jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
-    left = jaxprs[0] if jaxprs else 0
-    transformed = [i for i in jaxprs if stages[i].role == "transformed"]
-    right = transformed[-1] if transformed else (jaxprs[-1] if jaxprs else len(stages) - 1)
-    return left, right
-
-
-# --- source lines -------------------------------------------------------------------
-
-MAX_SOURCE_BYTES = 4_000_000
-
-
-# A dump names its source files, and a dump is untrusted: lines are read only from
-# Python files (never /etc/passwd, whatever a step says) under the folder of the script
-# the session ran, the current folder, or a folder on sys.path (where its modules come from).
-SOURCE_SUFFIXES = (".py", ".pyw")
-
-
-def source_roots(session: Session) -> tuple[str, ...]:
-    """The folders a session's source lines may be read from."""
-    roots = [os.getcwd(), *(p for p in sys.path if p)]
-    script = session.metadata.get("script", "") if isinstance(session.metadata, dict) else ""
-    if isinstance(script, str) and script.endswith(SOURCE_SUFFIXES):
-        roots.insert(0, os.path.dirname(script))
-    return tuple(dict.fromkeys(os.path.realpath(r) for r in roots if isinstance(r, str)))
-
-
-def readable_source(path: str, roots: tuple[str, ...]) -> str | None:
-    """The real path of a source file the TUI may show, or None (see SOURCE_SUFFIXES)."""
-    if "\x00" in path or not path.endswith(SOURCE_SUFFIXES):
-        return None
-    real = os.path.realpath(path)
-    if not real.endswith(SOURCE_SUFFIXES):
-        return None
-    if not any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
-        return None
-    return real
-
-
-@functools.lru_cache(maxsize=64)
-def _file_lines(path: str) -> tuple[str, ...] | None:
-    """A source file's lines, read once per session of the TUI (steps share a few files)."""
-    try:
-        # NB: O_NONBLOCK, so that a FIFO named as a source does not block the open.
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
-                return None
-            data = f.read(MAX_SOURCE_BYTES + 1)
-        return tuple(data.decode("utf-8", errors="replace").split("\n"))
-    except (OSError, ValueError):
-        return None
-
-
-def source_context(src: SourceLocation | None, context: int = 2,
-                   roots: tuple[str, ...] = ()) -> tuple[int, list[str]] | None:
-    """(first line number, lines) around a source line, read safely; None if it cannot be read.
-
-    Only from a Python file under one of `roots` (readable_source)."""
-    if src is None or not isinstance(src.line, int) or src.line < 1:
-        return None
-    path = readable_source(src.file, roots) if isinstance(src.file, str) else None
-    lines = _file_lines(path) if path is not None else None
-    if lines is None or src.line > len(lines):
-        return None
-    first = max(1, src.line - context)
-    last = min(len(lines), src.line + context)
-    return first, [ln.expandtabs(4) for ln in lines[first - 1:last]]
 
 
 # --- sessions -----------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The help screen: every key, read from the BINDINGS of the app, screens and widgets."""
 from __future__ import annotations
 
+from typing import Iterable
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,9 +17,9 @@ def _keys(key: str) -> str:
     return ", ".join(names.get(k, k) for k in key.split(","))
 
 
-def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
-    """(section, [(keys, what)]) for every binding the TUI has."""
-    from ..app import WorkbenchApp
+def key_sections(app_bindings: Iterable = ()) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(section, [(keys, what)]) for every binding the TUI has; `app_bindings`: the running
+    app's own (passed in: the app imports this module, not the other way round)."""
     from ..widgets.common.line_list import LineList
     from ..widgets.failure.failure_pane import FailurePane
     from ..widgets.navigator.step_list import PHASE_MARKS, StepList
@@ -32,7 +34,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         return out
 
     return [
-        ("Everywhere", rows(WorkbenchApp.BINDINGS) + [("ctrl+p", "Command palette"),
+        ("Everywhere", rows(app_bindings) + [("ctrl+p", "Command palette"),
                                                       ("tab, shift+tab", "Next / previous pane")]),
         ("Session", rows(b for b in SessionScreen.BINDINGS
                                 if not (isinstance(b, Binding) and b.action.startswith("stages(")))),
@@ -60,7 +62,7 @@ class HelpScreen(ModalScreen):
         table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2))
         table.add_column(style="bold cyan", no_wrap=True)
         table.add_column()
-        for title, keys in key_sections():
+        for title, keys in key_sections(self.app.BINDINGS):
             table.add_row(Text(title, style="bold underline"), "")
             for key, what in keys:
                 table.add_row(key, what)

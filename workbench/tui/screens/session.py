@@ -319,7 +319,7 @@ class SessionScreen(Screen):
                      if t.stage_index == message.stage and t.map is not None), None)
         same_eqns = (smap or StageMap.of(stage)).by_key.get(key, [])
         occurrence = same_eqns.index(message.eqn) if message.eqn in same_eqns else 0
-        levels = sorted(call.levels, key=lambda lv: -lv.depth if isinstance(lv.depth, int) else 0)
+        levels = sorted(call.levels, key=lambda lv: -lv.depth)
         for lv in levels:
             found = index.occurrences(lv.index).get(key)
             if found:
@@ -465,9 +465,6 @@ class SessionScreen(Screen):
             return
         try:
             path = write(call)
-        except export.Unavailable as e:
-            self.app.call_from_thread(self.say, str(e), True)
-            return
         except Exception as e:  # Graphviz refusing a graph, a full disk: a message, not a crash
             self.app.call_from_thread(self.say, f"{what} export failed: {type(e).__name__}: "
                                                 f"{e}", True)

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from transforms.record import Session
+from transforms.record import Session, is_decoded
 
 from ...messages import Status
 from .filter_input import FilterInput
@@ -62,7 +62,9 @@ class Navigator(Vertical):
 def legend_text(session: Session) -> Text:
     """What the marks in the list mean: the ones this session has."""
     failed = any(call.errors for call in session.calls)
-    steps = (step for call in session.calls for step in call.steps)
+    # NB: only the calls already decoded (all of them, unless the load was lazy): a legend
+    # is no reason to decode a big dump.
+    steps = (step for call in session.calls if is_decoded(call.steps) for step in call.steps)
     phases = {step.phase for step in itertools.islice(steps, LEGEND_SCAN)}
     text = Text()
     for phase, (mark, meaning) in PHASE_MARKS.items():

@@ -6,6 +6,7 @@ from textual.binding import Binding
 
 from transforms.record import Session
 
+from ...._index import UNKNOWN_LEVEL
 from ...messages import CallSelected, StepSelected
 from ...model import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
@@ -53,23 +54,24 @@ class StepList(LineList):
     def row_text(self, row: int) -> Text:
         kind, c, index = self.outline.row(row)
         call = self.outline.session.calls[c]
-        idx = self.outline.index(c)
-        if kind == CALL:
+        if kind == CALL:  # NB: no index: a folded call of a lazy load stays undecoded
             folded = (c, -1) in self.outline.collapsed
             mark = Text("✗ ", style=self._style("fail")) if call.errors else Text("  ")
             text = Text.assemble("▸ " if folded else "▾ ", mark,
                                  (self.one_line(self.outline.call_label(c)), self._style("call")),
                                  (f"  {plural(len(call.steps), 'step')}", self.dim_style()))
             return text
+        idx = self.outline.index(c)
         if kind == LEVEL:
             if index < len(call.levels):
                 lv = call.levels[index]
                 depth, label = idx.depth.get(index, 0), lv.label
                 count = len(idx.steps_by_level.get(lv.index, ()))
             else:
-                depth, label, count = 0, "(steps at unknown levels)", len(idx.steps_by_level.get(-1, ()))
+                unknown = idx.steps_by_level.get(UNKNOWN_LEVEL, ())
+                depth, label, count = 0, "(steps at unknown levels)", len(unknown)
             folded = (c, index) in self.outline.collapsed
-            pad = "  " * (1 + min(max(depth if isinstance(depth, int) else 0, 0), 12))
+            pad = "  " * (1 + min(max(depth, 0), 12))
             run = idx.runs.get(index)
             repeats = ""
             if run is not None:  # a run of identical levels: how many, listed or not

@@ -12,10 +12,12 @@ from textual.widgets import Static
 from transforms.diff import StageDiff, diff_stages
 from transforms.record import Call, Session, Stage
 
+from .... import safe_text
+from ...._index import default_stage_pair
 from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import Status
-from ...model import composed_label, default_stage_pair, first_line
+from ...model import composed_label, first_line
 from .diff_list import DiffList
 from .stage_text import StageText
 
@@ -49,12 +51,27 @@ STAGE_KEYS = [
 ]
 
 
+def stage_notes(a: Stage, b: Stage) -> list[str]:
+    """The two stages' notes (the branch of Python control flow they are, a custom body
+    staged from its rule, ...), terminal-safe: what both say once, then each side's own."""
+    x, y = a.note, b.note
+    if x == y:
+        notes = [x] if x else []
+    elif y and x.startswith(y):  # the group's note, then what only a's stage says
+        notes = [y, "a: " + x[len(y):].lstrip(". ")]
+    elif x and y.startswith(x):
+        notes = [x, "b: " + y[len(x):].lstrip(". ")]
+    else:
+        notes = [f"{side}: {note}" for side, note in (("a", x), ("b", y)) if note]
+    return [safe_text.terminal(note) for note in notes]
+
+
 class StagesPane(Vertical):
     """`a`/`A` and `b`/`B` pick the two stages, `d` the aligned diff, `t` stats, `c` the chain,
     `w` the growth (equations against batch size) measured for the call."""
 
     DEFAULT_CSS = """
-    StagesPane #stage-head { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    StagesPane #stage-head { height: auto; max-height: 75%; padding: 0 1; background: $boost; }
     StagesPane #stage-sides { height: 1fr; }
     StagesPane DiffList { height: 1fr; display: none; }
     StagesPane #stage-extra { height: 45%; display: none; border-top: hkey $panel-lighten-2; }
@@ -139,9 +156,8 @@ class StagesPane(Vertical):
             text.append(f"\n{diff.summary()}", style="dim")
         elif isinstance(diff, str) and diff:
             text.append(f"\n{first_line(diff)}", style="dim")
-        note = call.stages[self.a].note or call.stages[self.b].note
-        if note:  # e.g. the branch of Python control flow these stages are
-            text.append(f"\n{first_line(note)}", style="yellow")
+        for line in stage_notes(call.stages[self.a], call.stages[self.b]):
+            text.append("\n" + line, style="yellow")  # wrapped in full, never cut to a line
         head.update(text)
 
     def action_pick(self, side: str, delta: int) -> None:

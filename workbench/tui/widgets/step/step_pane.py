@@ -53,7 +53,7 @@ def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
     text.append(f"{label or f'{call.transform}({call.function})'}\n", style="bold")
     if call.source is not None:
         text.append(f"called at {call.source}\n", style="dim")
-    if isinstance(call.parent, int):
+    if call.parent is not None:
         text.append(f"runs the pullback of call #{call.parent} (the forward pass it belongs to)\n",
                     style="dim")
     for key, value in call.options:

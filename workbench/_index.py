@@ -1,0 +1,62 @@
+"""What every reader (the CLI, the TUI, the exporter) looks up in a recorded call, worked out
+in one place from the record model alone: failing steps, steps per level, the default pair of
+stages to compare."""
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+from transforms.diff import default_pair, stage_function, whole_program
+from transforms.record import Call, Stage
+
+__all__ = ["UNKNOWN_LEVEL", "default_stage_pair", "failing_steps", "function_program",
+           "steps_by_level", "whole_program"]
+
+# The key `steps_by_level` files steps under whose level is not one of the call's levels
+# (a session made in memory; a loaded one is checked: transforms/_check.py).
+UNKNOWN_LEVEL = -1
+
+
+def failing_steps(call: Call) -> set[int]:
+    """Indices of the steps that failed: error events, primitives that raised, and the
+    steps the call's errors name."""
+    out = {s.index for s in call.steps if s.kind == "error" or s.error}
+    out.update(e.step for e in call.errors if e.step is not None)
+    return out
+
+
+def steps_by_level(call: Call) -> dict[int, array]:
+    """Positions in call.steps (in order) by their level's index; array("q") keeps a
+    million-step call small."""
+    known = {lv.index for lv in call.levels}
+    by_level: dict[int, array] = {}
+    for pos, step in enumerate(call.steps):
+        level = step.level if step.level in known else UNKNOWN_LEVEL
+        positions = by_level.get(level)
+        if positions is None:
+            positions = by_level[level] = array("q")
+        positions.append(pos)
+    return by_level
+
+
+def function_program(stages: Sequence[Stage], name: str) -> int:
+    """The whole transformed program of the function the jaxpr stage `name` belongs to."""
+    function = stage_function(name)
+    own = [i for i, s in enumerate(stages)
+           if s.jaxpr is not None and stage_function(s.name) == function]
+    return whole_program(stages, own)
+
+
+def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
+    """Before and after, as indices: a function and its whole transformed program
+    (transforms.diff.default_pair, which is None where no function has two jaxpr stages:
+    then the first jaxpr stage against the last transformed one; (0, 0) for no stages)."""
+    pair = default_pair(stages)
+    if pair is not None:
+        return pair
+    if not stages:
+        return 0, 0
+    jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
+    if not jaxprs:
+        return 0, len(stages) - 1
+    return jaxprs[0], whole_program(stages, jaxprs)

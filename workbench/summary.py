@@ -1,0 +1,93 @@
+"""Plain-text summaries of a recorded call, as `workbench show` prints them: its levels
+nested by parent with their step counts, its steps, its errors, its stages."""
+from __future__ import annotations
+
+from typing import Any
+
+from transforms.record import Call, Step, level_rows
+
+from ._index import steps_by_level
+from .safe_text import first_line as _first_line
+from .safe_text import terminal as _t
+
+__all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
+
+
+def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[str]:
+    """Each stage with its equation count (or what it holds, or why it is missing).
+
+    Calls that share a signature share one stages tuple: after the first, one line.
+    """
+    if not call.stages:
+        return ["  stages: none (recorded with stages off)"]
+    if first_with is not None:
+        first = first_with.setdefault(id(call.stages), call.index)
+        if first != call.index:
+            return [f"  stages: {len(call.stages)}, shared with call {first} (same signature)"]
+    width = min(36, max(len(s.name) for s in call.stages))
+    lines = [f"  stages: {len(call.stages)}"]
+    for s in call.stages:
+        lines.append(f"    {s.name:<{width}}  {_stage_summary(s)}")
+    notes = dict.fromkeys(s.note for s in call.stages if s.note)
+    lines.extend(f"    note: {note}" for note in notes)
+    return lines
+
+
+def _stage_summary(stage: Any) -> str:
+    if not stage.available:
+        reason = (stage.reason or "unavailable").splitlines()[0]
+        return "unavailable: " + (reason if len(reason) <= 100 else reason[:99] + "…")
+    if stage.jaxpr is not None:
+        return f"{stage.jaxpr.eqn_count} eqns"
+    if stage.text is not None:
+        collectives = f", {len(stage.collectives)} collectives" if stage.collectives else ""
+        return f"{stage.text.count(chr(10)) + 1} lines{collectives}"
+    if stage.metrics:
+        return ", ".join(f"{m.name}={m.value:g}" for m in stage.metrics[:3])
+    return ""
+
+
+def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
+    """Plain-text lines describing one call: its levels, step counts and errors."""
+    status = "ok" if call.ok else "FAILED"
+    where = f" at {_t(call.source)}" if call.source else ""
+    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
+    by_level = steps_by_level(call)
+    # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
+    # runs of identical sibling levels are one row (`expand`: each).
+    base = 0
+    for row in level_rows(call, range(len(call.levels)) if expand else ()):
+        level = call.levels[row.position]
+        if row.depth == 0:
+            base = max(level.depth, 0)
+        depth = base + row.depth
+        steps = [call.steps[p] for p in by_level.get(level.index, ())]
+        repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
+        lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
+                     f"{len(steps)} steps{repeats}")
+        if with_steps:
+            lines.extend(_step_lines(steps, depth))
+    for error in call.errors:
+        at = f" at step {error.step}" if error.step is not None else ""
+        message = _first_line(error.message) or "(no message)"
+        lines.append(f"  error{at}: {_t(error.type_name)}: {message}")
+    return lines
+
+
+# Levels nest at most this deep on screen; a dump's depth is only checked to be sane.
+MAX_INDENT = 20
+
+
+def _indent(depth: int) -> str:
+    return "  " * min(depth, MAX_INDENT)
+
+
+def _step_lines(steps: list[Step], depth: int) -> list[str]:
+    pad = "  " + _indent(depth + 1)
+    lines = []
+    for step in steps:
+        ins = ", ".join(v.describe() for v in step.inputs)
+        outs = ", ".join(v.describe() for v in step.outputs)
+        lines.append(f"{pad}#{step.index} {_t(step.title)} [{_t(step.phase)}] "
+                     f"({_t(ins)}) -> ({_t(outs)})")
+    return lines
