@@ -144,7 +144,8 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path):
         import jax, jax.numpy as jnp
         jax.grad(jnp.sin)(1.0)
         print("ready", flush=True)
-        time.sleep(60)
+        for _ in range(600):  # NB: short sleeps: a SIGINT the kernel hands to one of XLA's
+            time.sleep(0.1)   # threads is acted on by the main thread at its next wakeup
     """)
     out = tmp_path / "trace.json"
     proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
