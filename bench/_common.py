@@ -123,3 +123,16 @@ def child_cpu(command: list[str]) -> float:
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def alternating_child_cpu(commands: dict[str, list[str]], reps: int) -> dict[str, list[float]]:
+    """Each command's child CPU seconds over `reps` rounds, the order alternating each round;
+    a first round, not timed, warms the file cache."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for rep in range(reps + 1):
+        order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
+        for name in order:
+            seconds = child_cpu(commands[name])
+            if rep:
+                times[name].append(seconds)
+    return times

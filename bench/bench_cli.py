@@ -35,7 +35,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import child_cpu, exit_with, header, make_mlp, median, timed, verdict  # noqa: E402
+from _common import (  # noqa: E402
+    alternating_child_cpu,
+    exit_with,
+    header,
+    make_mlp,
+    median,
+    timed,
+    verdict,
+)
 
 import transforms  # noqa: E402
 from transforms.record import Call, Session  # noqa: E402
@@ -139,13 +147,7 @@ def bench_run(reps: int) -> int:
             "workbench run -o": [sys.executable, "-m", "workbench", "run", "-q", "-o", dump,
                                  script],
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for rep in range(reps + 1):  # the first round warms the file cache, not timed
-            order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
-            for name in order:
-                seconds = child_cpu(commands[name])
-                if rep:
-                    times[name].append(seconds)
+        times = alternating_child_cpu(commands, reps)
         session = transforms.load(dump)
     plain, ours = median(times["python SCRIPT.py"]), median(times["workbench run -o"])
     print(f"  8-layer MLP, one jitted training step, whole process CPU time, median of {reps}:")

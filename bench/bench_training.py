@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 from _common import (  # noqa: E402
-    child_cpu,
+    alternating_child_cpu,
     exit_with,
     header,
     median,
@@ -117,13 +117,7 @@ def bench_run(variant: str, reps: int) -> int:
             "python SCRIPT.py": [sys.executable, script],
             "workbench run": [sys.executable, "-m", "workbench", "run", "-q", "-o", dump, script],
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for rep in range(reps + 1):  # the first round warms the file cache, not timed
-            order = list(commands) if rep % 2 == 0 else list(commands)[::-1]
-            for name in order:
-                seconds = child_cpu(commands[name])
-                if rep:
-                    times[name].append(seconds)
+        times = alternating_child_cpu(commands, reps)
         session = transforms.load(dump)
     plain, ours = median(times["python SCRIPT.py"]), median(times["workbench run"])
     stages = sum(len(c.stages) for c in session.calls)
