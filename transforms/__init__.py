@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .kinds import PUBLIC_KINDS
 from .record import SCHEMA_VERSION as SCHEMA_VERSION
 from .record import Call as Call
 from .record import ErrorRecord as ErrorRecord
@@ -32,9 +33,7 @@ from .record import load as load
 globals().pop("record", None)
 
 # The names that need JAX, and the private module defining each.
-_LAZY = {"grad": "_api", "value_and_grad": "_api", "vmap": "_api", "jit": "_api", "jvp": "_api",
-         "vjp": "_api", "linearize": "_api", "jacfwd": "_api", "jacrev": "_api",
-         "hessian": "_api", "record": "_recorder", "growth": "_stages",
+_LAZY = {**dict.fromkeys(PUBLIC_KINDS, "_api"), "record": "_recorder", "growth": "_stages",
          "set_user_code": "_snapshot"}
 
 if TYPE_CHECKING:

@@ -6,28 +6,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from ._derivative_trees import input_trees, output_trees, parameter_names, signature_parameters
 from ._diagnose import FailureContext, _first_line, check_inputs, diagnose, leak_diagnostic
+from ._library_views import UserView, library_values, mark_static, user_view
+from ._spec import Options
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
-from ._trees import (
-    TreeBuilder,
-    UserView,
-    backward_trees,
-    input_trees,
-    library_values,
-    mark_static,
-    output_trees,
-    parameter_names,
-    pushforward_trees,
-    signature_parameters,
-    user_view,
-)
+from ._trees import TreeBuilder
+from .kinds import kind_of
 from .record import Diagnostic, Level, SourceLocation, TreePair, TreeRecord
 
-__all__ = ["NESTED_DERIVATIVES", "CallTrees"]
-
-
-# Transformations called inside a call whose gradient trees the call keeps.
-NESTED_DERIVATIVES = frozenset({"grad", "value_and_grad"})
+__all__ = ["CallTrees"]
 
 
 def _function_label(fun: Any) -> str:
@@ -43,7 +31,7 @@ class CallTrees:
     never an exception in the user's call.
     """
 
-    def __init__(self, transform: str, fun: Any, options: tuple, args: tuple, kwargs: dict,
+    def __init__(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                  describe: Callable[[Any], Any]):
         self.transform = transform
         self.options = options
@@ -66,15 +54,15 @@ class CallTrees:
                 self.parameters = tuple(_parameter_names(self.view.fun))
                 names = parameter_names(fun, args)
             names += [f"args[{i}]" for i in range(len(names), len(args))]
-            self.diagnostics.extend(check_inputs(args, {} if transform == "jvp" else kwargs,
-                                                 names))
+            data_kwargs = {} if kind_of(transform).config_kwargs else kwargs
+            self.diagnostics.extend(check_inputs(args, data_kwargs, names))
         except Exception as e:
             self._internal("describing the inputs", e)
 
     def _input_trees(self, transform: str, fun: Any, args: tuple,
                      kwargs: dict) -> list[TreeRecord]:
         """Trees of what the user passed: through a library's wrapper, its arguments."""
-        if transform == "jit":
+        if kind_of(transform).transparent:  # a library's wrapper may have repacked them
             self.view = user_view(fun, args, kwargs)
         if self.view is None:
             return input_trees(transform, fun, library_values(args),
@@ -94,25 +82,18 @@ class CallTrees:
         else:
             outputs = library_values(outputs)
         try:
-            if self.transform == "vjp_backward":
-                cotangent = self.inputs[0] if self.inputs else None
-                trees, pairs = backward_trees(self.forward, cotangent, outputs, self.builder)
-            elif self.transform == "linearize_jvp":
-                trees, pairs = pushforward_trees(self.forward, self.inputs, outputs,
-                                                 self.builder)
-            else:
-                trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
-                                            self.builder, self.function_out)
+            trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
+                                        self.builder, self.function_out, self.forward)
             self.outputs.extend(trees)
             self.pairs.extend(pairs)
         except Exception as e:
             self._internal("describing the outputs", e)
 
-    def note_nested(self, transform: str, fun: Any, options: tuple, args: tuple, kwargs: dict,
+    def note_nested(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                     out: Any) -> None:
         """A grad/value_and_grad called inside this call (a jitted training step's): its
         gradient trees paired with the inputs they belong to, named after its function."""
-        if transform not in NESTED_DERIVATIVES or len(self.nested_seen) >= 8:
+        if not kind_of(transform).nested_trees or len(self.nested_seen) >= 8:
             return
         name = _function_label(fun)
         if name in self.nested_seen:
@@ -134,8 +115,7 @@ class CallTrees:
     def note_function_output(self, out: Any) -> None:
         """The differentiated function's output (traced), for a Jacobian's outer structure."""
         try:
-            has_aux = any(k == "has_aux" and v == "True" for k, v in self.options)
-            self.function_out = self.builder.build(out[0] if has_aux else out,
+            self.function_out = self.builder.build(out[0] if self.options.has_aux else out,
                                                    "function_out", "out")
         except Exception as e:
             self._internal("describing the function's output", e)

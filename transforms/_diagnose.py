@@ -37,6 +37,7 @@ from ._trees import (
     safe_text,
     treedef_tree,
 )
+from .kinds import TRACES_BY_TRACER, tracer_kind
 from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
 MAX_CHECKED_NODES = 200   # custom nodes checked per call (one per type is enough)
@@ -536,12 +537,12 @@ def _last_value(ctx: FailureContext):
 def _abstract_part(rec):
     """The innermost part of a tracer that has no concrete value: batched or staged."""
     while rec is not None:
-        if rec.kind in ("batched", "jaxpr", "tracer"):
+        kind = TRACES_BY_TRACER.get(rec.kind)
+        if kind is None:  # a concrete value
+            return None
+        if kind.abstract:
             return rec
-        if rec.kind in ("linearize", "jvp"):
-            rec = rec.child("primal")
-            continue
-        return None
+        rec = rec.child("primal") if "primal" in kind.children else None
     return None
 
 
@@ -585,10 +586,6 @@ def _ended_tracer_in_frames(error: BaseException) -> Any:
     return None
 
 
-# What a leaked tracer's kind says about the transformation it came from.
-_TRACER_TRANSFORMS = {"linearize": "grad", "jvp": "jvp", "batched": "vmap", "jaxpr": "jit"}
-
-
 def first_leak(steps, leaked) -> tuple[Step, Any] | None:
     """The first step given a leaked tracer (a tracer of an ended transformation)."""
     if not leaked:
@@ -604,7 +601,7 @@ def first_leak(steps, leaked) -> tuple[Step, Any] | None:
 
 
 def _leak_text(step: Step, rec: Any) -> str:
-    transform = _TRACER_TRANSFORMS.get(rec.kind, "")
+    transform = tracer_kind(rec.kind).transformation  # the transformation it came from
     which = f"a {transform} transformation" if transform else "a transformation"
     where = f" at {step.source}" if step.source is not None else ""
     return (f"Step #{step.index} ({step.title}{where}) uses {rec.describe()}, a tracer of "

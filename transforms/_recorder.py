@@ -1,116 +1,49 @@
-"""Recording state: the active session, the call being recorded, its levels.
+"""The recorder: a session's calls, and each call while it runs (CallBuilder).
 
 Builders here are mutable while a call runs; `CallBuilder.finish` freezes
 everything into `record.Call`. Only what the record module defines survives.
+The recording state they work in (open blocks, the current call) is _state.py's;
+levels and their steps are _levels.py's.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import dataclasses
-import itertools
-import sys
 import weakref
 from functools import partial
-from types import FrameType
 from typing import Any, Iterator
 
 import jax
 
 from . import _interpreters as _i
-from . import _sharding
+from . import _stages
+from ._call_shardings import sharding_hook
+from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
+from ._levels import _ERROR, _KIND, _LEVEL, LevelState, RuleSpec, _message, _step_of, _steps_of
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
+from ._spec import Options, TransformSpec, chain_of, function_name
+from ._state import _Block, _call, _entering_frame, _levels, _new_block_key
+from ._state import _block_key as _block_key
+from ._state import _blocks as _blocks
+from ._state import active_session as active_session
+from ._state import recording_off as recording_off
+from ._tape import TapePair
+from ._trees import tree_text
+from .kinds import TRACES_BY_CLASS, kind_of
 from .record import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
 
-# JAX's trace classes, named as the transformation a user would call.
-TRACE_KINDS = {
-    "EvalTrace": "eval",
-    "BatchTrace": "vmap",
-    "JVPTrace": "jvp",
-    "LinearizeTrace": "grad",
-    "DynamicJaxprTrace": "jaxpr",
-    "JaxprTrace": "partial_eval",
-}
+__all__ = ["CallBuilder", "SessionRecorder", "active_session", "level_kind", "note_jit_arguments",
+           "record", "recording_off"]
 
 
-class _Block:
-    """One open `record()` block: its recorder and the frame that entered it."""
-    __slots__ = ("recorder", "frame")
-
-    def __init__(self, recorder: SessionRecorder, frame: FrameType | None):
-        self.recorder, self.frame = recorder, frame
-
-
-# Recording state is context-local (contextvars), so asyncio tasks and threads each
-# record into their own session. NB: a tuple of the open blocks, not one value with
-# its previous one saved: a block that exits out of order (generators interleaved)
-# removes only itself, and never restores a session that has already closed.
-_blocks: contextvars.ContextVar[tuple[_Block, ...]] = contextvars.ContextVar(
-    "transforms_record_blocks", default=())
-_off: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_recording_off",
-                                                            default=False)
-_call: contextvars.ContextVar[CallBuilder | None] = contextvars.ContextVar(
-    "transforms_call", default=None)
-_levels: contextvars.ContextVar[list[LevelState] | None] = contextvars.ContextVar(
-    "transforms_levels", default=None)
-
-
-class _State:
-    """The recording state as attributes (read by _api.py), kept in context variables.
-
-    `session` is the recorder of the innermost open block whose frame is running (a
-    generator resumed inside its own `with record()` records there), else of the
-    block entered last (a pytest fixture that yields inside one)."""
-
-    @property
-    def session(self) -> SessionRecorder | None:
-        if _off.get():
-            return None
-        blocks = _blocks.get()
-        if not blocks:
-            return None
-        if len(blocks) == 1:
-            return blocks[0].recorder
-        frames = {id(b.frame) for b in blocks}
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            if id(frame) in frames:
-                return [b for b in blocks if b.frame is frame][-1].recorder
-            frame = frame.f_back
-        return blocks[-1].recorder
-
-    @property
-    def call(self) -> CallBuilder | None:
-        return _call.get()
-
-    @call.setter
-    def call(self, value: CallBuilder | None) -> None:
-        _call.set(value)
-
-    @property
-    def levels(self) -> list[LevelState]:
-        levels = _levels.get()
-        if levels is None:
-            levels = []
-            _levels.set(levels)
-        return levels
-
-
-_state = _State()
-
-
-def _entering_frame() -> FrameType | None:
-    """The frame whose `with` statement entered record(): the first outside contextlib."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename == contextlib.__file__:
-        frame = frame.f_back
-    return frame
-
-
-def active_session() -> SessionRecorder | None:
-    return _state.session
+def level_kind(trace: Any) -> str:
+    """A level on JAX's `trace`, named as the transformation a user would call."""
+    trace_type = type(trace).__name__
+    found = TRACES_BY_CLASS.get(trace_type)
+    return found.level if found is not None else trace_type
 
 
 # The most jaxprs a session keeps alive for its records' sake (then it starts again).
@@ -140,7 +73,7 @@ class SessionRecorder:
         self.jaxpr_records: dict[int, tuple[Any, Any]] = {}
         self.jit_summaries: dict[tuple, tuple] = {}
 
-    def begin_call(self, transform: str, fun: Any, options: tuple, args: tuple,
+    def begin_call(self, transform: str, fun: Any, options: Options, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
         index = self._next_index  # calls keep their index when earlier ones are dropped
         self._next_index += 1
@@ -224,75 +157,18 @@ def _position_of(calls: list, index: int) -> int | None:
         return index  # nothing dropped before it
     return next((p for p in range(len(calls) - 1, -1, -1) if calls[p].index == index), None)
 
-# Stage capture's own state, in context variables as the recording state is.
-_refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "transforms_refuse_retrace", default=False)
+
 # (weakref to fun, argument placements, mesh context) noted where jit binds its signature
 _jit_bound: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
     "transforms_jit_bound", default=None)
 
 
-# JAX's jit caches are keyed on the open block (a number, nothing of ours): a
-# function traced outside, or in an earlier block, is traced again, and recorded,
-# the first time a block calls it; inside one block JAX caches as it always does.
-# NB: a new number only after a block under the last one traced a jit entry of ours:
-# a new number makes JAX trace and compile everything again (its jnp functions too),
-# which a block that recorded no jit does not need.
-_block_serials = itertools.count(1)
-_block_key: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "transforms_block_key", default=None)
-_last_key = [next(_block_serials)]
-_keys_with_jit_traces: set[int] = set()
-
-
-def _new_block_key() -> int:
-    key = _last_key[0]
-    if key in _keys_with_jit_traces:
-        key = _last_key[0] = next(_block_serials)
-    return key
-
-
-def note_jit_traced() -> None:
-    """A jit entry of ours is traced under the open block's key: the next block takes a new one."""
-    key = _block_key.get()
-    if key is not None:
-        _keys_with_jit_traces.add(key)
-
-
-class RetraceRefused(RuntimeError):
-    """Stage capture met a JAX cache miss that would run the user's function again."""
-
-
-@contextlib.contextmanager
-def refusing_retrace() -> Iterator[None]:
-    """While capturing from JAX's caches: a trace of a recorded function raises instead."""
-    token = _refuse_retrace.set(True)
-    try:
-        with _i.jit_cache_key(_block_key.get()):  # the traces the block recorded
-            yield
-    finally:
-        _refuse_retrace.reset(token)
-
-
-def check_retrace(fun: Any) -> None:
-    """Called by the jit entry: refuse to run the user's function for stage capture."""
-    if _refuse_retrace.get():
-        raise RetraceRefused(
-            f"JAX's tracing cache had no entry for {function_name(fun)} at these arguments, and "
-            f"stages never run the user's function again")
-
-
-def retrace_refused() -> bool:
-    """True while stage capture reads JAX's cache (the jit entry then checks every trace)."""
-    return _refuse_retrace.get()
-
-
 def note_jit_arguments(fun: Any, args: tuple, kwargs: dict) -> None:
     """What jit bound (the concrete arguments) before tracing `fun`: their shardings."""
-    from ._stages import concrete_shardings, mesh_context
     # NB: here, before JAX traces, the mesh context can be read (inside jit it cannot)
     # NB: fun held weakly: with stages off nothing takes this, and a jitted call keeps nothing alive
-    _jit_bound.set((weakref.ref(fun), concrete_shardings(args, kwargs), mesh_context()))
+    _jit_bound.set((weakref.ref(fun), _stages.concrete_shardings(args, kwargs),
+                    _stages.mesh_context()))
 
 
 def _take_jit_arguments(fun: Any) -> tuple:
@@ -327,22 +203,6 @@ class StepBound:
             self.held -= len(dropped.steps)
             self.session.dropped_calls += 1
             self.session.dropped_steps += len(dropped.steps)
-
-
-@contextlib.contextmanager
-def recording_off() -> Iterator[None]:
-    """Nothing done inside is recorded: for the traces stages and growth make themselves.
-
-    JAX's caches are keyed as outside any block: what is traced here is a plain trace.
-    """
-    off, call, levels = _off.set(True), _call.set(None), _levels.set([])
-    try:
-        with _i.jit_cache_key(None):
-            yield
-    finally:
-        _levels.reset(levels)
-        _call.reset(call)
-        _off.reset(off)
 
 
 @contextlib.contextmanager
@@ -390,16 +250,11 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
         _block_key.reset(key_token)
 
 
-def function_name(fun: Any) -> str:
-    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None)
-    return name if isinstance(name, str) else type(fun).__name__
-
-
 class CallBuilder:
     """One outermost transformed invocation while it runs."""
 
     def __init__(self, recorder: SessionRecorder, index: int, transform: str, fun: Any,
-                 options: tuple, args: tuple, kwargs: dict, parent: int | None):
+                 options: Options, args: tuple, kwargs: dict, parent: int | None):
         self.recorder = recorder
         self.index = index
         self.transform = transform
@@ -425,8 +280,6 @@ class CallBuilder:
         self._jaxprs = recorder.jaxpr_records
         self._jit_summaries = recorder.jit_summaries
         self._errors_seen: set[int] = set()
-        from ._call_trees import CallTrees
-        from ._trees import tree_text
         # Trees and the pre-trace check of custom pytree nodes, once per call.
         self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)
         try:
@@ -438,29 +291,28 @@ class CallBuilder:
         self.inputs = tuple(self.describer.describe(x) for x in leaves)
         self.out_tree = ""
         self.outputs: tuple = ()
-        self._spec: Any = None  # _api.TransformSpec, for stage capture
+        self._spec: TransformSpec | None = None  # for stage capture
         self._args = (args, kwargs) if recorder.capture_stages else None
         self.stage_key: Any = None
         self.stage_plan: Any = None      # _stages.StagePlan: this call captures its stages
         self.shared_stages: tuple | None = None  # another call's, with the same signature
-        self.shardings = _sharding_hook.inputs(self, leaves, args, kwargs)
+        self.shardings = sharding_hook.inputs(self, leaves, args, kwargs)
 
     # -- stages ------------------------------------------------------------------
     @property
-    def spec(self) -> Any:
+    def spec(self) -> TransformSpec | None:
         return self._spec
 
     @spec.setter
-    def spec(self, spec: Any) -> None:
+    def spec(self, spec: TransformSpec | None) -> None:
         """Set by the wrapper that opened the call: plan its stages (or find them shared)."""
         self._spec = spec
         args = self._args
         self._args = None  # keep no arrays past this point
         if args is None or spec is None:
             return
-        from . import _stages
         try:
-            if self.parent is not None and self.transform in _stages.BACKWARD_CALLS:
+            if self.parent is not None and kind_of(self.transform).shares_forward_stages:
                 # a pullback or pushforward: the forward call's stages, at the primal's types
                 forward = self.recorder.call_by_index(self.parent)
                 self.shared_stages = forward.stages if forward is not None else ()
@@ -471,7 +323,7 @@ class CallBuilder:
                     key, self.index, self._stages_fixer())
                 return
             self.stage_plan = _stages.StagePlan(spec, *args)
-            if spec.kind == "jit":
+            if spec.entry.compiles:
                 placements, mesh = _take_jit_arguments(spec.fun)
                 main = self.stage_plan.main
                 main.point = _stages.sharded_point(main.point, placements)
@@ -518,7 +370,6 @@ class CallBuilder:
             return None
         tape = plan.rules.start(kind, fun, args)
         if tape is not None:
-            from ._tape import TapePair
             level.tape = tape if level.tape is None else TapePair(level.tape, tape)
         return tape
 
@@ -533,7 +384,6 @@ class CallBuilder:
         Not for the wrappers of the call's own chain (vmap(grad(f))'s grad): the
         call's trees already describe them.
         """
-        from ._stages import chain_of
         if self._spec is not None and any(spec.transformed is s.transformed
                                           for s in chain_of(self._spec)):
             return
@@ -542,20 +392,20 @@ class CallBuilder:
     def _stages_fixer(self) -> Any:
         """How a finished call takes stages resolved later: its shardings follow them."""
         def fix(call: Call, stages: tuple) -> Call:
-            shardings = call.shardings or _sharding_hook.call_shardings(self, stages)
+            shardings = call.shardings or sharding_hook.call_shardings(self, stages)
             return dataclasses.replace(call, stages=stages, shardings=shardings)
         return fix
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
-                  function: str = "", options: tuple = ()) -> LevelState:
+                  function: str = "", options: Options | None = None) -> LevelState:
         if isinstance(jax_trace, _i.RecordingTrace):
             # NB: a level entered while a recorder is current replaces it, so
             # each step is recorded once, at the innermost level that sees it.
             jax_trace = jax_trace.parent
         trace_type = type(jax_trace).__name__
         if kind == "outer":
-            kind = TRACE_KINDS.get(trace_type, trace_type)
+            kind = level_kind(jax_trace)
             depth, label = 0, f"{kind}#0"
         else:
             depth = parent.depth + 1 if parent is not None else 1
@@ -564,7 +414,7 @@ class CallBuilder:
         index = len(self.levels)
         self.levels.append(Level(index, kind, label, depth,
                                  parent.index if parent is not None else None,
-                                 trace_type, function, options))
+                                 trace_type, function, options.pairs if options else ()))
         self.level_of_trace[id(jax_trace)] = index
         state = LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
         # Kept until the call finishes: a custom_vjp bwd runs after its level ends.
@@ -660,13 +510,12 @@ class CallBuilder:
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
-            from ._trees import tree_text
             leaves, treedef = jax.tree_util.tree_flatten(outputs)
             self.out_tree = tree_text(treedef)
             self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
-            self.shardings += _sharding_hook.outputs(self, outputs)
+            self.shardings += sharding_hook.outputs(self, outputs)
         rows = [s for s in self.steps if s is not None]
         if self.describer.leaked:
             self.trees.note_leaks([self._build(row) for row in rows], self.describer.leaked)
@@ -675,12 +524,12 @@ class CallBuilder:
         steps: Any = Lazy(len(rows), partial(_steps_of, rows, self.describer.tuples,
                                              self._sources))
         stages = self._stages(failed)
-        call = Call(self.index, self.transform, self.function, self.source, self.options,
+        call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,
                     self.out_tree, self.inputs, self.outputs, self.parent, stages,
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
-                    shardings=_sharding_hook.call_shardings(self, stages))
+                    shardings=sharding_hook.call_shardings(self, stages))
         if len(self._jaxprs) > SHARED_JAXPRS or len(self._jit_summaries) > SHARED_JAXPRS:
             self._jaxprs.clear()  # they keep their jaxprs alive: a bounded number
             self._jit_summaries.clear()
@@ -695,7 +544,6 @@ class CallBuilder:
         plan, self.stage_plan = self.stage_plan, None
         if plan is None:
             return ()
-        from . import _stages
         error = self.errors[-1].message if failed and self.errors else ""
         try:
             with recording_off():  # stages record nothing
@@ -713,253 +561,6 @@ class CallBuilder:
         if not failed:
             shared.keep(self.stage_key, stages, self.spec)
         return stages
-
-
-class _ShardingHook:
-    """What a CallBuilder records about devices: layouts of multi-device arrays.
-
-    Guarded like CallTrees: a fault of ours records nothing, never fails a call.
-    Single-device calls pay one `device_set` check per concrete leaf.
-    """
-
-    @staticmethod
-    def inputs(call: CallBuilder, leaves: list, args: tuple, kwargs: dict) -> tuple:
-        try:
-            if not any(map(_sharding.is_multi_device, leaves)):
-                return ()
-            names = [t.name for t in call.trees.inputs if t.argnum is not None]
-            return tuple(_sharding.call_input_shardings(args, kwargs, names))
-        except Exception:
-            return ()
-
-    @staticmethod
-    def outputs(call: CallBuilder, outputs: Any) -> tuple:
-        try:
-            if not _sharding.any_multi_device(outputs):
-                return ()
-            found = _sharding.call_output_shardings(outputs, _gradient_prefix(call))
-            return _gradients_named(call, found)
-        except Exception:
-            return ()
-
-    @staticmethod
-    def call_shardings(call: CallBuilder, stages: tuple) -> tuple:
-        """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
-        if call.shardings:
-            return call.shardings
-        try:
-            compiled = [s for s in stages if s.role == "hlo" and s.shardings]
-            if not compiled:
-                return ()
-            names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
-            found = _sharding.named_for_call(compiled[-1].shardings, names,
-                                             _gradient_prefix(call))
-            return _gradients_named(call, found)
-        except Exception:
-            return ()
-
-
-_sharding_hook = _ShardingHook()
-
-
-def _derivative(call: CallBuilder) -> tuple[str, tuple]:
-    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's."""
-    from ._api import spec_of
-    transform, options = call.transform, call.options
-    inner = spec_of(call.spec.fun) if call.spec is not None and transform == "jit" else None
-    if inner is not None:
-        transform, options = inner.kind, inner.options
-    return transform, options
-
-
-def _gradient_prefix(call: CallBuilder) -> str | None:
-    """Where the gradients sit in the call's outputs."""
-    from ._trees import _option
-    transform, options = _derivative(call)
-    return _sharding.gradient_prefix(transform, bool(_option(options, "has_aux", False)))
-
-
-def _gradients_named(call: CallBuilder, records: Any) -> tuple:
-    from ._trees import _option
-    _, options = _derivative(call)
-    names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
-    return _sharding.gradient_names(records, _gradient_prefix(call),
-                                    _option(options, "argnums", 0), names)
-
-
-# NB: tuple.__new__ makes a NamedTuple without its Python-level __new__.
-_new_step = tuple.__new__
-
-
-def _step_of(row: Any, values: list, sources: list) -> Step:
-    """A Step from a step row (see LevelState._step); error events are Steps already."""
-    if type(row) is Step:
-        return row
-    return _new_step(Step, (*row[:_INPUTS], values[row[_INPUTS]], values[row[_OUTPUTS]],
-                            sources[row[_SOURCE]], *row[_SOURCE + 1:]))
-
-
-def _steps_of(rows: list, values: list, sources: list) -> tuple[Step, ...]:
-    return tuple([_step_of(row, values, sources) for row in rows])
-# Positions in a Step (and in a step row, which has the same fields in the same order).
-_LEVEL, _KIND, _INPUTS, _OUTPUTS, _SOURCE, _ERROR = 1, 3, 6, 7, 8, 11
-
-
-class LevelState:
-    """The live side of one Level: what its RecordingTrace reports to."""
-    __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
-                 "backward_source", "tape", "__weakref__")
-
-    def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
-                 jax_trace: Any, inline_jnp: bool):
-        self.call = call
-        self.index = index
-        self.label = label
-        self.depth = depth
-        self.jax_trace = jax_trace
-        self.inline_jnp = inline_jnp
-        self.phase = "forward"
-        self.backward_source: SourceLocation | None = None
-        self.tape: Any = None  # _tape.Tape: what the user's function binds here, for stages
-
-    def set_phase(self, phase: str) -> None:
-        self.phase = phase
-        self.backward_source = None
-
-    def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str,
-                   rules: tuple = ()) -> tuple:
-        call = self.call
-        index = len(call.steps)
-        call.steps.append(None)  # reserved: steps this one causes come after it
-        inputs = call.describer.describe_all(tracers)
-        phase = self.phase
-        if call.active_steps:
-            # A step bound while processing another comes from the same user
-            # line, unless user code (a custom rule body) runs in between.
-            cause, cause_phase, source = call.active_steps[-1]
-            if cause_phase == "backward":  # what a backward step emits is backward too
-                phase = cause_phase
-            if source is None:
-                source = user_location(3)
-        elif phase == "backward":
-            # The backward pass runs deep inside JAX, called from one user line:
-            # find it once per pass (a stack walk there costs tens of us).
-            cause, source = None, self.backward_source
-            if source is None:
-                source = self.backward_source = user_location(3)
-        else:
-            cause, source = None, user_location(3)
-        call.active_steps.append((index, phase, source))
-        if self.tape is not None:
-            self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
-        return (index, primitive, inputs, params, kind, cause, phase, call.source_number(source),
-                _i.name_stack())
-
-    def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
-        call = self.call
-        call.active_steps.pop()
-        describer = call.describer
-        outputs = describer.describe_all(out) if multiple else describer.describe_all((out,))
-        call.steps[pending[0]] = self._step(pending, outputs, None)
-        if self.tape is not None:
-            self.tape.end(pending[0], out, multiple)
-
-    def fail_step(self, pending: tuple, error: BaseException) -> None:
-        call = self.call
-        if call.active_steps and call.active_steps[-1][0] == pending[0]:
-            call.active_steps.pop()
-        call.steps[pending[0]] = self._step(pending, call.describer.describe_all(()),
-                                            _message(error))
-        if self.tape is not None:
-            self.tape.fail(pending[0])
-
-    def _step(self, pending: tuple, outputs: int, error: str | None) -> tuple:
-        """A step row: a Step's fields with its inputs, outputs and source as numbers (into
-        the describer's tuples and the call's sources). NB: a tuple of numbers and strings
-        is untracked by the cyclic GC after its first pass: a big call costs its passes
-        nothing (Steps are made when the call finishes)."""
-        index, primitive, inputs, params, kind, cause, phase, source, names = pending
-        name = primitive.name
-        inline = False
-        if name == "jit" or name == "pjit":
-            pairs, subjaxprs = self.call.jit_summary(params)
-            inline = is_inline_jit_params(params)
-        else:
-            pairs, jaxprs = summarize_params(name, params)
-            subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
-        return (index, self.index, name, kind, phase, pairs, inputs, outputs, source, names,
-                subjaxprs, error, cause, inline)
-
-    def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
-        return self.call.rule_spec(kind, self, fun)
-
-
-class RuleSpec:
-    """Runs a custom_jvp/custom_vjp rule body in a recorded sub-level.
-
-    Hashed by identity: linear_util uses transformation params in cache keys.
-    JAX's caches may keep it after the call, so it holds the call weakly:
-    a finished call's traces must not stay alive through it.
-    """
-
-    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str,
-                 fun: Any = None):
-        self._call = weakref.ref(call)
-        self._parent = weakref.ref(parent)
-        self.kind = kind
-        self.function = function
-        self.fun = fun  # the rule as JAX holds it (a WrappedFun): stages replay its tape
-
-    def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
-        call, parent = self._call(), self._parent()
-        if call is None or parent is None or _state.call is not call:
-            return f(*args, **kwargs)  # the rule ran after its call finished (e.g. a later bwd)
-        jax_trace = _i.current_trace()
-        level = call.new_level(self.kind, jax_trace, parent, self.function)
-        level.set_phase("rule")
-        call.watch_rule_level(level)
-        tape = call.watch_rule(level, self.kind, self.fun, args)
-        if tape is None:
-            return run_level(level, f, args, kwargs)
-        try:
-            out = run_level(level, f, args, kwargs)
-        except BaseException as e:
-            tape.abandon(e)
-            raise
-        tape.finish(out)
-        return out
-
-
-def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
-    """Run `f` with a recorder for `level` as the current trace."""
-    active = level.call.active_steps
-    # User code runs here (a custom rule inside a step, say): its steps keep
-    # the step that called it as their cause but find their own source line.
-    barrier = (active[-1][0], active[-1][1], None) if active else None
-    if barrier is not None:
-        active.append(barrier)
-    _state.levels.append(level)
-    try:
-        with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
-            return f(*args, **kwargs)
-    except BaseException as e:
-        level.call.record_error(e, level)
-        raise
-    finally:
-        _state.levels.pop()
-        if barrier is not None:
-            active.pop()
-
-
-def _source_text(source: SourceLocation | None) -> str:
-    return f"{source.file}:{source.line}" if source is not None else ""
-
-
-def _message(error: BaseException) -> str:
-    try:
-        return str(error)
-    except Exception as e:
-        return f"<message unavailable: {type(e).__name__}>"
 
 
 def _qualified_name(cls: type) -> str:

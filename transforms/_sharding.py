@@ -138,15 +138,6 @@ def any_multi_device(tree: Any) -> bool:
     return any(map(is_multi_device, jax.tree_util.tree_leaves(tree)))
 
 
-# Where a derivative transform puts its gradients in its output: a key path prefix.
-def gradient_prefix(transform: str, has_aux: bool) -> str | None:
-    if transform == "value_and_grad":
-        return "[1]"
-    if transform in ("grad", "jacrev", "jacfwd", "hessian"):
-        return "[0]" if has_aux else ""
-    return None
-
-
 def output_role(path: str, prefix: str | None) -> str:
     return "gradient" if prefix is not None and path.startswith(prefix) else "output"
 

@@ -26,6 +26,7 @@ from ._interpreters import (
     trace_of,
     traceback_frames,
 )
+from .kinds import tracer_kind
 from .record import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
@@ -152,17 +153,18 @@ class Describer:
         # The hot path of recording: one call per new tracer, so kept flat.
         trace = trace_of(x)
         tracer_type = type(x)
-        shape = _shapes.get((tracer_type, type(trace))) or _tracer_shape(tracer_type, type(trace))
+        shape, parts = _shapes.get((tracer_type, type(trace))) or _tracer_shape(tracer_type,
+                                                                                 type(trace))
         aval = x.aval
         aval_str = _aval_texts.get(aval) or aval_text(aval)
         level = self.level_of_trace.get(id(trace))
         children: tuple[tuple[str, ValueRecord], ...]
         key: tuple
-        if shape == "batched":
+        if parts is _BATCHED:
             bdim = x.batch_dim
             children = (("val", self._describe_part(x.val)),)
             key = (tracer_type, aval_str, level, bdim, id(children[0][1]))
-        elif shape == "linearize" or shape == "jvp":
+        elif parts:  # primal and tangent
             children = (("primal", self._describe_part(x.primal)),
                         ("tangent", self._describe_part(x.tangent)))
             bdim = None
@@ -181,14 +183,16 @@ class Describer:
         return rec
 
 
-_shapes: dict[tuple[type, type], str] = {}
+# (its kind, what it wraps: kinds.TraceKind.children) per (tracer, trace) class
+_shapes: dict[tuple[type, type], tuple[str, tuple[str, ...]]] = {}
+_BATCHED = tracer_kind("batched").children
 
 
-def _tracer_shape(tracer_type: type, trace_type: type) -> str:
+def _tracer_shape(tracer_type: type, trace_type: type) -> tuple[str, tuple[str, ...]]:
     """What a tracer holds, told by its attributes once per (tracer, trace) class."""
     key = (tracer_type, trace_type)
-    shape = _shapes.get(key)
-    if shape is None:
+    found = _shapes.get(key)
+    if found is None:
         if _has_attrs(tracer_type, "batch_dim", "val"):
             shape = "batched"
         elif _has_attrs(tracer_type, "primal", "tangent"):
@@ -198,8 +202,8 @@ def _tracer_shape(tracer_type: type, trace_type: type) -> str:
             shape = "jaxpr"
         else:
             shape = "tracer"
-        _shapes[key] = shape
-    return shape
+        found = _shapes[key] = (shape, tracer_kind(shape).children)
+    return found
 
 
 def _has_attrs(cls: type, *names: str) -> bool:

@@ -40,12 +40,13 @@ import numpy as np
 from jax.extend import source_info_util
 from jax.extend.core import DropVar, Literal
 
-from . import _api, _recorder, _sharding  # NB: _api and _recorder import this module
 from . import _interpreters as _i
+from . import _sharding
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
+from ._spec import chain_of, function_name, spec_of
+from ._state import active_session, recording_off, refusing_retrace
 from ._tape import RuleTapes, Tape, abstract, closures_bound, is_array_like
-from ._trees import literal
 from .record import (
     EqnRecord,
     Growth,
@@ -56,26 +57,6 @@ from .record import (
     Stage,
     SubJaxprRecord,
 )
-
-# Autodiff stages per transformation, in pipeline order (grad = transpose of
-# the linearized JVP). hessian is jacfwd(jacrev(f)): its reverse part is f's.
-_REVERSE = ("jvp", "linearized", "linear", "transposed")
-AD_STAGES: dict[str, tuple[str, ...]] = {
-    "grad": _REVERSE,
-    "value_and_grad": _REVERSE,
-    "vjp": _REVERSE,
-    "jacrev": _REVERSE,
-    "hessian": _REVERSE,
-    "jacfwd": ("jvp",),
-    "linearize": ("jvp", "linear"),  # its own stage is the linearized one
-}
-
-# Wrappers built as jax.<kind>(fun, **options); the others are called as
-# jax.<kind>(fun, *args, **kwargs), with kwargs that configure the transform.
-_WRAPPERS = frozenset({"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "jit"})
-_CALLED = frozenset({"jvp", "vjp", "linearize"})
-# Calls of the function a vjp/linearize returned: the forward call's stages are theirs.
-BACKWARD_CALLS = frozenset({"vjp_backward", "linearize_jvp"})
 
 # cost_analysis() keys shown first, in this order; the rest follow sorted.
 _COST_FIRST = ("flops", "transcendentals", "bytes accessed")
@@ -422,17 +403,6 @@ def histogram(primitives: Any) -> tuple[PrimitiveCount, ...]:
 
 # --- what a call's capture needs, gathered while the call runs -----------------------
 
-def chain_of(spec: Any) -> list:
-    """The wrappers of a call, outermost first: vmap(grad(f)) -> [vmap, grad]."""
-    chain = [spec]
-    while len(chain) < 64:
-        inner = _api.spec_of(chain[-1].fun)
-        if inner is None:
-            break
-        chain.append(inner)
-    return chain
-
-
 def abstract_point(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """(args, kwargs) with every array and tracer replaced by its type (other leaves kept)."""
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
@@ -455,10 +425,6 @@ def _point_text(fun: Any, args: tuple) -> str:
         parts.append(f"{names[i] if i < len(names) else f'args[{i}]'}={value}")
     return ", ".join(parts)
 
-
-# Eager calls whose executed primitives are their transformation's program, as
-# jax.make_jaxpr(jax.<kind>(f)) stages it (each primitive bound in the same order).
-_EXECUTED = frozenset({"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian"})
 
 # The most transformations inside one call that get stages of their own.
 MAX_NESTED_GROUPS = 16
@@ -486,7 +452,7 @@ class StagePlan:
 
     def __init__(self, spec: Any, args: tuple, kwargs: dict):
         self.main = _Group(spec, abstract_point(args, kwargs), point_text=_point_text(
-            chain_of(spec)[-1].fun, args if spec.kind not in _CALLED else _f_args_of(spec, args)))
+            chain_of(spec)[-1].fun, _f_args_of(spec, args)))
         if not any(isinstance(x, _i.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
             # autodiff stages hold the other arguments fixed at their values, as JAX would
             self.main.live = (args, kwargs)
@@ -498,7 +464,7 @@ class StagePlan:
         self._nested_keys: set = set()
         self._in_chains: set[int] = set()
         chain = chain_of(spec)
-        if not (len(chain) == 1 and spec.kind == "jit"):  # a plain jit's f is jit's own trace
+        if not (len(chain) == 1 and spec.entry.compiles):  # a plain jit's f is jit's own trace
             self._wait(self.main)
 
     def _wait(self, group: _Group) -> None:
@@ -537,7 +503,7 @@ class StagePlan:
             return None
         group = waiting.pop(0)
         try:
-            group.tape = Tape(_recorder.function_name(fun), args, kwargs, rules=self.rules)
+            group.tape = Tape(function_name(fun), args, kwargs, rules=self.rules)
         except Exception:  # arguments that will not flatten: JAX reports it, f has no stage
             return None
         return group.tape
@@ -549,13 +515,13 @@ class StagePlan:
         the program as a literal, where make_jaxpr of the transformation traces it.
         """
         spec = self.main.spec
-        if spec.kind not in _EXECUTED or type(trace).__name__ != "EvalTrace":
+        if not spec.entry.executes_program or type(trace).__name__ != "EvalTrace":
             return None
         if any(isinstance(x, (bool, int, float, complex))
                for x in jax.tree_util.tree_leaves((args, kwargs))):
             return None
         try:
-            self.main.outer_tape = Tape(_recorder.function_name(spec.fun), args, kwargs,
+            self.main.outer_tape = Tape(function_name(spec.fun), args, kwargs,
                                        rules=self.rules)
         except Exception:  # arguments that will not flatten: no such stage
             return None
@@ -570,7 +536,10 @@ class StagePlan:
 
 
 def _f_args_of(spec: Any, args: tuple) -> tuple:
-    return tuple(args[0]) if spec.kind == "jvp" and args else tuple(args)
+    """The arguments the call's function is called with: a jvp's are its primals."""
+    if spec.entry.called and spec.entry.inputs and args:
+        return tuple(args[0])
+    return tuple(args)
 
 
 # --- signatures: which calls share their stages ---------------------------------
@@ -581,7 +550,7 @@ def chain_key(fun: Any) -> tuple:
     A Python function is its code and what it closes over (arrays by type), so a
     `lambda p: loss(p, batch)` made afresh each step is the same function.
     """
-    spec = _api.spec_of(fun)
+    spec = spec_of(fun)
     if spec is not None:
         return (spec.kind, spec.options, chain_key(spec.fun))
     code = getattr(fun, "__code__", None)
@@ -636,38 +605,22 @@ def signature(spec: Any, args: tuple, kwargs: dict) -> tuple | None:
 def _name_like(f: Any, fun: Any) -> None:
     # JAX names jit modules and pjit equations after __name__, and its errors
     # point at the function found through __wrapped__: the user's, not ours.
-    f.__name__ = f.__qualname__ = _recorder.function_name(fun)
+    f.__name__ = f.__qualname__ = function_name(fun)
     f.__wrapped__ = fun
-
-
-def _literal_options(options: tuple) -> dict | None:
-    """The options a wrapper recorded (as reprs), or None if one is not a literal."""
-    try:
-        return {key: literal(text) for key, text in options}
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-
-
-def _settings(spec: Any) -> dict | None:
-    """The wrapper's options as it was given them, else as read back from their text."""
-    settings = getattr(spec, "settings", None)
-    if settings is not None:
-        return dict(settings)
-    return _literal_options(spec.options)
 
 
 def _exprs(fun: Any) -> tuple[str, str]:
     """The chain as an expression of `f`, and with the function's real name."""
-    spec = _api.spec_of(fun)
+    spec = spec_of(fun)
     if spec is None:
-        return "f", _recorder.function_name(fun)
+        return "f", function_name(fun)
     expr, named = _exprs(spec.fun)
     return f"{spec.kind}({expr})", f"{spec.kind}({named})"
 
 
 def _data_args(spec: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, dict]:
     """(args, kwargs) to trace, and kwargs that configure jax.jvp/vjp/linearize."""
-    if spec.kind in _CALLED:
+    if spec.entry.config_kwargs:
         return args, {}, kwargs
     return args, kwargs, {}
 
@@ -677,12 +630,12 @@ def _rebuilder(spec: Any) -> tuple[Callable[[Callable], Callable], str] | None:
     jax_transform = getattr(jax, spec.kind, None)
     if jax_transform is None:
         return None
-    if spec.kind in _CALLED:
+    if spec.entry.called:
         return (lambda h: functools.partial(jax_transform, h)), f"jax.{spec.kind}(<{{inner}}>, ...)"
-    options = _settings(spec)
-    if spec.kind not in _WRAPPERS or options is None:
+    if not spec.entry.wrapper:
         return None
-    shown = "".join(f", {key}={text}" for key, text in spec.options)
+    options = dict(spec.options.given)
+    shown = "".join(f", {key}={text}" for key, text in spec.options.pairs)
     return (lambda h: jax_transform(h, **options)), f"jax.{spec.kind}(<{{inner}}>{shown})"
 
 
@@ -780,14 +733,14 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
     global _group_closures, _group_notes
     chain = chain_of(group.spec)
     f = chain[-1].fun
-    named = named_f = _recorder.function_name(f)
+    named = named_f = function_name(f)
     expr = _unique(_short_name(named), names) if group.nested else "f"
     tape = group.tape
     prev, _group_closures = _group_closures, tuple(tape.closure_types) if tape else ()
     prev_notes, _group_notes = _group_notes, plan.rules.notes
     try:
         stages: list[Stage] = []
-        plain_jit = len(chain) == 1 and group.spec.kind == "jit" and not group.nested
+        plain_jit = len(chain) == 1 and group.spec.entry.compiles and not group.nested
         h = None
         if not plain_jit:
             f_stage, h = _function_stage(tape, tape.point if tape else None, expr, f, group,
@@ -798,13 +751,13 @@ def _capture_group(group: _Group, plan: StagePlan, call_error: str, names: set) 
             spec = chain[i]
             point = group.point if i == 0 else plan.points.get(id(chain[i - 1].fun))
             outer_expr, outer_named = f"{spec.kind}({expr})", f"{spec.kind}({named})"
-            if spec.kind == "jit" and i == 0 and not group.nested:
+            if spec.entry.compiles and i == 0 and not group.nested:
                 later = DeferredJit(spec, group.point, expr, named, plain_jit, call_error,
                                     mesh=group.mesh)
                 return Captured(stages, later)
             if point is None:
                 blocked = blocked or f"not reached: {spec.kind} did not call its function"
-            if spec.kind == "jit":
+            if spec.entry.compiles:
                 jit_stages, h = _nested_jit_stages(spec, h, point, expr, named, blocked)
                 stages += jit_stages
             else:
@@ -842,7 +795,7 @@ def _function_stage(tape: Tape | None, point: tuple | None, expr: str, f: Any,
                     group: _Group, inner_spec: Any, call_error: str
                     ) -> tuple[Stage, Callable | None]:
     """The user's function as it ran: its tape, replayed under make_jaxpr."""
-    named = _recorder.function_name(f)
+    named = function_name(f)
     label = _Label(expr, named, "f")
     if tape is None or point is None:
         if call_error:
@@ -874,7 +827,7 @@ def _constant_float_note(tape: Tape, f: Any, kind: str) -> str:
         starts[at] = names[i] if i < len(names) else f"args[{i}]"
         at += len(jax.tree_util.tree_leaves(a))
     shown = ", ".join(f"{starts.get(i, 'an argument')}={value!r}" for i, value in found)
-    named = _recorder.function_name(f)
+    named = function_name(f)
     return (f"{shown} is a Python float that {kind} does not trace: {named} ran with it as a "
             f"constant, so these stages hold it as a literal, not an input (jax.make_jaxpr "
             f"traces a float argument as an input)")
@@ -923,16 +876,16 @@ def _transform_stage(spec: Any, h: Callable | None, point: tuple | None, expr: s
         if stage.available:
             return stage, rebuilt[0](h)
     if rebuilt is None:
-        return _failed(label, "", f"not captured: {spec.kind}'s recorded options are not "
-                       f"literals, and the workbench does not run the user's function again "
-                       f"to trace it"), None
+        return _failed(label, "", f"not captured: jax has no transformation {spec.kind} to "
+                       f"apply again, and the workbench does not run the user's function "
+                       f"again to trace it"), None
     build, shown = rebuilt
     data_args, data_kwargs, config = _data_args(spec, *point)
     g = _configured(build(h), config)
     _name_like(g, h)
     method = f"jax.make_jaxpr({shown.replace('{inner}', 'recorded ' + _inner_expr(expr))})"
     stage = _stage_of(label, method, lambda: _make_jaxpr(g)(*data_args, **data_kwargs))
-    return stage, (build(h) if spec.kind in _WRAPPERS else None)
+    return stage, (build(h) if spec.entry.wrapper else None)
 
 
 def _inner_expr(expr: str) -> str:
@@ -945,8 +898,7 @@ def _nested_jit_stages(spec: Any, h: Callable | None, point: tuple | None, expr:
     outer, outer_named = f"jit({expr})", f"jit({named})"
     if h is None or point is None:
         return _compiled_stages(None, blocked or "not reached", outer, outer_named), None
-    options = _settings(spec) or {}
-    jitted = jax.jit(h, **options)
+    jitted = jax.jit(h, **spec.options.given)
     args, kwargs = point
     traced, error = None, ""
     try:
@@ -1011,7 +963,7 @@ class DeferredJit:
         traced, error = None, ""
         try:
             with self.mesh() if self.mesh is not None else contextlib.nullcontext():
-                with _recorder.refusing_retrace():
+                with refusing_retrace():
                     traced = self.spec.transformed.trace(*args, **kwargs)
         except Exception as e:
             error = _reason(e)
@@ -1120,7 +1072,7 @@ def _ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str,
     the call's values: the linear and backward maps are JAX's at those values
     (`jax.linearize(f, x)[1]`, run eagerly). Otherwise they are traced.
     """
-    roles = AD_STAGES.get(spec.kind, ())
+    roles = spec.entry.ad_stages
     if not roles:
         return []
     labels = {
@@ -1173,14 +1125,13 @@ class _Point:
     @classmethod
     def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict,
            at_values: bool = False) -> _Point:
-        if spec.kind in _CALLED:
+        if spec.entry.config_kwargs:
             f_args, f_kwargs, has_aux = args, {}, bool(kwargs.get("has_aux", False))
             positions: tuple[int, ...] = tuple(range(len(args)))
         else:
-            options = _settings(spec) or {}
-            argnums = options.get("argnums", 0)
+            argnums = spec.options.argnums
             positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-            f_args, f_kwargs, has_aux = args, kwargs, bool(options.get("has_aux", False))
+            f_args, f_kwargs, has_aux = args, kwargs, spec.options.has_aux
         primals = tuple(f_args[i] for i in positions)
         fixed = [_DIFFERENTIATED if i in positions else a for i, a in enumerate(f_args)]
         leaves, tree = jax.tree_util.tree_flatten((fixed, f_kwargs))
@@ -1381,11 +1332,11 @@ def growth(funs: Mapping[str, Callable], make_args: Callable[[int], tuple],
     sizes = tuple(sizes)
     if not sizes or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in sizes):
         raise ValueError(f"growth() sizes must be positive ints, got {sizes!r}")
-    with _recorder.recording_off():
+    with recording_off():
         series = tuple(GrowthSeries(label, tuple(_growth_point(fun, make_args, n) for n in sizes))
                        for label, fun in funs.items())
     result = Growth(title or "equations per batch size", series)
-    session = _recorder.active_session()
+    session = active_session()
     if session is not None:
         session.add_growth(result)
     return result

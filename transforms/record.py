@@ -22,18 +22,10 @@ from . import _check, _codec, _dump_v1
 from .files import new_file_mode as new_file_mode
 from .files import special_file_kind as special_file_kind
 from .files import write_atomically as write_atomically
+from .kinds import CONCRETE_VALUE_KINDS, tracer_kind
 
 SCHEMA_VERSION = 3
 SCHEMA_NAME = "jax-transform-workbench/session"
-
-# Friendly names that match how JAX itself prints its tracers.
-TRACER_DISPLAY_NAMES = {
-    "batched": "VmapTracer",
-    "linearize": "GradTracer",
-    "jvp": "JVPTracer",
-    "jaxpr": "JitTracer",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class SourceLocation:
@@ -70,7 +62,7 @@ class ValueRecord(NamedTuple):
 
     @property
     def is_tracer(self) -> bool:
-        return self.kind not in ("array", "python")
+        return self.kind not in CONCRETE_VALUE_KINDS
 
     def child(self, name: str) -> ValueRecord | None:
         for key, rec in self.children:
@@ -82,12 +74,13 @@ class ValueRecord(NamedTuple):
         """A one-line nesting such as `GradTracer(primal=VmapTracer(...), tangent=...)`."""
         if not self.is_tracer:
             return self.value if self.value is not None else self.aval
-        name = TRACER_DISPLAY_NAMES.get(self.kind, self.type_name)
-        if self.kind == "batched":
+        kind = tracer_kind(self.kind)
+        name = kind.display or self.type_name  # as JAX prints its tracers
+        if kind.children == ("val",):  # a batched value
             val = self.child("val")
             batched = val.aval if val is not None else "?"
             return f"{name}(aval={self.aval}, batched={batched}, batch_dim={self.batch_dim})"
-        if self.kind in ("linearize", "jvp"):
+        if kind.children:
             parts = [f"{k}={v.describe()}" for k, v in self.children]
             return f"{name}({', '.join(parts)})"
         return f"{name}({self.aval})"

@@ -23,13 +23,13 @@ from typing import Any, Callable, Iterator, Sequence
 import jax
 
 import transforms
+from transforms.kinds import PUBLIC_KINDS
 from transforms.record import Session
 
 from . import saving
 from .launch import describe_run, process_recording
 
-PATCHED = ("grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
-           "jacrev", "hessian")
+PATCHED = PUBLIC_KINDS  # every transformation a user applies
 
 
 class ScriptError(Exception):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from transforms.diff import diff_stages, short_aval, stage_function
+from transforms.kinds import kind_of
 from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord
 
 from ._call_views import collect_pytree as collect_pytree
@@ -657,13 +658,14 @@ def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | Non
     n = len(stage.out_vars)
     if call is None or not n or not _of_the_call(stage):
         return None, ""
-    if stage.role == "transposed" or (stage.transform in ("grad",) and stage.role == "transformed"
-                                      and stage.name.startswith("grad")):
+    outermost = kind_of(stage.name.partition("(")[0])  # the stage's outermost transformation
+    if stage.role == "transposed" or (stage.role == "transformed" and outermost.output_is_gradient
+                                      and outermost.name == stage.transform):
         # jacrev's transposed stage has the inputs' leaves too (its trees: "jacobian")
         leaves = _leaf_paths(call, "gradient") or _leaf_paths(call, "jacobian")
         if n == len(leaves):
             return tuple(f"grad {p}" for p in leaves), ""
-    if stage.role in ("f", "transformed") or stage.name.startswith(("vmap", "jit")):
+    if stage.role in ("f", "transformed") or outermost.keeps_output_leaves:
         leaves = _leaf_paths(call, "output")
         if n == len(leaves):
             return tuple(leaves), ""

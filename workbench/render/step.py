@@ -15,20 +15,13 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from transforms.record import TRACER_DISPLAY_NAMES, SourceLocation, Step, ValueRecord
+from transforms.kinds import tracer_kind
+from transforms.record import SourceLocation, Step, ValueRecord
 
 from .. import safe_text
 from ._safe import safe
 
-# What a tracer of each kind holds, in the words a user knows.
-_HOLDS = {
-    "batched": "batched value",
-    "linearize": "primal and tangent",
-    "jvp": "primal and tangent",
-    "jaxpr": "a staged variable (no value)",
-}
 _CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}
-_KIND_STYLES = {"batched": "magenta", "linearize": "cyan", "jvp": "cyan", "jaxpr": "yellow"}
 
 
 def shown_path(path: object) -> str:
@@ -83,15 +76,15 @@ class TowerView:
         if role:
             text.append(f"{role}: ", style="bold")
         if value.is_tracer:
-            name = TRACER_DISPLAY_NAMES.get(value.kind, value.type_name)
-            text.append(_clip(name), style=_KIND_STYLES.get(value.kind, "green"))
+            kind = tracer_kind(value.kind)  # its name, colour and what it holds
+            text.append(_clip(kind.display or value.type_name), style=kind.style)
             text.append(f" {_clip(value.aval)}")
             if value.level is not None:
                 text.append(f"  @ {_clip(self.labels.get(value.level, f'level {value.level}'))}",
                             style="dim")
             if value.batch_dim is not None:
                 text.append(f"  batch_dim={value.batch_dim}")
-            holds = _HOLDS.get(value.kind)
+            holds = kind.holds
             if holds and value.children:
                 text.append(f"  holds {holds}", style="dim italic")
         else:

@@ -12,6 +12,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from transforms.kinds import PUBLIC_KINDS
 from transforms.record import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
 from .. import safe_text
@@ -194,8 +195,7 @@ def _may_fail(call: Call) -> bool:
 
 # The transformations a user applies (transforms' public wrappers): a level of one of
 # these kinds is part of a call's composition; eval, custom rules and the like are not.
-TRANSFORMATIONS = frozenset({"grad", "value_and_grad", "vmap", "jit", "jvp", "vjp",
-                             "linearize", "jacfwd", "jacrev", "hessian"})
+TRANSFORMATIONS = frozenset(PUBLIC_KINDS)
 
 
 def composition(call: Call) -> list[str]:

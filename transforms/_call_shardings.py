@@ -1,0 +1,87 @@
+"""What a CallBuilder records about devices: layouts of multi-device arrays.
+
+Inputs' layouts when the call starts, outputs' (and gradients', named after the inputs
+they belong to) when it ends, or for a jit the executable's. Guarded like CallTrees: a
+fault of ours records nothing, never fails a call.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import _sharding
+from ._spec import Options, spec_of
+from .kinds import kind_of
+
+if TYPE_CHECKING:
+    from ._recorder import CallBuilder
+
+__all__ = ["sharding_hook"]
+
+
+class _ShardingHook:
+    """What a CallBuilder records about devices: layouts of multi-device arrays.
+
+    Guarded like CallTrees: a fault of ours records nothing, never fails a call.
+    Single-device calls pay one `device_set` check per concrete leaf.
+    """
+
+    @staticmethod
+    def inputs(call: CallBuilder, leaves: list, args: tuple, kwargs: dict) -> tuple:
+        try:
+            if not any(map(_sharding.is_multi_device, leaves)):
+                return ()
+            names = [t.name for t in call.trees.inputs if t.argnum is not None]
+            return tuple(_sharding.call_input_shardings(args, kwargs, names))
+        except Exception:
+            return ()
+
+    @staticmethod
+    def outputs(call: CallBuilder, outputs: Any) -> tuple:
+        try:
+            if not _sharding.any_multi_device(outputs):
+                return ()
+            found = _sharding.call_output_shardings(outputs, _gradient_prefix(call))
+            return _gradients_named(call, found)
+        except Exception:
+            return ()
+
+    @staticmethod
+    def call_shardings(call: CallBuilder, stages: tuple) -> tuple:
+        """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
+        if call.shardings:
+            return call.shardings
+        try:
+            compiled = [s for s in stages if s.role == "hlo" and s.shardings]
+            if not compiled:
+                return ()
+            names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
+            found = _sharding.named_for_call(compiled[-1].shardings, names,
+                                             _gradient_prefix(call))
+            return _gradients_named(call, found)
+        except Exception:
+            return ()
+
+
+sharding_hook = _ShardingHook()
+
+
+def _derivative(call: CallBuilder) -> tuple[str, Options]:
+    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's."""
+    transform, options = call.transform, call.options
+    spec = call.spec
+    inner = spec_of(spec.fun) if spec is not None and spec.entry.transparent else None
+    if inner is not None:
+        transform, options = inner.kind, inner.options
+    return transform, options
+
+
+def _gradient_prefix(call: CallBuilder) -> str | None:
+    """Where the gradients sit in the call's outputs."""
+    transform, options = _derivative(call)
+    return kind_of(transform).gradient_prefix(options.has_aux)
+
+
+def _gradients_named(call: CallBuilder, records: Any) -> tuple:
+    _, options = _derivative(call)
+    names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
+    return _sharding.gradient_names(records, _gradient_prefix(call), options.argnums, names)
