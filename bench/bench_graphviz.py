@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from transforms import _stages  # noqa: E402  (bench only: stage one jaxpr without a call)
+from transforms import _stage_records  # noqa: E402  (bench only: stage one jaxpr without a call)
 from workbench import export  # noqa: E402
 from workbench.export import GraphTooLarge, collect_jaxpr, to_dot  # noqa: E402
 
@@ -37,8 +37,8 @@ def program(blocks: int):
 def stage_of(n_eqns: int):
     f = program(n_eqns // 4)
     closed = jax.make_jaxpr(f)(jnp.ones(8), jnp.ones(8))
-    label = _stages._Label("f", "bench program", "f")
-    return _stages._built(label, closed, "jax.make_jaxpr(f)", 0.0)
+    label = _stage_records.Label("f", "bench program", "f")
+    return _stage_records.built(label, closed, "jax.make_jaxpr(f)", 0.0)
 
 
 def timed(fn):

@@ -243,7 +243,7 @@ def _jacobian_trees(o: _Outputs, derivative: Derivative) -> None:
     label = " ⊗ ".join(([] if scalar_out else ["out"]) + [name] * times)
     expected = TreeRecord("expected", label, "", expected.nodes, None, expected.note)
     o.pairs.append(pair_trees(role, f"{name} vs its {role}", expected, tree, label,
-                            f"its {role}"))
+                              f"its {role}"))
 
 
 # One rule per output layout a kind names (`TransformKind.outputs`).

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import jax
 
 from . import _interpreters as _i
-from . import _stages
+from . import _stage_plan, _stages
 from ._call_shardings import sharding_hook
 from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
@@ -25,6 +25,7 @@ from ._levels import _ERROR, _KIND, _LEVEL, LevelState, RuleSpec, _message, _ste
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
 from ._spec import Options, TransformSpec, chain_of, function_name
+from ._stage_records import failed_capture
 from ._state import _Block, _call, _entering_frame, _levels, _new_block_key
 from ._state import _block_key as _block_key
 from ._state import _blocks as _blocks
@@ -167,8 +168,8 @@ def note_jit_arguments(fun: Any, args: tuple, kwargs: dict) -> None:
     """What jit bound (the concrete arguments) before tracing `fun`: their shardings."""
     # NB: here, before JAX traces, the mesh context can be read (inside jit it cannot)
     # NB: fun held weakly: with stages off nothing takes this, and a jitted call keeps nothing alive
-    _jit_bound.set((weakref.ref(fun), _stages.concrete_shardings(args, kwargs),
-                    _stages.mesh_context()))
+    _jit_bound.set((weakref.ref(fun), _stage_plan.concrete_shardings(args, kwargs),
+                    _stage_plan.mesh_context()))
 
 
 def _take_jit_arguments(fun: Any) -> tuple:
@@ -294,7 +295,7 @@ class CallBuilder:
         self._spec: TransformSpec | None = None  # for stage capture
         self._args = (args, kwargs) if recorder.capture_stages else None
         self.stage_key: Any = None
-        self.stage_plan: Any = None      # _stages.StagePlan: this call captures its stages
+        self.stage_plan: Any = None      # _stage_plan.StagePlan: this call captures its stages
         self.shared_stages: tuple | None = None  # another call's, with the same signature
         self.shardings = sharding_hook.inputs(self, leaves, args, kwargs)
 
@@ -317,20 +318,20 @@ class CallBuilder:
                 forward = self.recorder.call_by_index(self.parent)
                 self.shared_stages = forward.stages if forward is not None else ()
                 return
-            self.stage_key = key = _stages.signature(spec, *args)
+            self.stage_key = key = _stage_plan.signature(spec, *args)
             if self.recorder.stages.known(key):
                 self.shared_stages = self.recorder.stages.share(
                     key, self.index, self._stages_fixer())
                 return
-            self.stage_plan = _stages.StagePlan(spec, *args)
+            self.stage_plan = _stage_plan.StagePlan(spec, *args)
             if spec.entry.compiles:
                 placements, mesh = _take_jit_arguments(spec.fun)
                 main = self.stage_plan.main
-                main.point = _stages.sharded_point(main.point, placements)
+                main.point = _stage_plan.sharded_point(main.point, placements)
                 main.mesh = mesh
         except Exception as e:  # a fault of ours: this call keeps a record of it, not stages
             self.stage_plan = None
-            self.shared_stages = (_stages.failed_capture(spec, e),)
+            self.shared_stages = (failed_capture(spec, e),)
 
     def watch_level(self, level: LevelState, fun: Any, args: tuple, kwargs: dict) -> Any:
         """A wrapper's function is about to run at `level`: its tape, when stages need one."""
@@ -554,8 +555,9 @@ class CallBuilder:
         shared = self.recorder.stages
         shared.captures += 1
         if captured.later is not None:
-            shared.wait(None if failed else self.stage_key, captured.later.with_inner(captured),
-                        self.index, self._stages_fixer(), self.spec)
+            later = captured.later.with_inner(captured.stages, captured.nested)
+            shared.wait(None if failed else self.stage_key, later, self.index,
+                        self._stages_fixer(), self.spec)
             return ()
         stages = captured.all_stages()
         if not failed:

@@ -154,7 +154,7 @@ class Describer:
         trace = trace_of(x)
         tracer_type = type(x)
         shape, parts = _shapes.get((tracer_type, type(trace))) or _tracer_shape(tracer_type,
-                                                                                 type(trace))
+                                                                                type(trace))
         aval = x.aval
         aval_str = _aval_texts.get(aval) or aval_text(aval)
         level = self.level_of_trace.get(id(trace))
