@@ -144,13 +144,18 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path):
         import jax, jax.numpy as jnp
         jax.grad(jnp.sin)(1.0)
         print("ready", flush=True)
-        for _ in range(600):  # NB: short sleeps: a SIGINT the kernel hands to one of XLA's
-            time.sleep(0.1)   # threads is acted on by the main thread at its next wakeup
+        for _ in range(600):
+            time.sleep(0.1)
     """)
     out = tmp_path / "trace.json"
+    # A test run started in the background by a non-interactive shell (`pytest &`, as CI
+    # scripts do) inherits SIGINT ignored, and so would the child: Python then installs no
+    # KeyboardInterrupt handler and the signal is dropped. A user's Ctrl-C reaches a
+    # foreground process, whose SIGINT is at its default: give the child that.
     proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signal.SIGINT)
