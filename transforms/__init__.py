@@ -66,7 +66,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd", "jacrev",
-    "hessian", "record", "growth", "set_user_code", "load", "Session", "Call", "Level", "Step",
+    *PUBLIC_KINDS, "record", "growth", "set_user_code", "load", "Session", "Call", "Level", "Step",
     "ValueRecord", "JaxprRecord", "ErrorRecord", "SourceLocation", "SessionLoadError", "SCHEMA_VERSION",
 ]

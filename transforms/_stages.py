@@ -53,7 +53,6 @@ from ._state import active_session, recording_off
 from ._tape import Tape
 from .record import Growth, GrowthPoint, GrowthSeries, Stage
 
-
 # --- the chain -----------------------------------------------------------------
 
 def _exprs(fun: Any) -> tuple[str, str]:
