@@ -7,8 +7,9 @@ import dataclasses
 from typing import Any, Callable
 
 from ._derivative_trees import input_trees, output_trees, parameter_names, signature_parameters
-from ._diagnose import FailureContext, _first_line, check_inputs, diagnose, leak_diagnostic
+from ._diagnose import FailureContext, diagnose, leak_diagnostic
 from ._library_views import UserView, library_values, mark_static, user_view
+from ._precheck import check_inputs, first_line
 from ._spec import Options
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import TreeBuilder
@@ -153,7 +154,7 @@ class CallTrees:
     def _internal(self, what: str, e: Exception) -> None:
         # NB: our own fault: kept as a record so it is seen, never raised to the user.
         self.diagnostics.append(Diagnostic(
-            "internal", f"the workbench failed {what}: {type(e).__name__}: {_first_line(e)}",
+            "internal", f"the workbench failed {what}: {type(e).__name__}: {first_line(e)}",
             ""))
 
 

@@ -30,7 +30,7 @@ import jax
 from . import _interpreters as _i
 from ._calls import build, record_failed_call, run_recorded_level
 from ._derivative_trees import parameter_names
-from ._diagnose import check_inputs, non_array_argument_error
+from ._precheck import check_inputs, non_array_argument_error
 from ._recorder import note_jit_arguments
 from ._spec import Options, TransformSpec
 from ._state import _state, check_retrace, note_jit_traced, recording_off, retrace_refused

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from transforms.kinds import PUBLIC_KINDS
-
 __all__ = ["DEFAULT_MAX_STEPS", "build_parser", "take_trailing_options"]
 
 # `workbench run --max-steps`: about 100 MB of dump and 1 GB of memory at this many steps.
@@ -58,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "usage: nothing ran and no dump is written.")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
-        f"its folder first on sys.path), with jax.{', '.join(PUBLIC_KINDS[:-1])} and "
-        f"{PUBLIC_KINDS[-1]} replaced by the recording versions from "
+        "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
+        "linearize, jacfwd, jacrev and hessian replaced by the recording versions from "
         "`transforms` for the duration of the run (also for libraries that call them as "
         "jax.grad(...) at call time), then restored. The script's output and exit code are "
         "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
