@@ -20,25 +20,28 @@ from .record import SourceLocation, Step
 if TYPE_CHECKING:
     from ._recorder import CallBuilder
 
-__all__ = ["LevelState", "RuleSpec", "run_level"]
+__all__ = ["ROW_ERROR", "ROW_KIND", "ROW_LEVEL", "LevelState", "RuleSpec", "error_message", "run_level",
+           "step_of", "steps_of"]
 
 
 # NB: tuple.__new__ makes a NamedTuple without its Python-level __new__.
 _new_step = tuple.__new__
 
 
-def _step_of(row: Any, values: list, sources: list) -> Step:
+def step_of(row: Any, values: list, sources: list) -> Step:
     """A Step from a step row (see LevelState._step); error events are Steps already."""
     if type(row) is Step:
         return row
-    return _new_step(Step, (*row[:_INPUTS], values[row[_INPUTS]], values[row[_OUTPUTS]],
-                            sources[row[_SOURCE]], *row[_SOURCE + 1:]))
+    return _new_step(Step, (*row[:ROW_INPUTS], values[row[ROW_INPUTS]], values[row[ROW_OUTPUTS]],
+                            sources[row[ROW_SOURCE]], *row[ROW_SOURCE + 1:]))
 
 
-def _steps_of(rows: list, values: list, sources: list) -> tuple[Step, ...]:
-    return tuple([_step_of(row, values, sources) for row in rows])
+def steps_of(rows: list, values: list, sources: list) -> tuple[Step, ...]:
+    return tuple([step_of(row, values, sources) for row in rows])
+
+
 # Positions in a Step (and in a step row, which has the same fields in the same order).
-_LEVEL, _KIND, _INPUTS, _OUTPUTS, _SOURCE, _ERROR = 1, 3, 6, 7, 8, 11
+ROW_LEVEL, ROW_KIND, ROW_INPUTS, ROW_OUTPUTS, ROW_SOURCE, ROW_ERROR = 1, 3, 6, 7, 8, 11
 
 
 class LevelState:
@@ -105,7 +108,7 @@ class LevelState:
         if call.active_steps and call.active_steps[-1][0] == pending[0]:
             call.active_steps.pop()
         call.steps[pending[0]] = self._step(pending, call.describer.describe_all(()),
-                                            _message(error))
+                                            error_message(error))
         if self.tape is not None:
             self.tape.fail(pending[0])
 
@@ -191,7 +194,7 @@ def _source_text(source: SourceLocation | None) -> str:
     return f"{source.file}:{source.line}" if source is not None else ""
 
 
-def _message(error: BaseException) -> str:
+def error_message(error: BaseException) -> str:
     try:
         return str(error)
     except Exception as e:

@@ -21,7 +21,7 @@ from . import _stage_plan, _stages
 from ._call_shardings import sharding_hook
 from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
-from ._levels import _ERROR, _KIND, _LEVEL, LevelState, RuleSpec, _message, _step_of, _steps_of
+from ._levels import ROW_ERROR, ROW_KIND, ROW_LEVEL, LevelState, RuleSpec, error_message, step_of, steps_of
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
 from ._spec import Options, TransformSpec, chain_of, function_name
@@ -287,7 +287,7 @@ class CallBuilder:
             leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         except Exception as e:  # a flatten that raises, a cyclic or too deep input:
             # JAX raises it itself once tracing starts; the call still gets a record.
-            leaves, treedef = [], f"<unavailable: {type(e).__name__}: {_message(e)}>"
+            leaves, treedef = [], f"<unavailable: {type(e).__name__}: {error_message(e)}>"
         self.in_tree = tree_text(treedef)  # aux data whose repr raises: a note, not a crash
         self.inputs = tuple(self.describer.describe(x) for x in leaves)
         self.out_tree = ""
@@ -473,25 +473,25 @@ class CallBuilder:
         source = traceback_location(error.__traceback__) or self.source
         if level is not None:
             event = Step(len(self.steps), level.index, type(error).__name__, kind="error",
-                         phase=level.phase, source=source, error=_message(error),
+                         phase=level.phase, source=source, error=error_message(error),
                          cause=step)
             self.steps.append(event)
         facts = self.trees.error_fields(error, self.levels, self.built_steps(), level_index,
                                         step, source, self.describer.leaked)
-        self.errors.append(ErrorRecord(_qualified_name(type(error)), _message(error),
+        self.errors.append(ErrorRecord(_qualified_name(type(error)), error_message(error),
                                        level_index, step, source, **facts))
 
     def failed_step(self, error: BaseException) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
             row = self.steps[i]  # rows and Steps share the field order
-            if row is not None and row[_KIND] != "error" and row[_ERROR] is not None:
+            if row is not None and row[ROW_KIND] != "error" and row[ROW_ERROR] is not None:
                 return i
         return None
 
     def last_step_at(self, level: int) -> int | None:
         for i in range(len(self.steps) - 1, -1, -1):
             row = self.steps[i]
-            if row is not None and row[_LEVEL] == level and row[_KIND] != "error":
+            if row is not None and row[ROW_LEVEL] == level and row[ROW_KIND] != "error":
                 return i
         return None
 
@@ -507,7 +507,7 @@ class CallBuilder:
         return [None if row is None else self._build(row) for row in self.steps]
 
     def _build(self, row: Any) -> Step:
-        return _step_of(row, self.describer.tuples, self._sources)
+        return step_of(row, self.describer.tuples, self._sources)
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
@@ -522,7 +522,7 @@ class CallBuilder:
             self.trees.note_leaks([self._build(row) for row in rows], self.describer.leaked)
         # NB: Steps are made when first read, not here: a big call would otherwise make
         # (and the cyclic GC then walk) a record per step before anyone looks at them.
-        steps: Any = Lazy(len(rows), partial(_steps_of, rows, self.describer.tuples,
+        steps: Any = Lazy(len(rows), partial(steps_of, rows, self.describer.tuples,
                                              self._sources))
         stages = self._stages(failed)
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
