@@ -20,11 +20,10 @@ from ._calls import build, invoke, level_entry
 from ._jit import jit
 from ._returned import invoke_keeping_origin, recording_pullback, recording_pushforward
 from ._spec import Options, TransformSpec
-from ._spec import spec_of as spec_of
 from ._state import _state
 
-__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "spec_of",
-           "value_and_grad", "vjp", "vmap"]
+__all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "value_and_grad",
+           "vjp", "vmap"]
 
 
 # --- what grad(f), vmap(f), ... return ---------------------------------------------
