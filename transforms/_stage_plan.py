@@ -153,7 +153,7 @@ class StagePlan:
 
 def _f_args_of(spec: Any, args: tuple) -> tuple:
     """The arguments the call's function is called with: a jvp's are its primals."""
-    if spec.entry.called and spec.entry.inputs and args:
+    if spec.entry.packs_primals and args:
         return tuple(args[0])
     return tuple(args)
 

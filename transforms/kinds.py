@@ -98,6 +98,11 @@ class TransformKind:
         return self.form == "returned"
 
     @property
+    def packs_primals(self) -> bool:
+        """Its function's arguments are its first argument, a tuple (jvp's primals)."""
+        return self.called and self.inputs is not None
+
+    @property
     def config_kwargs(self) -> bool:
         """Its keyword arguments configure the transformation; they are not f's."""
         return self.form == "called"
@@ -141,13 +146,13 @@ KINDS: Mapping[str, TransformKind] = {k.name: k for k in (
                   outputs="primal_first"),
     # linearize's own stage is the linearized one.
     TransformKind("linearize", "called", ad_stages=("jvp", "linear"), outputs="primal_first"),
-    # hessian is jacfwd(jacrev(f)): its reverse part is f's.
     TransformKind("jacfwd", "wrapper", ad_stages=("jvp",),
                   derivative=Derivative("jacobian", nesting=1), outputs="derivative",
                   executes_program=True),
     TransformKind("jacrev", "wrapper", backward_at_enclosing=True, ad_stages=_REVERSE,
                   derivative=Derivative("jacobian", nesting=1), outputs="derivative",
                   executes_program=True),
+    # hessian is jacfwd(jacrev(f)): its reverse part is f's.
     TransformKind("hessian", "wrapper", backward_at_enclosing=True, ad_stages=_REVERSE,
                   derivative=Derivative("hessian", nesting=2), outputs="derivative",
                   executes_program=True),
