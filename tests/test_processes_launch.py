@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms.record import load
+from transforms.dump import load
 from workbench import launch, processes
 
 DATA = Path(__file__).parent / "data" / "processes"

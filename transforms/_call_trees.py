@@ -21,7 +21,7 @@ from ._trees import (
     signature_parameters,
     user_view,
 )
-from .record import Diagnostic, Level, SourceLocation, TreePair, TreeRecord
+from .model import Diagnostic, Level, SourceLocation, TreePair, TreeRecord
 
 __all__ = ["NESTED_DERIVATIVES", "CallTrees"]
 

@@ -37,7 +37,7 @@ from ._trees import (
     safe_text,
     treedef_tree,
 )
-from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
+from .model import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
 MAX_CHECKED_NODES = 200   # custom nodes checked per call (one per type is enough)
 _MAX_CODE_DEPTH = 8       # nested code objects searched (lambdas, comprehensions)

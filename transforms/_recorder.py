@@ -1,7 +1,7 @@
 """Recording state: the active session, the call being recorded, its levels.
 
 Builders here are mutable while a call runs; `CallBuilder.finish` freezes
-everything into `record.Call`. Only what the record module defines survives.
+everything into `model.Call`. Only what the model module defines survives.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from . import _sharding
 from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
-from .record import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
+from .model import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
 
 # JAX's trace classes, named as the transformation a user would call.
 TRACE_KINDS = {

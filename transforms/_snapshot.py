@@ -26,7 +26,7 @@ from ._interpreters import (
     trace_of,
     traceback_frames,
 )
-from .record import JaxprRecord, SourceLocation, ValueRecord
+from .model import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
 SMALL_VALUE_SIZE = 8

@@ -46,7 +46,7 @@ from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
 from ._tape import RuleTapes, Tape, abstract, closures_bound, is_array_like
 from ._trees import literal
-from .record import (
+from .model import (
     EqnRecord,
     Growth,
     GrowthPoint,

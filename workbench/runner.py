@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import jax
 
 import transforms
-from transforms.record import Session
+from transforms.model import Session
 
 from . import saving
 from .launch import describe_run, process_recording

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from transforms.diff import diff_stages, short_aval, stage_function
-from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord
+from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord
 
 from ._call_views import collect_pytree as collect_pytree
 from ._call_views import collect_tower as collect_tower

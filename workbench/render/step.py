@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from transforms.record import TRACER_DISPLAY_NAMES, SourceLocation, Step, ValueRecord
+from transforms.model import TRACER_DISPLAY_NAMES, SourceLocation, Step, ValueRecord
 
 from .. import safe_text
 from ._safe import safe

@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from transforms.record import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
+from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
 from .. import safe_text
 from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
