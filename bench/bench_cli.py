@@ -46,7 +46,7 @@ from _common import (  # noqa: E402
 )
 
 import transforms  # noqa: E402
-from transforms.record import Call, Session  # noqa: E402
+from transforms.model import Call, Session  # noqa: E402
 
 RUN_TARGET = 1.5
 IO_TARGET = 2.0

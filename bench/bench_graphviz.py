@@ -98,7 +98,7 @@ def main() -> int:
 
 
 def _session(stage):
-    from transforms.record import Call, Session
+    from transforms.model import Call, Session
     return Session(calls=[Call(0, "make_jaxpr", "f", None, stages=(stage,))])
 
 

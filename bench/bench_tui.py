@@ -52,7 +52,7 @@ from textual.app import App
 from textual.widgets import Static
 
 import transforms as T
-from transforms.record import Session, TreeNode
+from transforms.model import Session, TreeNode
 from workbench.tui import build_app
 
 STEPS = 100_000

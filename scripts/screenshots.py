@@ -28,7 +28,7 @@ from pathlib import Path
 import jax.numpy as jnp
 
 import transforms as T
-from transforms.record import Session
+from transforms.model import Session
 from workbench import gallery
 from workbench.gallery._registry import run_example
 from workbench.tui import build_app

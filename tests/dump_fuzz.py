@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator
 from rich.console import Console
 
 import transforms
-from transforms.record import Session, loads
+from transforms.dump import loads
+from transforms.model import Session
 
 # Replacement values of every JSON type, and the numbers that break readers.
 ODD_NUMBERS = (-1, 0, 1, 2, 7, 2**31, 2**62, 2**63, 10**12, 10**30, -(2**62), 3.5, 1e308)

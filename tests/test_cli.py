@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from transforms.record import Call, ErrorRecord, Level, Session, SourceLocation, Step, ValueRecord
+from transforms.model import Call, ErrorRecord, Level, Session, SourceLocation, Step, ValueRecord
 from workbench.cli import main
 
 SCALAR = ValueRecord("array", "ArrayImpl", "float32[]", value="1.")

@@ -7,7 +7,16 @@ import sys
 
 import pytest
 
-from transforms.record import Call, JaxprRecord, Level, PrimitiveCount, Session, Stage, Step, ValueRecord
+from transforms.model import (
+    Call,
+    JaxprRecord,
+    Level,
+    PrimitiveCount,
+    Session,
+    Stage,
+    Step,
+    ValueRecord,
+)
 from workbench import schema
 from workbench.cli import main
 from workbench.session_diff import diff_sessions

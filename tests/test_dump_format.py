@@ -10,7 +10,7 @@ import pytest
 
 import transforms
 from transforms import _check, _codec
-from transforms.record import _RECORD_TYPES, Call, Session, SourceLocation, ValueRecord
+from transforms.model import RECORD_TYPES, Call, Session, SourceLocation, ValueRecord
 from workbench import schema
 from workbench.cli import main
 
@@ -29,8 +29,8 @@ def _sample(expr: _codec.TypeExpr, depth: int, salt: int):
     simple = {"str": f"s{salt}", "int": 7 + salt, "float": 0.5 + salt, "bool": True}
     if expr.name in simple:
         return simple[expr.name]
-    if expr.name in _RECORD_TYPES:
-        return _filled(_RECORD_TYPES[expr.name], depth + 1, salt)
+    if expr.name in RECORD_TYPES:
+        return _filled(RECORD_TYPES[expr.name], depth + 1, salt)
     if expr.is_variadic:
         items = [_sample(expr.args[0], depth, salt * 10 + k) for k in (1, 2)] if depth < 3 else []
         return items if expr.name == "list" else tuple(items)
@@ -73,7 +73,7 @@ def _assert_same(a, b, where="value"):
         assert a == b, where
 
 
-def _through_json(cls_name: str, values: list, registry=_RECORD_TYPES) -> list:
+def _through_json(cls_name: str, values: list, registry=RECORD_TYPES) -> list:
     writer = _codec.Writer(registry)
     column = writer.encode(cls_name, values)
     doc = json.loads(json.dumps({"fields": writer.fields_json(), "tables": writer.tables,
@@ -82,9 +82,9 @@ def _through_json(cls_name: str, values: list, registry=_RECORD_TYPES) -> list:
     return reader.decode(cls_name, doc["column"], cls_name)
 
 
-@pytest.mark.parametrize("name", sorted(_RECORD_TYPES))
+@pytest.mark.parametrize("name", sorted(RECORD_TYPES))
 def test_every_record_type_round_trips_with_every_field_set(name):
-    record = _filled(_RECORD_TYPES[name])
+    record = _filled(RECORD_TYPES[name])
     _assert_same(_through_json(name, [record, record]), [record, record])
 
 
@@ -134,7 +134,7 @@ class NewRecord:
 
 
 def test_a_new_record_type_and_a_field_added_with_a_default_need_no_codec_change():
-    registry = {**_RECORD_TYPES, "NewRecord": NewRecord}
+    registry = {**RECORD_TYPES, "NewRecord": NewRecord}
     record = NewRecord("mesh", (ValueRecord("array", "ArrayImpl", "f32[]"),),
                        SourceLocation("a.py", 1, "f"), 5)
     assert _through_json("NewRecord", [record], registry) == [record]
@@ -148,11 +148,11 @@ def test_a_new_record_type_and_a_field_added_with_a_default_need_no_codec_change
 
 def test_fields_may_come_in_any_order_the_header_names():
     record = dataclasses.replace(_filled(SourceLocation), via=None)  # a dump from before `via`
-    writer = _codec.Writer(_RECORD_TYPES)
+    writer = _codec.Writer(RECORD_TYPES)
     writer.encode("SourceLocation", [record])
     (row,) = writer.tables["SourceLocation"]
     fields = {**writer.fields_json(), "SourceLocation": ["function", "file", "line"]}
-    reader = _codec.Reader(_RECORD_TYPES, fields, {"SourceLocation": [[row[2], row[0], row[1]]]})
+    reader = _codec.Reader(RECORD_TYPES, fields, {"SourceLocation": [[row[2], row[0], row[1]]]})
     assert reader.tables["SourceLocation"] == [record]
 
 

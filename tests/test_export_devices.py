@@ -6,7 +6,7 @@ import shutil
 import pytest
 from test_render_devices import ALL_REDUCE, REPLICATED, STAGE, batch_record
 
-from transforms.record import Call, Session
+from transforms.model import Call, Session
 from workbench import export
 from workbench.export import collect_devices, to_dot
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from transforms.record import (
+from transforms.model import (
     Call,
     EqnRecord,
     JaxprRecord,

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from transforms.record import (
+from transforms.model import (
     Call,
     EqnRecord,
     JaxprRecord,

@@ -26,7 +26,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 import transforms as T
 from transforms import _interpreters
-from transforms.record import Lazy
+from transforms.model import Lazy
 
 
 @pytest.fixture(params=[False, True], ids=["outside", "recorded"])
@@ -615,7 +615,7 @@ def _plain_data(value, path="session"):
     """Every value in a session is a record, a tuple/list/dict of them, or a plain scalar."""
     if isinstance(value, _PLAIN):
         return
-    if dataclasses.is_dataclass(value) and type(value).__module__ == "transforms.record":
+    if dataclasses.is_dataclass(value) and type(value).__module__ == "transforms.model":
         for field in dataclasses.fields(value):
             _plain_data(getattr(value, field.name), f"{path}.{field.name}")
         return

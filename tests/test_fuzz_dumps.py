@@ -18,7 +18,7 @@ import dump_fuzz
 import pytest
 from test_tui_support import sync
 
-from transforms.record import loads
+from transforms.dump import loads
 from workbench import cli, schema
 
 SEED = 17

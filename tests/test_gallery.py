@@ -171,7 +171,7 @@ def test_demo_export_into_a_file_is_bad_input(tmp_path):
 
 def test_the_checked_in_schema_is_the_generated_one():
     assert schema.SCHEMA_FILE.read_text() == schema.schema_text(), (
-        "transforms/record.py changed: regenerate with "
+        "transforms/model.py changed: regenerate with "
         "`python -m workbench schema -o workbench/schema/session.schema.json`")
 
 

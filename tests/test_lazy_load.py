@@ -9,7 +9,8 @@ import pytest
 from test_tui_support import sync
 
 import transforms as T
-from transforms.record import LAZY_FIELDS, Lazy, SessionLoadError
+from transforms.dump import LAZY_FIELDS, SessionLoadError
+from transforms.model import Lazy
 from workbench.tui.model import Outline
 
 

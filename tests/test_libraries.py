@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import transforms as T
-from transforms.record import level_rows
+from transforms.model import level_rows
 from workbench.cli import main
 from workbench.runner import jax_patched
 from workbench.summary import summarize_call
@@ -395,7 +395,7 @@ def test_set_user_code_moves_the_location_into_a_library(tmp_path):
 # --- levels by parent, identical runs folded (synthetic, exact) ------------------------------
 
 def _levels_call():
-    from transforms.record import Call, Level, Step
+    from transforms.model import Call, Level, Step
     L = [Level(0, "jit", "jit#1", 1, None, "DynamicJaxprTrace"),
          Level(1, "grad", "jit#1/grad#2", 2, 0, "LinearizeTrace"),
          Level(2, "custom_jvp_rule", "jit#1/grad#2/custom_jvp_rule#3", 3, 1, "JaxprTrace"),
@@ -436,7 +436,7 @@ def test_show_indents_levels_by_parent_and_counts_a_folded_run():
 
 
 def test_the_navigator_folds_a_run_and_unfolds_it_on_toggle():
-    from transforms.record import Session
+    from transforms.model import Session
     from workbench.tui.model import LEVEL, STEP, Outline
     outline = Outline(Session(calls=[_levels_call()]))
     level_rows_shown = [outline.row(i)[2] for i in range(len(outline)) if outline.row(i)[0] == LEVEL]

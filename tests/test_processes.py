@@ -22,7 +22,8 @@ from test_tui import _status, _text
 from test_tui_support import sync
 
 import transforms
-from transforms.record import DeviceRecord, ProcessInfo, Session, SessionLoadError, load
+from transforms.dump import SessionLoadError, load
+from transforms.model import DeviceRecord, ProcessInfo, Session
 from workbench import launch, processes
 from workbench.cli import main
 from workbench.export.devices import collect_devices

@@ -127,7 +127,7 @@ seen = []
 mounted = LoadingScreen.on_mount
 
 def on_mount(self):
-    seen.append(sorted(m for m in ("transforms.record", "workbench.tui.screens.picker",
+    seen.append(sorted(m for m in ("transforms.model", "workbench.tui.screens.picker",
                                    "workbench.tui.model") if m in sys.modules))
     mounted(self)
 
@@ -154,6 +154,6 @@ def test_open_draws_its_loading_frame_before_importing_the_model(dump):
 
 def test_the_cli_module_imports_no_model():
     done = subprocess.run([sys.executable, "-c", "import sys, workbench.cli; "
-                           "print('transforms.record' in sys.modules)"],
+                           "print('transforms.model' in sys.modules)"],
                           capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == ["False"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from transforms.record import Call, CollectiveRecord, DeviceGroup, ShardBlock, ShardingRecord, Stage
+from transforms.model import Call, CollectiveRecord, DeviceGroup, ShardBlock, ShardingRecord, Stage
 from workbench.render.devices import CollectivesView, DevicesView, MeshGrid
 
 

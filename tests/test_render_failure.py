@@ -7,7 +7,7 @@ from rich.console import Console
 
 import transforms as T
 from transforms._trees import TreeBuilder, pair_trees
-from transforms.record import Call, Diagnostic, ErrorRecord, Level, SourceLocation, Step
+from transforms.model import Call, Diagnostic, ErrorRecord, Level, SourceLocation, Step
 from workbench.render.failure import DiagnosticsView, FailurePanel
 
 

@@ -7,7 +7,7 @@ from rich.console import Console
 
 import transforms as T
 from transforms._trees import TreeBuilder, pair_trees
-from transforms.record import TreeNode, TreeRecord
+from transforms.model import TreeNode, TreeRecord
 from workbench.render.pytree import PairView, TreeView
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 import transforms
 from transforms.diff import diff_stages
-from transforms.record import (
+from transforms.model import (
     EqnRecord,
     Growth,
     GrowthPoint,

@@ -149,13 +149,17 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path):
     """)
     out = tmp_path / "trace.json"
     # A test run started in the background by a non-interactive shell (`pytest &`, as CI
-    # scripts do) inherits SIGINT ignored, and so would the child: Python then installs no
-    # KeyboardInterrupt handler and the signal is dropped. A user's Ctrl-C reaches a
-    # foreground process, whose SIGINT is at its default: give the child that.
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # scripts do) has SIGINT ignored, and an ignored signal stays ignored across exec: Python
+    # in the child would install no KeyboardInterrupt handler and drop the signal. A user's
+    # Ctrl-C reaches a foreground process. A handler installed here is reset to the default
+    # in the child at exec, as a foreground shell's would be.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signal.SIGINT)

@@ -22,18 +22,17 @@ from rich.console import Console
 from test_tui_support import sync
 
 import transforms
-from transforms.record import (
+from transforms.dump import SessionLoadError, loads
+from transforms.model import (
     Call,
     ErrorRecord,
     Level,
     Session,
-    SessionLoadError,
     SourceLocation,
     Step,
     TreeNode,
     TreeRecord,
     ValueRecord,
-    loads,
 )
 from workbench import cli, runner, safe_text
 
@@ -274,7 +273,7 @@ def test_references_to_nothing_are_load_errors():
 
 
 def test_a_mesh_too_big_to_draw_is_a_load_error():
-    from transforms.record import ShardingRecord
+    from transforms.model import ShardingRecord
     s = _good()
     record = ShardingRecord("input", "x", "float32[8]", "NamedSharding", mesh_axes=("a", "b"),
                             mesh_shape=(10**12, 1), mesh_devices=(0,))

@@ -17,7 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 import transforms
 from transforms._sharding import COLLECTIVE_KINDS, collectives_in_hlo, parse_groups
-from transforms.record import load
+from transforms.dump import load
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from jax.sharding import PartitionSpec as P
 import transforms
 from transforms import _recorder
 from transforms.diff import default_pair, find_stage
-from transforms.record import load
+from transforms.dump import load
 
 REVERSE = ("f", "jvp(f)", "linearize(f)", "linear(f)", "transpose(linear(f))")
 

@@ -12,7 +12,7 @@ from corpus import WS, XS, X, convolve
 import transforms
 import transforms.diff as diff_module
 from transforms.diff import AvalChange, EqnChange, PrimitiveDelta, align, diff_stages, find_stage, short_aval
-from transforms.record import Stage
+from transforms.model import Stage
 
 
 def stages_of(build, *args) -> tuple[Stage, ...]:

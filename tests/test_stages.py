@@ -35,7 +35,8 @@ import transforms
 import transforms._stages as stages_module
 from transforms._stages import growth
 from transforms.diff import find_stage
-from transforms.record import GrowthPoint, Metric, PrimitiveCount, Stage, load
+from transforms.dump import load
+from transforms.model import GrowthPoint, Metric, PrimitiveCount, Stage
 
 REVERSE_CHAIN = ("f", "jvp(f)", "linearize(f)", "linear(f)", "transpose(linear(f))", "grad(f)")
 JIT_STAGES = ("stablehlo(jit(f))", "hlo(jit(f))", "cost(jit(f))", "memory(jit(f))")

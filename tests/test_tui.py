@@ -502,7 +502,7 @@ async def test_tab_never_focuses_a_hidden_view():
 async def test_a_big_session_freezes_the_apps_objects_out_of_the_gc_after_its_first_frame():
     import gc
 
-    from transforms.record import Call, Level, Session, Step
+    from transforms.model import Call, Level, Session, Step
     from workbench.tui import FREEZE_STEPS
     steps = tuple(Step(index=i, level=0, primitive="sin") for i in range(FREEZE_STEPS))
     level = Level(index=0, kind="outer", label="eval#0", depth=0, parent=None, trace_type="EvalTrace")

@@ -5,7 +5,7 @@ from test_render_devices import REPLICATED, STAGE, batch_record
 from test_tui import SIZE, _status, _text, build_app
 from test_tui_support import seed_logistic, sync
 
-from transforms.record import Call, Session
+from transforms.model import Call, Session
 from workbench.tui.widgets.devices.devices_pane import DevicesPane
 
 SHARDED = Session(calls=[Call(0, "jit", "loss", None, stages=(STAGE,),

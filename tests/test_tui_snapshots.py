@@ -17,7 +17,7 @@ import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from test_tui_support import seed_absolute, seed_convolve, seed_logistic
 
-from transforms.record import Session
+from transforms.model import Session
 from workbench.tui import build_app
 
 ROOT = Path(__file__).resolve().parent.parent

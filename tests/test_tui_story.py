@@ -17,7 +17,7 @@ import time
 from rich.console import Console
 from test_tui_support import seed_convolve, seed_logistic, sync
 
-from transforms.record import Session
+from transforms.model import Session
 from workbench.gallery import find, run_example
 from workbench.tui import build_app as _build_app
 from workbench.tui import build_gallery_app
@@ -378,7 +378,7 @@ def test_the_tui_imports_no_jax(tmp_path):
         stub = types.ModuleType("transforms")
         stub.__path__ = list(spec.submodule_search_locations)
         sys.modules["transforms"] = stub
-        from transforms.record import load
+        from transforms.dump import load
         from workbench.tui import build_app
         app = build_app(load({str(path)!r}), title="t")
         async def main():
@@ -497,7 +497,7 @@ async def test_run_watch_refreshes_the_open_ui_in_place_keeping_the_selection(tm
 def test_tree_rows_are_made_on_demand_and_searched_by_their_text():
     import dataclasses
 
-    from transforms.record import TreeNode
+    from transforms.model import TreeNode
     from workbench.tui.tree_rows import call_tree_rows, wrap
     call = example("ntcontainer_fixed").calls[2]
     rows = call_tree_rows(call, width=60)

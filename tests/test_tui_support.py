@@ -13,7 +13,7 @@ import pytest
 from corpus import CASES_BY_NAME, INPUTS, TARGETS, WS, XS, B, W, absolute_if, convolve, example_loss
 
 import transforms as T
-from transforms.record import (
+from transforms.model import (
     Call,
     EqnRecord,
     ErrorRecord,

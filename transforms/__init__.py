@@ -15,21 +15,24 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .dump import SessionLoadError as SessionLoadError
+from .dump import load as load
 from .kinds import PUBLIC_KINDS
-from .record import SCHEMA_VERSION as SCHEMA_VERSION
-from .record import Call as Call
-from .record import ErrorRecord as ErrorRecord
-from .record import JaxprRecord as JaxprRecord
-from .record import Level as Level
-from .record import Session as Session
-from .record import SessionLoadError as SessionLoadError
-from .record import SourceLocation as SourceLocation
-from .record import Step as Step
-from .record import ValueRecord as ValueRecord
-from .record import load as load
+from .model import SCHEMA_VERSION as SCHEMA_VERSION
+from .model import Call as Call
+from .model import ErrorRecord as ErrorRecord
+from .model import JaxprRecord as JaxprRecord
+from .model import Level as Level
+from .model import Session as Session
+from .model import SourceLocation as SourceLocation
+from .model import Step as Step
+from .model import ValueRecord as ValueRecord
 
-# NB: importing the submodule `transforms.record` bound the name `record` here to that module;
-# the public `transforms.record` is the record() function, found by __getattr__ below.
+# `transforms.record` is the record() function (found by __getattr__ below); the submodule of
+# that name is the model's old home, kept for old imports. Loaded now (which binds the name to
+# the module, undone here), a later `import transforms.record` finds it in sys.modules and
+# rebinds nothing.
+importlib.import_module(f"{__name__}.record")
 globals().pop("record", None)
 
 # The names that need JAX, and the private module defining each.

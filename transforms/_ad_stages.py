@@ -13,7 +13,7 @@ import jax
 from . import _interpreters as _i
 from ._stage_records import Label, built, failed, noted, reason, rule_notes, stage_of
 from ._staging import group_closures, held_values, make_jaxpr_with_extras, name_like
-from .record import Stage
+from .model import Stage
 
 # --- autodiff stages -----------------------------------------------------------
 

@@ -14,7 +14,7 @@ from ._spec import Options
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import TreeBuilder
 from .kinds import kind_of
-from .record import Diagnostic, Level, SourceLocation, TreePair, TreeRecord
+from .model import Diagnostic, Level, SourceLocation, TreePair, TreeRecord
 
 __all__ = ["CallTrees"]
 

@@ -16,7 +16,7 @@ from . import _sharding
 from ._stage_records import Label, built, capturing, failed, failed_capture, reason
 from ._staging import group_closures, with_extras
 from ._state import refusing_retrace
-from .record import Metric, Stage
+from .model import Metric, Stage
 
 # cost_analysis() keys shown first, in this order; the rest follow sorted.
 _COST_FIRST = ("flops", "transcendentals", "bytes accessed")

@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple
 from ._spec import Options
 from ._trees import TreeBuilder, nest_trees, pair_trees, tuple_tree
 from .kinds import Derivative, TransformKind, kind_of
-from .record import TreePair, TreeRecord
+from .model import TreePair, TreeRecord
 
 __all__ = ["OUTPUT_TREES", "input_trees", "output_trees", "parameter_names",
            "signature_parameters"]

@@ -24,7 +24,7 @@ from ._precheck import check_inputs as check_inputs
 from ._precheck import innermost_user_location
 from ._trees import TreeBuilder, pair_trees, safe_text, treedef_tree
 from .kinds import TRACES_BY_TRACER, tracer_kind
-from .record import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
+from .model import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
 # --- structure mismatches ---------------------------------------------------------------
 # JAX raises these with PyTreeDef strings or prose. The trees themselves are

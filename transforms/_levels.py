@@ -15,7 +15,7 @@ from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import user_location
 from ._state import _state
-from .record import SourceLocation, Step
+from .model import SourceLocation, Step
 
 if TYPE_CHECKING:
     from ._recorder import CallBuilder

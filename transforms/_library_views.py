@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 from jax import tree_util
 
-from .record import TreeRecord
+from .model import TreeRecord
 
 __all__ = ["CALLING_CONVENTIONS", "UserView", "library_values", "mark_static", "user_view"]
 

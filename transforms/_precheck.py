@@ -28,7 +28,7 @@ from ._trees import (
     qualified_name,
     safe_text,
 )
-from .record import Diagnostic, SourceLocation
+from .model import Diagnostic, SourceLocation
 
 __all__ = ["MAX_CHECKED_NODES", "check_inputs", "first_line", "innermost_user_location",
            "non_array_argument_error"]

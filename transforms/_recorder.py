@@ -1,7 +1,7 @@
 """The recorder: a session's calls, and each call while it runs (CallBuilder).
 
 Builders here are mutable while a call runs; `CallBuilder.finish` freezes
-everything into `record.Call`. Only what the record module defines survives.
+everything into `model.Call`. Only what the model module defines survives.
 The recording state they work in (open blocks, the current call) is _state.py's;
 levels and their steps are _levels.py's.
 """
@@ -34,7 +34,7 @@ from ._state import recording_off as recording_off
 from ._tape import TapePair
 from ._trees import tree_text
 from .kinds import TRACES_BY_CLASS, kind_of
-from .record import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
+from .model import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
 
 __all__ = ["CallBuilder", "SessionRecorder", "active_session", "level_kind", "note_jit_arguments",
            "record", "recording_off"]

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from ._interpreters import Tracer
-from .record import (
+from .model import (
     CollectiveRecord,
     DeviceGroup,
     DeviceRecord,

@@ -27,7 +27,7 @@ from ._interpreters import (
     traceback_frames,
 )
 from .kinds import tracer_kind
-from .record import JaxprRecord, SourceLocation, ValueRecord
+from .model import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
 SMALL_VALUE_SIZE = 8

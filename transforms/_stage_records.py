@@ -18,7 +18,7 @@ from jax.extend.core import DropVar, Literal
 
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
-from .record import EqnRecord, PrimitiveCount, Stage, SubJaxprRecord
+from .model import EqnRecord, PrimitiveCount, Stage, SubJaxprRecord
 
 
 @contextlib.contextmanager

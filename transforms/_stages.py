@@ -51,7 +51,7 @@ from ._stage_records import (
 from ._staging import closures_of_group, make_jaxpr_with_extras, name_like
 from ._state import active_session, recording_off
 from ._tape import Tape
-from .record import Growth, GrowthPoint, GrowthSeries, Stage
+from .model import Growth, GrowthPoint, GrowthSeries, Stage
 
 # --- the chain -----------------------------------------------------------------
 

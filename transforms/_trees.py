@@ -18,7 +18,7 @@ from jax import tree_util
 
 from ._interpreters import Tracer
 from ._snapshot import describe_concrete, leaf_value
-from .record import PairRow, TreeNode, TreePair, TreeRecord, ValueRecord
+from .model import PairRow, TreeNode, TreePair, TreeRecord, ValueRecord
 
 MAX_NODES = 2000    # per tree: larger trees end in a "truncated" node
 MAX_DEPTH = 100     # deeper nodes end in a "truncated" node

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from .record import EqnRecord, Stage
+from .model import EqnRecord, Stage
 
 # Above this many cells (equations before x after, past the common prefix and
 # suffix) the exact alignment would keep too many bit rows; difflib's faster,

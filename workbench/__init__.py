@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from transforms.record import Session
+    from transforms.model import Session
 
 
 def show(session: "Session", title: str | None = None) -> None:

@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import Callable
 
-from transforms.record import ProcessInfo, Session
+from transforms.model import ProcessInfo, Session
 
 from . import processes
 

@@ -7,7 +7,7 @@ from array import array
 from collections.abc import Sequence
 
 from transforms.diff import default_pair, stage_function, whole_program
-from transforms.record import Call, Stage
+from transforms.model import Call, Stage
 
 __all__ = ["UNKNOWN_LEVEL", "default_stage_pair", "failing_steps", "function_program",
            "steps_by_level", "whole_program"]

@@ -28,9 +28,9 @@ from ._cli_args import take_trailing_options
 from .safe_text import terminal as _t
 
 if TYPE_CHECKING:
-    from transforms.record import Session
+    from transforms.model import Session
 
-# NB: transforms.record and .saving are imported where they are used: `workbench open`
+# NB: transforms.model and .saving are imported where they are used: `workbench open`
 # draws its first frame before the dump's model is imported (the gate in bench/bench_tui.py).
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -66,7 +66,7 @@ def _note(args: argparse.Namespace, message: str) -> None:
 
 
 def _load_or_report(path: str, lazy: bool = False) -> Session | None:
-    from transforms.record import SessionLoadError
+    from transforms.dump import SessionLoadError
     from workbench.processes import load_run
     try:
         return load_run(path, lazy=lazy)
@@ -214,7 +214,7 @@ def write_gallery(outcomes: list, folder: str,
                   quiet: bool = True) -> str:
     """One dump per example, graph images when an exporter is given, index.json and index.md."""
     from transforms.files import write_atomically
-    from transforms.record import SCHEMA_VERSION
+    from transforms.model import SCHEMA_VERSION
     from workbench._progress import Progress
     entries = []
     with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
@@ -578,7 +578,7 @@ def _validate(paths: list[str], schema: Any) -> int:
     So `schema --validate` accepts exactly the files `transforms.load` reads: a dump
     written by an older workbench (fewer fields, named in its `fields` header) is checked
     against the schema of that layout, and a version 1 dump is read by the old decoder."""
-    from transforms.record import SCHEMA_VERSION
+    from transforms.model import SCHEMA_VERSION
     code = EXIT_OK
     for path in paths:
         if _load_or_report(path) is None:  # the loader's message says what is wrong

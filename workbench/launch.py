@@ -45,7 +45,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterator, Sequence
 
-from transforms.record import ProcessInfo, Session, SessionLoadError, load
+from transforms.dump import SessionLoadError, load
+from transforms.model import ProcessInfo, Session
 
 from . import processes
 

@@ -24,7 +24,7 @@ import jax
 
 import transforms
 from transforms.kinds import PUBLIC_KINDS
-from transforms.record import Session
+from transforms.model import Session
 
 from . import saving
 from .launch import describe_run, process_recording

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from transforms.record import Call, Session, Stage
+from transforms.model import Call, Session, Stage
 
 from .processes import Divergence, divergence
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.record import Call, Step, level_rows
+from transforms.model import Call, Step, level_rows
 
 from ._index import steps_by_level
 from .safe_text import first_line as _first_line

@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from transforms.record import Session, load
+from transforms.dump import load
+from transforms.model import Session
 
 # Printed output kept per recording (the Output view), in characters.
 MAX_OUTPUT = 200_000

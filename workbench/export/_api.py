@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from transforms.diff import default_pair, stage_groups, whole_program
-from transforms.record import Call, Session, SessionLoadError, Stage
+from transforms.dump import SessionLoadError
+from transforms.model import Call, Session, Stage
 from workbench.processes import load_run, owners, process_session
 
 from .. import safe_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from transforms.diff import short_aval
-from transforms.record import Call, TreePair, TreeRecord
+from transforms.model import Call, TreePair, TreeRecord
 
 from .._index import failing_steps, steps_by_level
 from ._graph import Cluster, CollectError, Edge, Graph, GraphOptions, Node, _shorten

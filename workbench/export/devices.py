@@ -8,7 +8,7 @@ nodes naming their kind, result, bytes and device groups, in program order.
 """
 from __future__ import annotations
 
-from transforms.record import Call, CollectiveRecord, ShardingRecord, Stage
+from transforms.model import Call, CollectiveRecord, ShardingRecord, Stage
 from workbench.render.devices import (
     block_text,
     bytes_text,

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Sequence
 
 from transforms.diff import diff_stages, short_aval, stage_function
 from transforms.kinds import kind_of
-from transforms.record import Call, EqnRecord, Stage, SubJaxprRecord
+from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord
 
 from ._call_views import collect_pytree as collect_pytree
 from ._call_views import collect_tower as collect_tower

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import transforms
-from transforms.record import Session
+from transforms.model import Session
 
 
 @dataclass(frozen=True)

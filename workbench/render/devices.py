@@ -3,7 +3,7 @@ block of an array (a mesh grid, as `jax.debug.visualize_array_sharding` shows a
 live array, but from recorded `ShardingRecord`s), and the collectives each
 compiled stage runs.
 
-Each reads `transforms.record` only and never crashes its caller: a failure
+Each reads `transforms.model` only and never crashes its caller: a failure
 renders as `<render-error ...>`.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from transforms.record import Call, CollectiveRecord, ProcessInfo, ShardingRecord, Stage
+from transforms.model import Call, CollectiveRecord, ProcessInfo, ShardingRecord, Stage
 
 from ..processes import crossing, group_processes
 from ._safe import safe

@@ -6,7 +6,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from transforms.record import Diagnostic
+from transforms.model import Diagnostic
 
 from ._safe import safe
 from .step import shorten_paths

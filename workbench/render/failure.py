@@ -1,7 +1,7 @@
 """Rich renderables for failures: an error explained at its failing step, and
 the pre-trace findings about custom pytree nodes.
 
-Each reads `transforms.record` only and never crashes its caller: a failure
+Each reads `transforms.model` only and never crashes its caller: a failure
 renders as `<render-error ...>`.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from transforms.record import Call, ErrorRecord
+from transforms.model import Call, ErrorRecord
 
 from .. import safe_text
 from .diagnostics import DiagnosticsView

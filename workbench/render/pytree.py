@@ -1,7 +1,7 @@
 """Rich renderables for pytrees: a tree with avals and static data, and two
 trees side by side (inputs vs gradients, primal vs tangent) with differences marked.
 
-Each reads `transforms.record` trees only and never crashes its caller: a
+Each reads `transforms.model` trees only and never crashes its caller: a
 failure renders as `<render-error ...>`.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from transforms.record import TreeNode, TreePair, TreeRecord
+from transforms.model import TreeNode, TreePair, TreeRecord
 
 from ..safe_text import terminal as _t
 from ._safe import safe

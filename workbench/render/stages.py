@@ -1,7 +1,7 @@
 """Rich renderables for stages: a stage's jaxpr or compiled text, its stats,
 a side-by-side diff of two stages, a call's chain of stages, and growth.
 
-Each reads recorded data only (`transforms.record`, `transforms.diff`) and
+Each reads recorded data only (`transforms.model`, `transforms.diff`) and
 never crashes its caller: a failure renders as `<render-error ...>`.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from transforms.diff import EqnChange, StageDiff, short_aval
-from transforms.record import EqnRecord, Growth, Stage
+from transforms.model import EqnRecord, Growth, Stage
 
 from ._safe import safe as _safe
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from transforms.kinds import tracer_kind
-from transforms.record import SourceLocation, Step, ValueRecord
+from transforms.model import SourceLocation, Step, ValueRecord
 
 from .. import safe_text
 from ._safe import safe

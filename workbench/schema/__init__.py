@@ -3,7 +3,7 @@
     session_schema()      # a dict: JSON Schema (draft 2020-12) for Session.save()'s output
     validate(data)        # [] or a list of "path: problem" strings
 
-The schema is built from the field annotations of `transforms/record.py` and
+The schema is built from the field annotations of `transforms/model.py` and
 the layout rules of `transforms/_codec.py` (rows, shared tables), so it follows
 the data model and the encoder; `session.schema.json` beside this file is the checked-in
 copy (a test keeps it equal to the generated one). Regenerate it with
@@ -12,16 +12,13 @@ copy (a test keeps it equal to the generated one). Regenerate it with
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-# NB: `transforms.record` the attribute is the record() function; the module by its name.
-record = importlib.import_module("transforms.record")
-_codec = importlib.import_module("transforms._codec")
+from transforms import _codec, _layout, model
 
 SCHEMA_FILE = Path(__file__).with_name("session.schema.json")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -31,10 +28,10 @@ _SCALARS = {"str": {"type": "string"}, "int": {"type": "integer"},
 
 
 def record_classes() -> dict[str, type]:
-    """Every record type of transforms.record that a dump can hold, by name (Session excluded)."""
+    """Every record type of transforms.model that a dump can hold, by name (Session excluded)."""
     found = {}
-    for name, obj in vars(record).items():
-        if not inspect.isclass(obj) or obj.__module__ != record.__name__ or obj is record.Session:
+    for name, obj in vars(model).items():
+        if not inspect.isclass(obj) or obj.__module__ != model.__name__ or obj is model.Session:
             continue
         if dataclasses.is_dataclass(obj) or (issubclass(obj, tuple) and hasattr(obj, "_fields")):
             found[name] = obj
@@ -50,15 +47,15 @@ def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]
     of their own layout. Default: this workbench's layout (the checked-in schema)."""
     builder = _SchemaBuilder(record_classes(), header)
     session_fields = {
-        "schema": {"const": record.SCHEMA_NAME,
+        "schema": {"const": model.SCHEMA_NAME,
                    "description": "identifies a workbench session dump"},
-        "schema_version": {"type": "integer", "minimum": record.SCHEMA_VERSION,
-                           "maximum": record.SCHEMA_VERSION,
+        "schema_version": {"type": "integer", "minimum": model.SCHEMA_VERSION,
+                           "maximum": model.SCHEMA_VERSION,
                            "description": "the layout's version; readers refuse newer ones "
                                           "(transforms.load also reads version 1)"},
     }
-    comments = _field_comments(record.Session)
-    for f in dataclasses.fields(record.Session):
+    comments = _field_comments(model.Session)
+    for f in dataclasses.fields(model.Session):
         if f.name in ("schema_version", "calls"):
             continue
         session_fields[f.name] = _described(builder.type_schema(str(f.type), None),
@@ -83,16 +80,16 @@ def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]
         "description": "where each call's big parts are in the text, so a reader can decode "
                        "them when it needs them; written last",
         "properties": {
-            "fields": {"const": list(record.LAZY_FIELDS)},
+            "fields": {"const": list(_layout.LAZY_FIELDS)},
             "spans": {"type": "array", "description": "per call, per field: [start, end, "
                       "count], the array's character offsets and its length",
                       "items": {"type": "array", "items": span}}}}
     return {
         "$schema": DRAFT,
-        "$id": f"https://jax-transform-workbench/schema/session/v{record.SCHEMA_VERSION}.json",
-        "title": f"{record.SCHEMA_NAME} (schema version {record.SCHEMA_VERSION})",
-        "description": _doc(record.Session) + " " + _LAYOUT + " Generated from "
-                       "transforms/record.py and transforms/_codec.py.",
+        "$id": f"https://jax-transform-workbench/schema/session/v{model.SCHEMA_VERSION}.json",
+        "title": f"{model.SCHEMA_NAME} (schema version {model.SCHEMA_VERSION})",
+        "description": _doc(model.Session) + " " + _LAYOUT + " Generated from "
+                       "transforms/model.py and transforms/_codec.py.",
         "type": "object",
         "properties": session_fields,
         "required": ["schema", "schema_version", "fields", "tables", "calls"],

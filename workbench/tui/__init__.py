@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 if TYPE_CHECKING:
-    from transforms.record import Session
+    from transforms.model import Session
 
     from .model import Entries
 
@@ -75,7 +75,7 @@ def build_open_app(path: str, load: Callable[[str], Session] | None = None,
                    export_dir: str | Path | None = None, process: int | None = None,
                    check: Callable[[Session], str] | None = None):
     """`workbench open PATH`: the first frame at once, the dump read in a worker thread
-    (load(path), transforms.record.load by default), then its session shown. `check`:
+    (load(path), transforms.dump.load by default), then its session shown. `check`:
     what is wrong with the loaded session for this opening ("" if nothing), said on exit."""
     from .app import WorkbenchApp
     app = WorkbenchApp([(path, None)], export_dir=export_dir, process=process or 0,
@@ -85,7 +85,7 @@ def build_open_app(path: str, load: Callable[[str], Session] | None = None,
 
 def _load_dump(path: str) -> Session:
     # Imported in the loader's thread, after the first frame.
-    from transforms.record import load
+    from transforms.dump import load
     return load(path)
 
 

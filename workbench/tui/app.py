@@ -15,7 +15,7 @@ from .messages import SessionChosen
 from .screens.loading import LoadingScreen
 
 if TYPE_CHECKING:
-    from transforms.record import Session
+    from transforms.model import Session
 
     from ..watch import Recording, Watch
     from .model import Entries
@@ -114,7 +114,7 @@ class WorkbenchApp(App):
 
     def _record_all(self) -> None:
         """Record every pending entry, the one the user asked for first."""
-        from transforms.record import Session
+        from transforms.model import Session
         while True:
             with self._want_lock:
                 pending = [i for i, (_, s) in enumerate(self.gallery) if s is None]

@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from transforms.record import Call, Session
+from transforms.model import Call, Session
 
 DEFAULT_FOLDER = "workbench-exports"
 

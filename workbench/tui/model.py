@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from transforms.kinds import PUBLIC_KINDS
-from transforms.record import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
+from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
 from .. import safe_text
 from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level

@@ -6,7 +6,7 @@ import os
 import stat
 import sys
 
-from transforms.record import Session, SourceLocation
+from transforms.model import Session, SourceLocation
 
 __all__ = ["MAX_SOURCE_BYTES", "SOURCE_SUFFIXES", "readable_source", "source_context",
            "source_roots"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
-from transforms.record import Stage, Step
+from transforms.model import Stage, Step
 
 __all__ = ["StageMap", "eqn_key", "eqn_lines", "grouped_by_line", "stage_lines", "step_key"]
 

@@ -13,7 +13,7 @@ import bisect
 import itertools
 from typing import NamedTuple, Sequence
 
-from transforms.record import Call, TreeNode, TreePair, TreeRecord
+from transforms.model import Call, TreeNode, TreePair, TreeRecord
 
 from ..safe_text import terminal
 

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 from textual.binding import Binding
 
-from transforms.record import Session
+from transforms.model import Session
 
 from ...processes import process_label, process_sessions, run_divergence
 from .session import SessionScreen

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, Input, Static
 
-from transforms.record import Call, Session
+from transforms.model import Call, Session
 
 from ... import safe_text
 from .. import export

@@ -9,7 +9,7 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from transforms.record import Call, ProcessInfo, Session
+from transforms.model import Call, ProcessInfo, Session
 
 from ....render.devices import DevicesView
 from ...guard import guarded

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from transforms.record import Call, ErrorRecord
+from transforms.model import Call, ErrorRecord
 
 from ....render.step import SourceView, shorten_paths
 from ...guard import Guarded, guarded

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from transforms.record import Session, is_decoded
+from transforms.model import Session, is_decoded
 
 from ...messages import Status
 from .filter_input import FilterInput

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from transforms.record import Session
+from transforms.model import Session
 
 from ...._index import UNKNOWN_LEVEL
 from ...messages import CallSelected, StepSelected

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
-from transforms.record import Call
+from transforms.model import Call
 
 from ....render.failure import DiagnosticsView
 from ...tree_rows import TreeRows, call_tree_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from transforms.diff import StageDiff
-from transforms.record import Stage
+from transforms.model import Stage
 
 from ....render.stages import eqn_text
 from ..common.line_list import LineList

@@ -6,7 +6,7 @@ import itertools
 
 from rich.text import Text
 
-from transforms.record import Stage
+from transforms.model import Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen

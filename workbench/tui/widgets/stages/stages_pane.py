@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from transforms.diff import StageDiff, diff_stages
-from transforms.record import Call, Session, Stage
+from transforms.model import Call, Session, Stage
 
 from .... import safe_text
 from ...._index import default_stage_pair

@@ -5,7 +5,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from transforms.record import Call, level_rows
+from transforms.model import Call, level_rows
 
 from ....render.step import SourceView, StepView
 from ...guard import guarded

@@ -1,0 +1,156 @@
+"""The dump's text layout, both ways, with no record class imported (the model hands its
+table of classes in): the schema tag and version, the JSON data of a Session, and version 3's
+`lazy_at` index of where each call's big parts are, written and split.
+
+`transforms.model.Session` writes through here (save, to_json_text); `transforms.dump` reads.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import json
+from typing import Any, Iterator, NamedTuple
+
+from . import _check, _codec
+
+__all__ = ["INDEX_KEY", "LAZY_FIELDS", "SCHEMA_NAME", "SCHEMA_VERSION", "Indexed", "gc_paused",
+           "json_data", "json_text", "split_indexed"]
+
+SCHEMA_VERSION = 3
+SCHEMA_NAME = "jax-transform-workbench/session"
+
+
+def json_data(session: Any, types: dict[str, type]) -> dict[str, Any]:
+    """The dump as JSON data (without the lazy_at index): see transforms/_codec.py for the
+    layout; `types`: the record classes by name."""
+    writer = _codec.Writer(types)
+    body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
+            for f in dataclasses.fields(session) if f.name != "schema_version"}
+    return {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION,
+            **{k: v for k, v in body.items() if k != "calls"},
+            "fields": writer.fields_json(), "tables": writer.tables,
+            "calls": body["calls"]}
+
+
+def json_text(session: Any, types: dict[str, type]) -> str:
+    """The dump's text, as Session.save() writes it: JSON, with the lazy_at index last."""
+    with gc_paused():
+        return _indexed_text(json_data(session, types))
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block.
+
+    NB: encoding or decoding a big session makes millions of small objects, which
+    sets off the collector again and again, and each full pass walks the whole
+    session: about three quarters of the time of a 100,000-step load. Nothing
+    made here is cyclic garbage.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# --- version 3: version 2 plus an index of where each call's big parts are -----------
+# `{..., "calls": [...], "lazy_at": {"fields": ["steps", "trees", "pairs"], "spans":
+# [[[start, end, count], ...per field], ...per call]}}`: the character span of those arrays
+# in each Call row, and their lengths. A reader parses the text with them cut out (small)
+# and decodes a call's part when it is needed. Written last, so it is found from the end;
+# a text whose index does not hold (edited, re-indented) is read whole, as version 2.
+INDEX_KEY = ',"lazy_at":'
+LAZY_FIELDS = _check.CALL_PARTS
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), check_circular=False)
+
+
+def _indexed_text(data: dict[str, Any]) -> str:
+    calls = data.pop("calls")
+    names = data["fields"]["Call"]
+    cuts = sorted(names.index(f) for f in LAZY_FIELDS)  # > 0: `index` comes first
+    head = _dumps({**data, "calls": []})
+    pieces = [head[:-len("]}")]]  # ... "calls":[
+    position = len(pieces[0])
+    spans = []
+    for i, row in enumerate(calls):
+        if i:
+            pieces.append(",")
+            position += 1
+        row_spans, previous = [], 0
+        for k in cuts:
+            # the fields before this one (and its comma), then the field itself
+            between = _dumps(row[previous:k])[1:-1]
+            between = ("[" if previous == 0 else ",") + between + ("," if between else "")
+            part = _dumps(row[k])
+            start = position + len(between)
+            row_spans.append((start, start + len(part), len(row[k])))
+            pieces += (between, part)
+            position = start + len(part)
+            previous = k + 1
+        rest = _dumps(row[previous:])[1:]
+        rest = rest if rest == "]" else "," + rest
+        pieces.append(rest)
+        position += len(rest)
+        spans.append([row_spans[cuts.index(names.index(f))] for f in LAZY_FIELDS])
+    pieces.append("]" + INDEX_KEY + _dumps({"fields": LAZY_FIELDS, "spans": spans}) + "}")
+    return "".join(pieces)
+
+
+class Indexed(NamedTuple):
+    skeleton: str | bytes                       # the text with each lazy array as []
+    spans: list[list[tuple[int, int, int]]]     # per call, per LAZY_FIELDS: start, end, count
+
+
+def split_indexed(text: str | bytes) -> Indexed | None:
+    """The text's index, if it has one that holds; None: read the text whole."""
+    if isinstance(text, bytes):
+        return _split_indexed_as(text, b"")
+    return _split_indexed_as(text, "")
+
+
+def _split_indexed_as(text: Any, empty: str | bytes) -> Indexed | None:
+    def lit(s: str) -> Any:
+        return s if isinstance(empty, str) else s.encode("ascii")
+
+    end = len(text.rstrip())
+    at = text.rfind(lit(INDEX_KEY))
+    if at < 0 or text[end - 1:end] != lit("}"):
+        return None
+    try:
+        index = json.loads(text[at + len(INDEX_KEY):end - 1])
+    except ValueError:
+        return None
+    if not (isinstance(index, dict) and index.get("fields") == list(LAZY_FIELDS)
+            and isinstance(index.get("spans"), list)):
+        return None
+    pieces: list[Any] = []
+    spans: list[list[tuple[int, int, int]]] = []
+    previous = 0
+    opening, closing, cut = lit("["), lit("]"), lit("[]")
+    for row in index["spans"]:
+        if not (isinstance(row, list) and len(row) == len(LAZY_FIELDS)):
+            return None
+        # NB: every span checked before they are sorted (a mutated index may hold anything)
+        if not all(isinstance(span, list) and len(span) == 3
+                   and all(type(n) is int for n in span) for span in row):
+            return None
+        checked = []
+        for span in sorted(row):
+            start, stop, count = span
+            if not (previous <= start < stop <= at and count >= 0
+                    and text[start:start + 1] == opening and text[stop - 1:stop] == closing):
+                return None
+            pieces += (text[previous:start], cut)
+            previous = stop
+            checked.append((start, stop, count))
+        spans.append([(a, b, c) for a, b, c in row])
+    pieces += (text[previous:at], lit("}"))
+    return Indexed(empty.join(pieces), spans)
+
