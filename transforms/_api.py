@@ -9,7 +9,6 @@ results, pytree structures and exceptions are JAX's own.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import types
@@ -17,10 +16,9 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import jax
-
 from . import _interpreters as _i
 from ._diagnose import check_inputs, non_array_argument_error
+from ._interpreters import jax_own
 from ._recorder import (
     TRACE_KINDS,
     _state,
@@ -254,92 +252,92 @@ def _transformed(kind: str, jax_transform: Callable, fun: Any, options: tuple,
 class _Dispatch:
     """transforms.jvp / vjp / linearize: JAX's own function outside record(), ours inside.
 
-    NB: `jax.<name>` is looked up on each call (workbench's runner swaps the
-    jax module our modules see).
+    NB: JAX's own, as captured at import (`_i.jax_own`): workbench's runner replaces
+    `jax.<name>` with this object while a script runs.
     """
 
     def __init__(self, name: str, recording: Callable):
-        functools.update_wrapper(self, getattr(jax, name))
+        functools.update_wrapper(self, getattr(jax_own, name))
         self._name = name
         self._recording = _i.api_boundary(recording)
 
     @property
     def __call__(self) -> Callable:
         if _state.session is None:
-            return getattr(jax, self._name)
+            return getattr(jax_own, self._name)
         return self._recording
 
 
 # --- the public transformations -----------------------------------------------
 
 @_i.api_boundary
-@functools.wraps(jax.grad)
+@functools.wraps(jax_own.grad)
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, **kwargs):
     options = _options(argnums=argnums, has_aux=has_aux)
-    return _transformed("grad", jax.grad, fun, options, argnums=argnums, has_aux=has_aux,
+    return _transformed("grad", jax_own.grad, fun, options, argnums=argnums, has_aux=has_aux,
                         holomorphic=holomorphic, allow_int=allow_int, **kwargs)
 
 
 @_i.api_boundary
-@functools.wraps(jax.value_and_grad)
+@functools.wraps(jax_own.value_and_grad)
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, **kwargs):
     options = _options(argnums=argnums, has_aux=has_aux)
-    return _transformed("value_and_grad", jax.value_and_grad, fun, options, argnums=argnums,
+    return _transformed("value_and_grad", jax_own.value_and_grad, fun, options, argnums=argnums,
                         has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int,
                         **kwargs)
 
 
 @_i.api_boundary
-@functools.wraps(jax.vmap)
+@functools.wraps(jax_own.vmap)
 def vmap(fun, in_axes=0, out_axes=0, **kwargs):
     options = _options(in_axes=in_axes, out_axes=out_axes, **kwargs)
-    return _transformed("vmap", jax.vmap, fun, options,
+    return _transformed("vmap", jax_own.vmap, fun, options,
                         dict(in_axes=in_axes, out_axes=out_axes, **kwargs),
                         in_axes=in_axes, out_axes=out_axes, **kwargs)
 
 
 @_i.api_boundary
-@functools.wraps(jax.jacfwd)
+@functools.wraps(jax_own.jacfwd)
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     options = _options(argnums=argnums, has_aux=has_aux)
-    return _transformed("jacfwd", jax.jacfwd, fun, options, argnums=argnums, has_aux=has_aux,
+    return _transformed("jacfwd", jax_own.jacfwd, fun, options, argnums=argnums, has_aux=has_aux,
                         holomorphic=holomorphic)
 
 
 @_i.api_boundary
-@functools.wraps(jax.jacrev)
+@functools.wraps(jax_own.jacrev)
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     options = _options(argnums=argnums, has_aux=has_aux)
-    return _transformed("jacrev", jax.jacrev, fun, options, argnums=argnums, has_aux=has_aux,
+    return _transformed("jacrev", jax_own.jacrev, fun, options, argnums=argnums, has_aux=has_aux,
                         holomorphic=holomorphic, allow_int=allow_int)
 
 
 @_i.api_boundary
-@functools.wraps(jax.hessian)
+@functools.wraps(jax_own.hessian)
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     options = _options(argnums=argnums, has_aux=has_aux)
-    return _transformed("hessian", jax.hessian, fun, options, argnums=argnums, has_aux=has_aux,
+    return _transformed("hessian", jax_own.hessian, fun, options, argnums=argnums, has_aux=has_aux,
                         holomorphic=holomorphic)
 
 
 def _recorded_jvp(fun, primals, tangents, has_aux=False):
     options = _options(has_aux=has_aux)
     target = _level_entry(fun, "jvp", options) if callable(fun) else fun
-    run = functools.partial(jax.jvp, target)
+    run = functools.partial(jax_own.jvp, target)
     return _invoke("jvp", fun, options, run, (primals, tangents), {"has_aux": has_aux})
 
 
 def _recorded_vjp(fun, *primals, **kwargs):
     options = _options(**kwargs)
     target = _level_entry(fun, "vjp", options) if callable(fun) else fun
-    run = functools.partial(jax.vjp, target)
+    run = functools.partial(jax_own.vjp, target)
     return _invoke_keeping_origin("vjp", fun, options, run, primals, kwargs, _recording_pullback)
 
 
 def _recorded_linearize(fun, *primals, **kwargs):
     options = _options(**kwargs)
     target = _level_entry(fun, "linearize", options) if callable(fun) else fun
-    run = functools.partial(jax.linearize, target)
+    run = functools.partial(jax_own.linearize, target)
     return _invoke_keeping_origin("linearize", fun, options, run, primals, kwargs,
                                   _recording_pushforward)
 
@@ -422,30 +420,21 @@ def _recording(partial: Any, role: str, origin: tuple, num_consts: int) -> Any:
 
 
 def _recording_pullback(pullback: Any, origin: tuple) -> None:
-    """JAX's VJP object, its `fun` (partial(_vjp3_callable, ...)) swapped in place.
-
-    NB: a pullback of another form (another JAX version) is left as JAX made it.
-    """
-    fun = getattr(pullback, "fun", None)
-    if dataclasses.is_dataclass(pullback) and type(fun) is functools.partial:
-        setattr(pullback, "fun", _recording(fun, "vjp_fun", origin, 0))  # noqa: B010
+    """JAX's VJP object, its inner function swapped in place (_i.swap_vjp_function)."""
+    _i.swap_vjp_function(pullback, lambda fun: _recording(fun, "vjp_fun", origin, 0))
 
 
 def _recording_pushforward(f_jvp: Any, origin: tuple) -> None:
-    """JAX's Partial(_HashableCallableShim(partial(_lift_linearized, ...)), consts), its partial swapped."""
-    shim: Any = getattr(f_jvp, "func", None)
-    inner = getattr(shim, "fun", None)
-    if type(f_jvp) is jax.tree_util.Partial and type(inner) is functools.partial:
-        shim.fun = _recording(inner, "linearize_jvp", origin, len(f_jvp.args))
+    """jax.linearize's f_jvp, its inner function swapped in place (_i.swap_linear_function)."""
+    _i.swap_linear_function(
+        f_jvp, lambda inner, consts: _recording(inner, "linearize_jvp", origin, consts))
 
 
 def _call_vjp_fun(partial: _RecordingPartial, found: tuple, *args, **kwargs) -> Any:
     """The VJP's function: its product, the backward Partial, records its own call."""
     backward = functools.partial.__call__(partial, *args, **kwargs)
-    shim: Any = getattr(backward, "func", None)
-    inner = getattr(shim, "fun", None)
-    if type(backward) is jax.tree_util.Partial and type(inner) is functools.partial:
-        shim.fun = _recording(inner, "vjp_backward", found[1], len(backward.args))
+    _i.swap_linear_function(
+        backward, lambda inner, consts: _recording(inner, "vjp_backward", found[1], consts))
     return backward
 
 
@@ -474,7 +463,7 @@ _RECORDED_CALLS = {"vjp_fun": _call_vjp_fun, "vjp_backward": _call_recorded,
 #   jax.eval_shape(f) and transforms.jit(f) are shared as JAX shares them;
 # - entry's name is JAX's name for f (`fun_name`), its other metadata f's,
 #   `__wrapped__` is f (JAX's source info unwraps it) and its signature
-#   hooks the pre-trace check (_PreTraceSignature);
+#   hooks the pre-trace check (_i.cache_miss_signature);
 # - its `__call__` is a property: outside record() JAX calls f itself (no frame
 #   of ours); inside, `_JitEntry.record`, which records the trace as a call
 #   (or as a level of the call being recorded).
@@ -501,7 +490,7 @@ class _JitEntry:
         self._options = options
         self._kwargs = kwargs
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
-        signature = _pre_trace_signature(
+        signature = _i.cache_miss_signature(
             fun, functools.partial(_check_before_trace, weakref.ref(self)))
         if signature is not None:
             self.__signature__ = signature
@@ -514,12 +503,12 @@ class _JitEntry:
         # NB: stages read JAX's own trace of this jit from its cache (after the
         # trace is over): a jax.jit of this same entry shares that cache, and
         # holds nothing that holds it back (no cycle through the jitted object).
-        return TransformSpec("jit", self._fun(), jax.jit(self, **self._kwargs), self._options,
+        return TransformSpec("jit", self._fun(), jax_own.jit(self, **self._kwargs), self._options,
                              dict(self._kwargs))
 
     def jit_again(self) -> Any:
         """jax.jit of this entry as built: JAX's own argument checks, for the pre-trace check."""
-        return jax.jit(self, **self._kwargs)
+        return jax_own.jit(self, **self._kwargs)
 
     @property
     def __call__(self) -> Callable:
@@ -564,7 +553,7 @@ _NOT_SPECIFIED = object()
 
 
 @_i.api_boundary
-@functools.wraps(jax.jit)
+@functools.wraps(jax_own.jit)
 def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     """`jax.jit` itself, on an entry standing for `fun` that records its traces in record().
 
@@ -572,13 +561,13 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     caching): cached calls run no Python of ours.
     """
     if fun is _NOT_SPECIFIED:  # used as @jit(static_argnums=...)
-        jax.jit(**kwargs)  # raises now what JAX raises now for bad keywords
+        jax_own.jit(**kwargs)  # raises now what JAX raises now for bad keywords
         return lambda f: jit(f, **kwargs)
     options = _options(**kwargs)
     entry = _jit_entry(fun, options, kwargs)
     if entry is None:
-        return _build("jit", jax.jit, fun, options, **kwargs)
-    jitted = jax.jit(entry, **kwargs)
+        return _build("jit", jax_own.jit, fun, options, **kwargs)
+    jitted = jax_own.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f; it keeps f alive, as JAX's does
     jitted.__transform_spec__ = entry.transform_spec()
     return jitted
@@ -601,37 +590,6 @@ def _jit_entry(fun: Any, options: tuple, kwargs: dict) -> _JitEntry | None:
     return entry
 
 
-class _PreTraceSignature(inspect.Signature):
-    """The jit entry's signature, whose `bind` runs the pre-trace check.
-
-    NB: on every cache miss jax.jit binds `inspect.signature(fun)` (to name the
-    arguments in its debug info) before it unflattens the arguments and calls
-    `fun`. A custom node whose unflatten raises makes JAX raise right there,
-    before our entry runs, so `bind` is our one moment before it. Cached calls
-    never bind; binding itself is Signature's. Copies made by `replace` have
-    no hook.
-    """
-    __slots__ = ("_on_bind",)
-
-    def bind(self, /, *args, **kwargs):
-        on_bind = getattr(self, "_on_bind", None)
-        if on_bind is not None and _state.session is not None and _state.call is None:
-            on_bind(args, kwargs)
-        return super().bind(*args, **kwargs)
-
-
-def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature | None:
-    try:
-        signature = inspect.signature(fun)
-    except (TypeError, ValueError):  # no signature: JAX names the arguments args[i]
-        return None
-    hooked = _PreTraceSignature(list(signature.parameters.values()),
-                                return_annotation=signature.return_annotation,
-                                __validate_parameters__=False)
-    hooked._on_bind = on_bind  # type: ignore[attr-defined]
-    return hooked
-
-
 def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     """On a jit cache miss while recording: record now a call whose unflatten will raise.
 
@@ -640,7 +598,10 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     the same before the function is traced: the call is recorded as failed
     with that exception and the check's findings. JAX's exception is the one
     the user gets. Otherwise nothing happens here: the trace records the call.
+    Outside record(), or inside a recorded call (a level of it), nothing happens.
     """
+    if _state.session is None or _state.call is not None:
+        return
     entry = entry_ref()
     fun, options = entry._fun(), entry._options
     note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
@@ -655,7 +616,7 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
             return
         raised.append(error)
     session = _state.session
-    assert session is not None  # bind checks it before calling us
+    assert session is not None  # checked above
     call = session.begin_call("jit", fun, options, args, kwargs)
     call.record_error(raised[0], None)
     call.finish(failed=True)

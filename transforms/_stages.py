@@ -42,6 +42,7 @@ from jax.extend.core import DropVar, Literal
 
 from . import _api, _recorder, _sharding  # NB: _api and _recorder import this module
 from . import _interpreters as _i
+from ._interpreters import jax_own
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
 from ._tape import RuleTapes, Tape, abstract, closures_bound, is_array_like
@@ -351,22 +352,15 @@ def _cond_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles:
     return ("operand",) * n_in, ("out",) * n_out, tuple(range(1, n_in + 1))
 
 
-def _scan_groups(params: Any) -> tuple[int, int]:
-    if "num_consts" in params:
-        return int(params["num_consts"]), int(params["num_carry"])
-    consts, carry, _ = params["ft_in"].unpack()  # jax >= 0.12: a flat tree of the three groups
-    return len(consts.vals), len(carry.vals)
-
-
 def _scan_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles:
-    n_consts, n_carry = _scan_groups(params)
+    n_consts, n_carry = _i.scan_groups(params)
     n_xs = n_in - n_consts - n_carry
     ins = ("const",) * n_consts + ("carry",) * n_carry + ("xs",) * n_xs
     return ins, ("carry",) * n_carry + ("ys",) * (n_out - n_carry), tuple(range(n_in))
 
 
 def _while_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | None:
-    cond_n, body_n = int(params["cond_nconsts"]), int(params["body_nconsts"])
+    cond_n, body_n = _i.while_consts(params)
     if label == "cond_jaxpr":
         n_carry = n_in - cond_n
         operands = tuple(range(cond_n)) + tuple(range(cond_n + body_n, cond_n + body_n + n_carry))
@@ -381,7 +375,7 @@ def _while_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | Non
 def _consts_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | None:
     if label not in ("call_jaxpr", "fun_jaxpr"):
         return None
-    n_consts = int(params.get("num_consts", 0))
+    n_consts = _i.call_consts(params)
     return (("const",) * n_consts + ("arg",) * (n_in - n_consts), ("out",) * n_out,
             tuple(range(n_in)))
 
@@ -674,7 +668,7 @@ def _data_args(spec: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, dict]
 
 def _rebuilder(spec: Any) -> tuple[Callable[[Callable], Callable], str] | None:
     """jax.<kind> around another function, with the recorded options, and how it reads."""
-    jax_transform = getattr(jax, spec.kind, None)
+    jax_transform = getattr(jax_own, spec.kind, None)
     if jax_transform is None:
         return None
     if spec.kind in _CALLED:
@@ -946,12 +940,12 @@ def _nested_jit_stages(spec: Any, h: Callable | None, point: tuple | None, expr:
     if h is None or point is None:
         return _compiled_stages(None, blocked or "not reached", outer, outer_named), None
     options = _settings(spec) or {}
-    jitted = jax.jit(h, **options)
+    jitted = jax_own.jit(h, **options)
     args, kwargs = point
     traced, error = None, ""
     try:
         if _group_closures:
-            traced = jax.jit(_with_extras(h, len(_group_closures), 0)).trace(
+            traced = jax_own.jit(_with_extras(h, len(_group_closures), 0)).trace(
                 *args, *_group_closures, **kwargs)
         else:
             traced = jitted.trace(*args, **kwargs)
@@ -1199,7 +1193,7 @@ class _Point:
 
     def jvp_stage(self, label: _Label) -> Stage:
         def jvp(primals, tangents):
-            return jax.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
+            return jax_own.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
         _name_like(jvp, self.fun)
         return _stage_of(label, "jax.make_jaxpr(jax.jvp(<recorded f>, primals, tangents))",
                          lambda: self.make_jaxpr(jvp)(self.primals, self.primals))
@@ -1223,7 +1217,7 @@ class _Point:
         linear_method = "jax.make_jaxpr(jax.linearize(<recorded f>, *primals)[1])"
 
         def linearized(*primals):
-            out = jax.linearize(self.fun, *primals, has_aux=self.has_aux)
+            out = jax_own.linearize(self.fun, *primals, has_aux=self.has_aux)
             if not concrete:
                 inside["linear"] = _stage_of(labels["linear"], linear_method,
                                              lambda: jax.make_jaxpr(out[1])(*primals))
@@ -1244,7 +1238,7 @@ class _Point:
         first = _noted(first, notes)
         if concrete and first.available:
             inside["linear"] = _stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(
-                jax.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))
+                jax_own.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))
         linear = inside.get("linear") or _failed(
             labels["linear"], "", f"not reached: jax.linearize failed ({first.reason})")
         return [first, linear] if "linearized" in roles else [linear]
@@ -1260,13 +1254,13 @@ class _Point:
         method = "jax.make_jaxpr(jax.vjp(<recorded f>, *primals)[1])"
         if self.concrete:
             def backward() -> Any:
-                out = jax.vjp(self.fun, *self.primals, has_aux=self.aux)
+                out = jax_own.vjp(self.fun, *self.primals, has_aux=self.aux)
                 return jax.make_jaxpr(out[1])(out[0])
             return _stage_of(label, method, backward)
         inside: dict[str, Stage] = {}
 
         def forward(*primals):
-            out = jax.vjp(self.fun, *primals, has_aux=self.has_aux)
+            out = jax_own.vjp(self.fun, *primals, has_aux=self.has_aux)
             inside["stage"] = _stage_of(label, method, lambda: jax.make_jaxpr(out[1])(out[0]))
             return out[0]
         _name_like(forward, self.fun)
