@@ -253,6 +253,16 @@ def context_traceback() -> Any:
     return _source_context.context.traceback
 
 
+def source_frame(source_info: Any) -> tuple[str, int, str] | None:
+    """(file, line, function) of the frame an equation's source info names, as
+    `source_info_util.summarize` prints it (the innermost frame outside JAX), or None.
+
+    NB: jax._src.source_info_util: `user_frame` has no public alias (summarize prints it).
+    """
+    frame = _source_info.user_frame(source_info.traceback)
+    return None if frame is None else (frame.file_name, frame.start_line, frame.function_name)
+
+
 def traceback_frames(tb: Any) -> list[tuple[str, int, str]]:
     """(file, line, function) of a JAX traceback's frames, innermost first."""
     return [(f.file_name, f.line_num, f.function_name) for f in tb.frames]
