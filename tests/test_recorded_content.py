@@ -1,6 +1,7 @@
 """What a record() block records: levels, steps, tracers, sources, files."""
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -440,7 +441,14 @@ def test_structural_invariants_and_round_trip(case, tmp_path):
 
 # --- save and load -----------------------------------------------------------------
 
+@functools.cache
 def _rich_session():
+    """One recording shared by the save/load tests (a session is frozen data; recording it
+    with stages costs about 2 s, and about 40 tests read it)."""
+    return _record_rich_session()
+
+
+def _record_rich_session():
     with transforms.record() as session:
         transforms.vmap(transforms.grad(sin_mul))(VEC)
         transforms.grad(cond_fn)(0.3)
@@ -455,7 +463,7 @@ def _rich_session():
 
 
 def test_save_then_load_gives_an_equal_session(tmp_path):
-    session = _rich_session()
+    session = _record_rich_session()
     path = tmp_path / "session.json"
     session.save(path)
     loaded = transforms.load(path)

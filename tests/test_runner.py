@@ -144,13 +144,22 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path):
         import jax, jax.numpy as jnp
         jax.grad(jnp.sin)(1.0)
         print("ready", flush=True)
-        for _ in range(600):  # NB: short sleeps: a SIGINT the kernel hands to one of XLA's
-            time.sleep(0.1)   # threads is acted on by the main thread at its next wakeup
+        for _ in range(600):
+            time.sleep(0.1)
     """)
     out = tmp_path / "trace.json"
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    # A test run started in the background by a non-interactive shell (`pytest &`, as CI
+    # scripts do) has SIGINT ignored, and an ignored signal stays ignored across exec: Python
+    # in the child would install no KeyboardInterrupt handler and drop the signal. A user's
+    # Ctrl-C reaches a foreground process. A handler installed here is reset to the default
+    # in the child at exec, as a foreground shell's would be.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signal.SIGINT)
