@@ -37,7 +37,9 @@ run_tests() {
     echo
     echo "=== $name: $versions ($venv) ==="
     local rc=0
-    "$python" -m pytest -q --junitxml="$reports/$name.xml" "$@" </dev/null || rc=$?
+    # One worker per core (pytest-xdist), each test file kept on one worker so a module's
+    # fixtures (the gallery's recordings) are made once.
+    "$python" -m pytest -q -n auto --dist loadfile --junitxml="$reports/$name.xml" "$@" </dev/null || rc=$?
     ran=$((ran + 1))
     case "$rc" in
         0) summary+=("$name: passed ($versions)") ;;
