@@ -11,6 +11,7 @@ from typing import Any, Callable
 import jax
 
 from . import _interpreters as _i
+from ._interpreters import jax_own
 from ._stage_records import Label, built, failed, noted, reason, rule_notes, stage_of
 from ._staging import group_closures, held_values, make_jaxpr_with_extras, name_like
 from .model import Stage
@@ -103,7 +104,7 @@ class _Point:
 
     def jvp_stage(self, label: Label) -> Stage:
         def jvp(primals, tangents):
-            return jax.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
+            return jax_own.jvp(self.fun, primals, tangents, has_aux=self.has_aux)
         name_like(jvp, self.fun)
         return stage_of(label, "jax.make_jaxpr(jax.jvp(<recorded f>, primals, tangents))",
                         lambda: self.make_jaxpr(jvp)(self.primals, self.primals))
@@ -127,7 +128,7 @@ class _Point:
         linear_method = "jax.make_jaxpr(jax.linearize(<recorded f>, *primals)[1])"
 
         def linearized(*primals):
-            out = jax.linearize(self.fun, *primals, has_aux=self.has_aux)
+            out = jax_own.linearize(self.fun, *primals, has_aux=self.has_aux)
             if not concrete:
                 inside["linear"] = stage_of(labels["linear"], linear_method,
                                             lambda: jax.make_jaxpr(out[1])(*primals))
@@ -148,7 +149,7 @@ class _Point:
         first = noted(first, notes)
         if concrete and first.available:
             inside["linear"] = stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(
-                jax.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))
+                jax_own.linearize(self.fun, *self.primals, has_aux=self.aux)[1])(*self.primals))
         linear = inside.get("linear") or failed(
             labels["linear"], "", f"not reached: jax.linearize failed ({first.reason})")
         return [first, linear] if "linearized" in roles else [linear]
@@ -164,13 +165,13 @@ class _Point:
         method = "jax.make_jaxpr(jax.vjp(<recorded f>, *primals)[1])"
         if self.concrete:
             def backward() -> Any:
-                out = jax.vjp(self.fun, *self.primals, has_aux=self.aux)
+                out = jax_own.vjp(self.fun, *self.primals, has_aux=self.aux)
                 return jax.make_jaxpr(out[1])(out[0])
             return stage_of(label, method, backward)
         inside: dict[str, Stage] = {}
 
         def forward(*primals):
-            out = jax.vjp(self.fun, *primals, has_aux=self.has_aux)
+            out = jax_own.vjp(self.fun, *primals, has_aux=self.has_aux)
             inside["stage"] = stage_of(label, method, lambda: jax.make_jaxpr(out[1])(out[0]))
             return out[0]
         name_like(forward, self.fun)

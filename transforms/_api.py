@@ -13,10 +13,9 @@ import functools
 import types
 from typing import Any, Callable
 
-import jax
-
 from . import _interpreters as _i
 from ._calls import build, invoke, level_entry
+from ._interpreters import jax_own
 from ._jit import jit
 from ._returned import invoke_keeping_origin, recording_pullback, recording_pushforward
 from ._spec import Options, TransformSpec
@@ -97,19 +96,19 @@ def _transformed(kind: str, jax_transform: Callable, fun: Any, options: Options)
 class _Dispatch:
     """transforms.jvp / vjp / linearize: JAX's own function outside record(), ours inside.
 
-    NB: `jax.<name>` is looked up on each call (workbench's runner swaps the
-    jax module our modules see).
+    NB: JAX's own, as captured at import (`_i.jax_own`): workbench's runner replaces
+    `jax.<name>` with this object while a script runs.
     """
 
     def __init__(self, name: str, recording: Callable):
-        functools.update_wrapper(self, getattr(jax, name))
+        functools.update_wrapper(self, getattr(jax_own, name))
         self._name = name
         self._recording = _i.api_boundary(recording)
 
     @property
     def __call__(self) -> Callable:
         if _state.session is None:
-            return getattr(jax, self._name)
+            return getattr(jax_own, self._name)
         return self._recording
 
 
@@ -119,50 +118,50 @@ class _Dispatch:
 # hands JAX every keyword it was given (Options.given).
 
 @_i.api_boundary
-@functools.wraps(jax.grad)
+@functools.wraps(jax_own.grad)
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, **kwargs):
-    return _transformed("grad", jax.grad, fun, Options(
+    return _transformed("grad", jax_own.grad, fun, Options(
         dict(argnums=argnums, has_aux=has_aux), dict(
             argnums=argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int,
             **kwargs)))
 
 
 @_i.api_boundary
-@functools.wraps(jax.value_and_grad)
+@functools.wraps(jax_own.value_and_grad)
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, **kwargs):
-    return _transformed("value_and_grad", jax.value_and_grad, fun, Options(
+    return _transformed("value_and_grad", jax_own.value_and_grad, fun, Options(
         dict(argnums=argnums, has_aux=has_aux), dict(
             argnums=argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int,
             **kwargs)))
 
 
 @_i.api_boundary
-@functools.wraps(jax.vmap)
+@functools.wraps(jax_own.vmap)
 def vmap(fun, in_axes=0, out_axes=0, **kwargs):
-    return _transformed("vmap", jax.vmap, fun,
+    return _transformed("vmap", jax_own.vmap, fun,
                         Options(dict(in_axes=in_axes, out_axes=out_axes, **kwargs)))
 
 
 @_i.api_boundary
-@functools.wraps(jax.jacfwd)
+@functools.wraps(jax_own.jacfwd)
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    return _transformed("jacfwd", jax.jacfwd, fun, Options(
+    return _transformed("jacfwd", jax_own.jacfwd, fun, Options(
         dict(argnums=argnums, has_aux=has_aux),
         dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic)))
 
 
 @_i.api_boundary
-@functools.wraps(jax.jacrev)
+@functools.wraps(jax_own.jacrev)
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    return _transformed("jacrev", jax.jacrev, fun, Options(
+    return _transformed("jacrev", jax_own.jacrev, fun, Options(
         dict(argnums=argnums, has_aux=has_aux),
         dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)))
 
 
 @_i.api_boundary
-@functools.wraps(jax.hessian)
+@functools.wraps(jax_own.hessian)
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    return _transformed("hessian", jax.hessian, fun, Options(
+    return _transformed("hessian", jax_own.hessian, fun, Options(
         dict(argnums=argnums, has_aux=has_aux),
         dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic)))
 
@@ -170,21 +169,21 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 def _recorded_jvp(fun, primals, tangents, has_aux=False):
     options = Options(dict(has_aux=has_aux))
     target = level_entry(fun, "jvp", options) if callable(fun) else fun
-    run = functools.partial(jax.jvp, target)
+    run = functools.partial(jax_own.jvp, target)
     return invoke("jvp", fun, options, run, (primals, tangents), {"has_aux": has_aux})
 
 
 def _recorded_vjp(fun, *primals, **kwargs):
     options = Options(kwargs)
     target = level_entry(fun, "vjp", options) if callable(fun) else fun
-    run = functools.partial(jax.vjp, target)
+    run = functools.partial(jax_own.vjp, target)
     return invoke_keeping_origin("vjp", fun, options, run, primals, kwargs, recording_pullback)
 
 
 def _recorded_linearize(fun, *primals, **kwargs):
     options = Options(kwargs)
     target = level_entry(fun, "linearize", options) if callable(fun) else fun
-    run = functools.partial(jax.linearize, target)
+    run = functools.partial(jax_own.linearize, target)
     return invoke_keeping_origin("linearize", fun, options, run, primals, kwargs,
                                  recording_pushforward)
 

@@ -198,6 +198,21 @@ def _stage(stage: Any, where: str) -> None:
     if stage.jaxpr is not None:
         _bounded(stage.jaxpr.eqn_count, f"{where}.jaxpr.eqn_count")
     _subjaxpr_nesting(stage.eqns, f"{where}.eqns")
+    _eqn_spans(stage.eqn_spans, len(stage.eqns), f"{where}.eqn_spans")
+
+
+def _eqn_spans(spans: tuple, eqn_count: int, where: str) -> None:
+    """One (first, last) line per equation, in order and not overlapping, or none."""
+    if not spans:
+        return
+    if len(spans) != eqn_count:
+        raise DumpFormatError(f"{where}: {len(spans)} spans for {eqn_count} equations")
+    previous = -1
+    for i, span in enumerate(spans):
+        if len(span) != 2 or not previous < span[0] <= span[1] <= MAX_INDEX:
+            raise DumpFormatError(f"{where}[{i}]: {_short(str(span))} is not a span after "
+                                  f"line {previous}")
+        previous = span[1]
 
 
 def _subjaxpr_nesting(eqns: Iterable[Any], where: str) -> None:

@@ -10,9 +10,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-import jax
-
 from . import _sharding
+from ._interpreters import jax_own
 from ._stage_records import Label, built, capturing, failed, failed_capture, reason
 from ._staging import group_closures, with_extras
 from ._state import refusing_retrace
@@ -91,13 +90,13 @@ def nested_jit_stages(spec: Any, h: Callable | None, point: tuple | None, expr: 
     outer, outer_named = f"jit({expr})", f"jit({named})"
     if h is None or point is None:
         return compiled_stages(None, blocked or "not reached", outer, outer_named), None
-    jitted = jax.jit(h, **spec.options.given)
+    jitted = jax_own.jit(h, **spec.options.given)
     args, kwargs = point
     traced, error = None, ""
     try:
         closures = group_closures()
         if closures:
-            traced = jax.jit(with_extras(h, len(closures), 0)).trace(*args, *closures, **kwargs)
+            traced = jax_own.jit(with_extras(h, len(closures), 0)).trace(*args, *closures, **kwargs)
         else:
             traced = jitted.trace(*args, **kwargs)
     except Exception as e:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from jax import errors as jax_errors
 from jax import tree_util
 
-from ._interpreters import Tracer, trace_has_ended, trace_of
+from ._interpreters import ended_tracer_in_traceback, mismatch_sides
 
 # NB: the check's entry point, long imported from here (tests do)
 from ._precheck import check_inputs as check_inputs
@@ -29,18 +29,16 @@ from .model import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 # --- structure mismatches ---------------------------------------------------------------
 # JAX raises these with PyTreeDef strings or prose. The trees themselves are
 # still alive in the frames of the traceback (the function that compared
-# them): rebuild both as TreeRecords there. One rule per mismatch kind.
+# them, which transforms._interpreters.mismatch_sides knows per kind): rebuild
+# both as TreeRecords there. One rule per mismatch kind.
 
 @dataclass(frozen=True)
 class MismatchRule:
-    kind: str
+    kind: str                 # one of _interpreters.MISMATCH_KINDS
     pattern: re.Pattern
-    frame: str                # the JAX function whose locals hold both sides
-    left: str                 # local names
-    right: str
     left_role: str            # TreeRecord roles
     right_role: str
-    left_label: str
+    left_label: str           # where JAX names the sides (cond's branches), its names instead
     right_label: str
 
 
@@ -51,33 +49,19 @@ def _rx(text: str) -> re.Pattern:
 MISMATCH_RULES = (
     MismatchRule("custom_jvp", _rx(r"Custom JVP rule .* must produce primal and tangent outputs "
                                    r"with equal container"),
-                 "_flatten_jvp", "py_primals_out", "py_tangents_out", "primal_out",
-                 "tangent_out", "primal output", "tangent output"),
+                 "primal_out", "tangent_out", "primal output", "tangent output"),
     MismatchRule("custom_vjp", _rx(r"Custom VJP bwd rule must produce an output with the same "
                                    r"container"),
-                 "_flatten_bwd", "in_tree", "py_cts_in", "primal_in", "cotangent_in",
-                 "primal inputs", "bwd output"),
+                 "primal_in", "cotangent_in", "primal inputs", "bwd output"),
     MismatchRule("cond", _rx(r"branch outputs must have the same pytree structure"),
-                 "_check_branch_outputs", "out_avals1", "out_avals2", "branch_out",
-                 "branch_out", "", ""),
+                 "branch_out", "branch_out", "branch 0", "branch 1"),
     MismatchRule("scan", _rx(r"carry input and carry output must have the same pytree"),
-                 "_check_carry_type", "in_carry", "out_carry", "carry_in", "carry_out",
-                 "carry input", "carry output"),
+                 "carry_in", "carry_out", "carry input", "carry output"),
     MismatchRule("vmap_in_axes", _rx(r"vmap in_axes specification must be a tree prefix"),
-                 "flatten_axes", "axis_tree", "treedef", "in_axes", "input", "in_axes",
-                 "arguments"),
+                 "in_axes", "input", "in_axes", "arguments"),
     MismatchRule("vmap_out_axes", _rx(r"vmap out_axes specification must be a tree prefix"),
-                 "flatten_axes", "axis_tree", "treedef", "out_axes", "output", "out_axes",
-                 "outputs"),
+                 "out_axes", "output", "out_axes", "outputs"),
 )
-
-
-def _frames(error: BaseException):
-    """The frames of an exception's traceback, innermost last; never raises."""
-    tb = error.__traceback__
-    while tb is not None:
-        yield tb.tb_frame
-        tb = tb.tb_next
 
 
 def structure_mismatch(error: BaseException, builder: TreeBuilder) -> TreePair | None:
@@ -93,23 +77,17 @@ def structure_mismatch(error: BaseException, builder: TreeBuilder) -> TreePair |
 
 def _mismatch_pair(rule: MismatchRule, error: BaseException,
                    builder: TreeBuilder) -> TreePair | None:
-    for frame in _frames(error):
-        if frame.f_code.co_name != rule.frame:
-            continue
-        f_locals = frame.f_locals
-        if rule.left not in f_locals or rule.right not in f_locals:
-            continue
-        left_label, right_label = rule.left_label, rule.right_label
-        if rule.kind == "cond":  # "true_fun"/"false_fun", or "branch 0"/"branch 1"
-            left_label = str(f_locals.get("name1", "branch 0"))
-            right_label = str(f_locals.get("name2", "branch 1"))
-        left = _side(f_locals[rule.left], rule.left_role, left_label, builder)
-        # A bwd rule may return a list where a tuple of cotangents is meant.
-        right = _side(_as_tuple(f_locals[rule.right]) if rule.kind == "custom_vjp"
-                      else f_locals[rule.right], rule.right_role, right_label, builder)
-        title = f"{left_label} vs {right_label}"
-        return pair_trees(rule.kind, title, left, right, left_label, right_label)
-    return None
+    sides = mismatch_sides(error, rule.kind)
+    if sides is None:
+        return None
+    left_label = sides.left_name if sides.left_name is not None else rule.left_label
+    right_label = sides.right_name if sides.right_name is not None else rule.right_label
+    left = _side(sides.left, rule.left_role, left_label, builder)
+    # A bwd rule may return a list where a tuple of cotangents is meant.
+    right = _side(_as_tuple(sides.right) if rule.kind == "custom_vjp" else sides.right,
+                  rule.right_role, right_label, builder)
+    title = f"{left_label} vs {right_label}"
+    return pair_trees(rule.kind, title, left, right, left_label, right_label)
 
 
 def _as_tuple(x: Any) -> Any:
@@ -248,20 +226,12 @@ def _leak_facts(ctx: FailureContext) -> dict:
         facts["tracer"] = rec.describe()
         facts["hint"] = f"{_LEAK_HINT} {_leak_text(step, rec)}"
         return facts
-    tracer = _ended_tracer_in_frames(ctx.error)
+    tracer = ended_tracer_in_traceback(ctx.error)
     if tracer is not None:  # JAX refused it before any recorder saw it
         facts["tracer"] = ctx.builder.describe(tracer).describe()
     return facts
 
 
-def _ended_tracer_in_frames(error: BaseException) -> Any:
-    """The tracer JAX refused: a local of the frame that raised, whose trace has ended."""
-    frames = list(_frames(error))
-    for frame in reversed(frames[-4:]):
-        for value in list(frame.f_locals.values()):
-            if isinstance(value, Tracer) and trace_has_ended(trace_of(value)):
-                return value
-    return None
 
 
 def first_leak(steps, leaked) -> tuple[Step, Any] | None:

@@ -1,4 +1,7 @@
-"""The one module that touches JAX internals: the recording Trace.
+"""The one module that touches JAX internals: the recording Trace, and every fact about JAX
+that a JAX release may change (internal names, object layouts, parameter layouts), each behind
+a named function. tests/test_jax_door.py fails when such a fact appears in another module, and
+tests each function on both JAX versions.
 
 A RecordingTrace wraps the trace JAX is running (its `parent`) and is made the
 current trace while user code runs at that level. Every `process_*` call is
@@ -12,11 +15,13 @@ comment says `# NB: jax._src`.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import operator
 import os
 import types
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 from jax import core as jax_core
@@ -147,6 +152,45 @@ def current_trace() -> Trace:
 # once per recorded tracer, and a C-level getter is the cheapest call there is.
 trace_of = operator.attrgetter("_trace")
 
+# What each kind of tracer wraps, as (value, batch dimension) and (primal, tangent):
+# attributes of JAX's BatchTracer, JVPTracer and LinearizeTracer (no public accessor).
+batched_parts = operator.attrgetter("val", "batch_dim")
+autodiff_parts = operator.attrgetter("primal", "tangent")
+
+# (tracer class, trace class) -> what the tracer holds; see tracer_shape.
+tracer_shapes: dict[tuple[type, type], str] = {}
+
+
+def tracer_shape(tracer_type: type, trace_type: type) -> str:
+    """What a tracer holds, told by its attributes once per (tracer, trace) class:
+    batched (val, batch_dim) | linearize, jvp (primal, tangent) | jaxpr | tracer.
+
+    NB: by attributes, not class names: classes and reprs change between JAX releases.
+    """
+    key = (tracer_type, trace_type)
+    shape = tracer_shapes.get(key)
+    if shape is None:
+        if _has_attrs(tracer_type, "batch_dim", "val"):
+            shape = "batched"
+        elif _has_attrs(tracer_type, "primal", "tangent"):
+            # A linearize trace stages its tangents into a jaxpr trace of its own.
+            shape = "linearize" if _has_attrs(trace_type, "tangent_trace") else "jvp"
+        elif _has_attrs(trace_type, "frame"):
+            shape = "jaxpr"
+        else:
+            shape = "tracer"
+        tracer_shapes[key] = shape
+    return shape
+
+
+def _has_attrs(cls: type, *names: str) -> bool:
+    # Tracer attributes are __slots__ or class annotations, not set on the class.
+    for name in names:
+        if not any(name in getattr(k, "__slots__", ()) or name in getattr(k, "__annotations__", {})
+                   or name in vars(k) for k in cls.__mro__):
+            return False
+    return True
+
 
 def enclosing_traces(trace: Any) -> set[int]:
     """ids of `trace` and the traces it binds on (`parent_trace`, our recorders' `parent`).
@@ -207,6 +251,16 @@ def context_traceback() -> Any:
     """The traceback JAX binds the current equation under (a staged jaxpr being
     evaluated again), or None when primitives are bound by live code."""
     return _source_context.context.traceback
+
+
+def source_frame(source_info: Any) -> tuple[str, int, str] | None:
+    """(file, line, function) of the frame an equation's source info names, as
+    `source_info_util.summarize` prints it (the innermost frame outside JAX), or None.
+
+    NB: jax._src.source_info_util: `user_frame` has no public alias (summarize prints it).
+    """
+    frame = _source_info.user_frame(source_info.traceback)
+    return None if frame is None else (frame.file_name, frame.start_line, frame.function_name)
 
 
 def traceback_frames(tb: Any) -> list[tuple[str, int, str]]:
@@ -562,3 +616,205 @@ _RECORDING_CACHE_KEY = jax.make_user_context(None)
 def jit_cache_key(value: int | None) -> Any:
     """A context manager setting the value JAX's jit caches are keyed on (None: as outside)."""
     return _RECORDING_CACHE_KEY(value)
+
+
+# --- JAX's own transformations, captured at import -----------------------------------------
+
+class JaxTransforms:
+    """JAX's own transformations, as `jax.*` held them when transforms was imported.
+
+    `workbench run` replaces jax.grad (...) with ours while a script runs (workbench/runner.py
+    patches `jax.*` only); ours call these, so they never call themselves.
+    """
+
+    def __init__(self) -> None:
+        self.grad = jax.grad
+        self.value_and_grad = jax.value_and_grad
+        self.vmap = jax.vmap
+        self.jit = jax.jit
+        self.jvp = jax.jvp
+        self.vjp = jax.vjp
+        self.linearize = jax.linearize
+        self.jacfwd = jax.jacfwd
+        self.jacrev = jax.jacrev
+        self.hessian = jax.hessian
+        ours = [name for name, fun in vars(self).items()
+                if getattr(fun, "__module__", "").startswith("transforms.")]
+        if ours:
+            raise ImportError(f"transforms imported while jax.{ours[0]} is patched with ours")
+
+
+jax_own = JaxTransforms()
+
+
+# --- what JAX's errors leave behind -------------------------------------------------------
+
+class _MismatchSite(NamedTuple):
+    function: str                      # the JAX function that compared the two trees
+    left: str                          # its locals holding each side
+    right: str
+    names: tuple[str, str] | None = None  # its locals naming each side, if any
+
+
+# NB: jax._src: JAX raises its pytree-structure mismatches with PyTreeDef strings or prose;
+# the trees themselves are still locals of the frame that compared them, named here per
+# mismatch kind (the kinds of transforms/_diagnose.py's MISMATCH_RULES).
+_MISMATCH_SITES = {
+    "custom_jvp": _MismatchSite("_flatten_jvp", "py_primals_out", "py_tangents_out"),
+    "custom_vjp": _MismatchSite("_flatten_bwd", "in_tree", "py_cts_in"),
+    "cond": _MismatchSite("_check_branch_outputs", "out_avals1", "out_avals2",
+                          ("name1", "name2")),
+    "scan": _MismatchSite("_check_carry_type", "in_carry", "out_carry"),
+    "vmap_in_axes": _MismatchSite("flatten_axes", "axis_tree", "treedef"),
+    "vmap_out_axes": _MismatchSite("flatten_axes", "axis_tree", "treedef"),
+}
+MISMATCH_KINDS = tuple(_MISMATCH_SITES)
+
+
+class MismatchSides(NamedTuple):
+    left: Any
+    right: Any
+    left_name: str | None = None       # how JAX names each side there ("true_fun"), if it does
+    right_name: str | None = None
+
+
+def _frames(error: BaseException):
+    tb = error.__traceback__
+    while tb is not None:
+        yield tb.tb_frame
+        tb = tb.tb_next
+
+
+def mismatch_sides(error: BaseException, kind: str) -> MismatchSides | None:
+    """The two live trees a structure-mismatch error of `kind` compared, from the traceback's
+    frame of the JAX function that compared them; None when no frame holds them."""
+    site = _MISMATCH_SITES[kind]
+    for frame in _frames(error):
+        if frame.f_code.co_name != site.function:
+            continue
+        f_locals = frame.f_locals
+        if site.left not in f_locals or site.right not in f_locals:
+            continue
+        names: list[str | None] = [None, None]
+        if site.names is not None:
+            names = [str(f_locals[n]) if n in f_locals else None for n in site.names]
+        return MismatchSides(f_locals[site.left], f_locals[site.right], *names)
+    return None
+
+
+def ended_tracer_in_traceback(error: BaseException) -> Any:
+    """The tracer JAX refused (UnexpectedTracerError): a local of the frames that raised,
+    whose trace has ended; None if none is found.
+
+    NB: JAX checks a tracer's trace where it is used, a few frames from the raise.
+    """
+    frames = list(_frames(error))
+    for frame in reversed(frames[-4:]):
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, Tracer) and trace_has_ended(trace_of(value)):
+                return value
+    return None
+
+
+def public_error_name(cls: type) -> str | None:
+    """`jax.errors.Name` for an error class JAX defines privately and exports there, else None.
+
+    NB: JAX defines its errors in jax._src modules; `jax.errors` is where users find them.
+    """
+    if not cls.__module__.startswith("jax._src"):
+        return None
+    return f"jax.errors.{cls.__name__}" if getattr(jax.errors, cls.__name__, None) is cls else None
+
+
+# --- the functions jax.vjp and jax.linearize return ----------------------------------------
+
+def swap_vjp_function(pullback: Any, swap: Callable[[functools.partial], Any]) -> bool:
+    """Replace, in place, the function inside the pullback jax.vjp returns: swap(partial).
+
+    NB: jax._src.api: the pullback is a VJP dataclass whose `fun` is
+    partial(_vjp3_callable, ...); calling that gives the backward function (see
+    swap_linear_function). A pullback of another form is left as JAX made it (False).
+    """
+    fun = getattr(pullback, "fun", None)
+    if not (dataclasses.is_dataclass(pullback) and type(fun) is functools.partial):
+        return False
+    setattr(pullback, "fun", swap(fun))  # noqa: B010 - JAX's dataclass, swapped in place
+    return True
+
+
+def swap_linear_function(linear: Any, swap: Callable[[functools.partial, int], Any]) -> bool:
+    """Replace, in place, the function inside jax.linearize's `f_jvp` (or a VJP's backward
+    function): swap(partial, number of constants it is called with first).
+
+    NB: jax._src.api: both are tree_util.Partial(_HashableCallableShim(partial(...)), *consts);
+    only the innermost partial is swapped, so their pytree structure stays JAX's. Another
+    form is left as JAX made it (False).
+    """
+    shim: Any = getattr(linear, "func", None)
+    inner = getattr(shim, "fun", None)
+    if not (type(linear) is jax.tree_util.Partial and type(inner) is functools.partial):
+        return False
+    shim.fun = swap(inner, len(linear.args))
+    return True
+
+
+# --- jit's cache misses ---------------------------------------------------------------------
+
+class _MissSignature(inspect.Signature):
+    """A signature whose `bind` calls a hook first (see cache_miss_signature)."""
+    __slots__ = ("_on_miss",)
+
+    def bind(self, /, *args, **kwargs):
+        on_miss = getattr(self, "_on_miss", None)
+        if on_miss is not None:
+            on_miss(args, kwargs)
+        return super().bind(*args, **kwargs)
+
+
+def cache_miss_signature(fun: Callable, on_miss: Callable[[tuple, dict], None]
+                         ) -> inspect.Signature | None:
+    """fun's signature, to set as `__signature__` of what jax.jit is given, calling
+    on_miss(args, kwargs) on each of jit's cache misses before JAX unflattens the arguments
+    and traces; None for a function without a signature.
+
+    NB: jax._src.api_util: on every cache miss jax.jit binds `inspect.signature(fun)` (to
+    name the arguments in its debug info), and cached calls never do. Copies made by
+    `replace` have no hook.
+    """
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # no signature: JAX names the arguments args[i]
+        return None
+    hooked = _MissSignature(list(signature.parameters.values()),
+                            return_annotation=signature.return_annotation,
+                            __validate_parameters__=False)
+    hooked._on_miss = on_miss  # type: ignore[attr-defined]
+    return hooked
+
+
+# --- primitives' parameters -----------------------------------------------------------------
+
+def scan_groups(params: Any) -> tuple[int, int]:
+    """How many of a scan equation's inputs are constants, then carries (the rest: xs).
+
+    NB: jax 0.10 has num_consts / num_carry; jax 0.12 a flat tree of the three groups, ft_in.
+    """
+    if "num_consts" in params:
+        return int(params["num_consts"]), int(params["num_carry"])
+    consts, carry, _ = params["ft_in"].unpack()
+    return len(consts.vals), len(carry.vals)
+
+
+def while_consts(params: Any) -> tuple[int, int]:
+    """How many constants a while equation's cond and body jaxprs take (they come first)."""
+    return int(params["cond_nconsts"]), int(params["body_nconsts"])
+
+
+def call_consts(params: Any) -> int:
+    """How many leading inputs of a custom_jvp_call / custom_vjp_call jaxpr are constants."""
+    return int(params.get("num_consts", 0))
+
+
+def wrapped_python_function(fun: Any) -> Any:
+    """The Python function inside a linear_util WrappedFun (a custom rule), or `fun` itself."""
+    return getattr(fun, "f", fun)

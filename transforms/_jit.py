@@ -11,7 +11,7 @@ stands for f:
   jax.eval_shape(f) and transforms.jit(f) are shared as JAX shares them;
 - entry's name is JAX's name for f (`fun_name`), its other metadata f's,
   `__wrapped__` is f (JAX's source info unwraps it) and its signature
-  hooks the pre-trace check (_PreTraceSignature);
+  hooks the pre-trace check (_i.cache_miss_signature);
 - its `__call__` is a property: outside record() JAX calls f itself (no frame
   of ours); inside, `_JitEntry.record`, which records the trace as a call
   (or as a level of the call being recorded).
@@ -25,11 +25,10 @@ import inspect
 import weakref
 from typing import Any, Callable
 
-import jax
-
 from . import _interpreters as _i
 from ._calls import build, record_failed_call, run_recorded_level
 from ._derivative_trees import parameter_names
+from ._interpreters import jax_own
 from ._precheck import check_inputs, non_array_argument_error
 from ._recorder import note_jit_arguments
 from ._spec import Options, TransformSpec
@@ -57,7 +56,7 @@ class _JitEntry:
         self._options = options
         self._kwargs = kwargs
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
-        signature = _pre_trace_signature(
+        signature = _i.cache_miss_signature(
             fun, functools.partial(_check_before_trace, weakref.ref(self)))
         if signature is not None:
             self.__signature__ = signature
@@ -70,11 +69,11 @@ class _JitEntry:
         # NB: stages read JAX's own trace of this jit from its cache (after the
         # trace is over): a jax.jit of this same entry shares that cache, and
         # holds nothing that holds it back (no cycle through the jitted object).
-        return TransformSpec("jit", self._fun(), jax.jit(self, **self._kwargs), self._options)
+        return TransformSpec("jit", self._fun(), jax_own.jit(self, **self._kwargs), self._options)
 
     def jit_again(self) -> Any:
         """jax.jit of this entry as built: JAX's own argument checks, for the pre-trace check."""
-        return jax.jit(self, **self._kwargs)
+        return jax_own.jit(self, **self._kwargs)
 
     @property
     def __call__(self) -> Callable:
@@ -119,7 +118,7 @@ _NOT_SPECIFIED = object()
 
 
 @_i.api_boundary
-@functools.wraps(jax.jit)
+@functools.wraps(jax_own.jit)
 def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     """`jax.jit` itself, on an entry standing for `fun` that records its traces in record().
 
@@ -127,13 +126,13 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     caching): cached calls run no Python of ours.
     """
     if fun is _NOT_SPECIFIED:  # used as @jit(static_argnums=...)
-        jax.jit(**kwargs)  # raises now what JAX raises now for bad keywords
+        jax_own.jit(**kwargs)  # raises now what JAX raises now for bad keywords
         return lambda f: jit(f, **kwargs)
     options = Options(kwargs)
     entry = _jit_entry(fun, options, kwargs)
     if entry is None:
-        return build("jit", jax.jit, fun, options, **kwargs)
-    jitted = jax.jit(entry, **kwargs)
+        return build("jit", jax_own.jit, fun, options, **kwargs)
+    jitted = jax_own.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f; it keeps f alive, as JAX's does
     jitted.__transform_spec__ = entry.transform_spec()
     return jitted
@@ -156,37 +155,6 @@ def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:
     return entry
 
 
-class _PreTraceSignature(inspect.Signature):
-    """The jit entry's signature, whose `bind` runs the pre-trace check.
-
-    NB: on every cache miss jax.jit binds `inspect.signature(fun)` (to name the
-    arguments in its debug info) before it unflattens the arguments and calls
-    `fun`. A custom node whose unflatten raises makes JAX raise right there,
-    before our entry runs, so `bind` is our one moment before it. Cached calls
-    never bind; binding itself is Signature's. Copies made by `replace` have
-    no hook.
-    """
-    __slots__ = ("_on_bind",)
-
-    def bind(self, /, *args, **kwargs):
-        on_bind = getattr(self, "_on_bind", None)
-        if on_bind is not None and _state.session is not None and _state.call is None:
-            on_bind(args, kwargs)
-        return super().bind(*args, **kwargs)
-
-
-def _pre_trace_signature(fun: Callable, on_bind: Callable) -> _PreTraceSignature | None:
-    try:
-        signature = inspect.signature(fun)
-    except (TypeError, ValueError):  # no signature: JAX names the arguments args[i]
-        return None
-    hooked = _PreTraceSignature(list(signature.parameters.values()),
-                                return_annotation=signature.return_annotation,
-                                __validate_parameters__=False)
-    hooked._on_bind = on_bind  # type: ignore[attr-defined]
-    return hooked
-
-
 def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     """On a jit cache miss while recording: record now a call whose unflatten will raise.
 
@@ -195,7 +163,10 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     the same before the function is traced: the call is recorded as failed
     with that exception and the check's findings. JAX's exception is the one
     the user gets. Otherwise nothing happens here: the trace records the call.
+    Outside record(), or inside a recorded call (a level of it), nothing happens.
     """
+    if _state.session is None or _state.call is not None:
+        return
     entry = entry_ref()
     fun, options = entry._fun(), entry._options
     note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
@@ -209,5 +180,4 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
         if error is None:
             return
         raised.append(error)
-    # NB: bind checks that a session is recording before calling us
     record_failed_call("jit", fun, options, args, kwargs, raised[0])

@@ -423,7 +423,7 @@ class CallBuilder:
         return state
 
     def rule_spec(self, kind: str, parent: LevelState, fun: Any) -> RuleSpec:
-        return RuleSpec(self, kind, parent, function_name(getattr(fun, "f", fun)), fun)
+        return RuleSpec(self, kind, parent, function_name(_i.wrapped_python_function(fun)), fun)
 
     # -- steps ----------------------------------------------------------------
     def jaxpr(self, name: str, jaxpr: Any):
@@ -566,11 +566,10 @@ class CallBuilder:
 
 
 def _qualified_name(cls: type) -> str:
+    public = _i.public_error_name(cls)
+    if public is not None:
+        return public
     module = cls.__module__
-    if module.startswith("jax._src"):
-        public = getattr(jax.errors, cls.__name__, None)
-        if public is cls:
-            return f"jax.errors.{cls.__name__}"
     if module == "builtins":
         return cls.__name__
     return f"{module}.{cls.__qualname__}"

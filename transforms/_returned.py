@@ -11,14 +11,12 @@ whose parent is the forward call.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import types
 import weakref
 from typing import Any, Callable, NamedTuple
 
-import jax
-
+from . import _interpreters as _i
 from ._calls import invoke
 from ._spec import Options, function_name
 from ._state import _state
@@ -105,33 +103,22 @@ def _recording(partial: Any, recorded: _Recorded) -> Any:
 
 
 def recording_pullback(pullback: Any, origin: _Origin) -> None:
-    """JAX's VJP object, its `fun` (partial(_vjp3_callable, ...)) swapped in place.
-
-    NB: a pullback of another form (another JAX version) is left as JAX made it.
-    """
-    fun = getattr(pullback, "fun", None)
-    if dataclasses.is_dataclass(pullback) and type(fun) is functools.partial:
-        setattr(pullback, "fun", _recording(  # noqa: B010
-            fun, _Recorded(_call_vjp_fun, "vjp_backward", origin, 0, always=True)))
+    """JAX's VJP object, its inner function swapped in place (_i.swap_vjp_function)."""
+    _i.swap_vjp_function(pullback, lambda fun: _recording(
+        fun, _Recorded(_call_vjp_fun, "vjp_backward", origin, 0, always=True)))
 
 
 def recording_pushforward(f_jvp: Any, origin: _Origin) -> None:
-    """JAX's Partial(_HashableCallableShim(partial(_lift_linearized, ...)), consts), its partial swapped."""
-    shim: Any = getattr(f_jvp, "func", None)
-    inner = getattr(shim, "fun", None)
-    if type(f_jvp) is jax.tree_util.Partial and type(inner) is functools.partial:
-        shim.fun = _recording(inner, _Recorded(_call_recorded, "linearize_jvp", origin,
-                                               len(f_jvp.args)))
+    """jax.linearize's f_jvp, its inner function swapped in place (_i.swap_linear_function)."""
+    _i.swap_linear_function(f_jvp, lambda inner, consts: _recording(
+        inner, _Recorded(_call_recorded, "linearize_jvp", origin, consts)))
 
 
 def _call_vjp_fun(partial: _RecordingPartial, found: _Recorded, *args, **kwargs) -> Any:
     """The VJP's function: its product, the backward Partial, records its own call."""
     backward = functools.partial.__call__(partial, *args, **kwargs)
-    shim: Any = getattr(backward, "func", None)
-    inner = getattr(shim, "fun", None)
-    if type(backward) is jax.tree_util.Partial and type(inner) is functools.partial:
-        shim.fun = _recording(inner, _Recorded(_call_recorded, found.kind, found.origin,
-                                               len(backward.args)))
+    _i.swap_linear_function(backward, lambda inner, consts: _recording(
+        inner, _Recorded(_call_recorded, found.kind, found.origin, consts)))
     return backward
 
 

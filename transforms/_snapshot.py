@@ -21,12 +21,16 @@ from ._interpreters import (
     ClosedJaxpr,
     Jaxpr,
     Tracer,
+    autodiff_parts,
+    batched_parts,
     context_traceback,
     trace_has_ended,
     trace_of,
     traceback_frames,
+    tracer_shape,
+    tracer_shapes,
 )
-from .kinds import tracer_kind
+from .kinds import TRACES_BY_TRACER
 from .model import JaxprRecord, SourceLocation, ValueRecord
 
 # Values with at most this many elements keep a printed summary.
@@ -153,20 +157,21 @@ class Describer:
         # The hot path of recording: one call per new tracer, so kept flat.
         trace = trace_of(x)
         tracer_type = type(x)
-        shape, parts = _shapes.get((tracer_type, type(trace))) or _tracer_shape(tracer_type,
-                                                                                type(trace))
+        shape = tracer_shapes.get((tracer_type, type(trace))) or tracer_shape(tracer_type, type(trace))
         aval = x.aval
         aval_str = _aval_texts.get(aval) or aval_text(aval)
         level = self.level_of_trace.get(id(trace))
         children: tuple[tuple[str, ValueRecord], ...]
         key: tuple
+        parts = _PARTS.get(shape)  # what a tracer of this kind wraps (kinds.TRACES)
         if parts is _BATCHED:
-            bdim = x.batch_dim
-            children = (("val", self._describe_part(x.val)),)
+            val, bdim = batched_parts(x)
+            children = (("val", self._describe_part(val)),)
             key = (tracer_type, aval_str, level, bdim, id(children[0][1]))
         elif parts:  # primal and tangent
-            children = (("primal", self._describe_part(x.primal)),
-                        ("tangent", self._describe_part(x.tangent)))
+            primal, tangent = autodiff_parts(x)
+            children = (("primal", self._describe_part(primal)),
+                        ("tangent", self._describe_part(tangent)))
             bdim = None
             key = (tracer_type, aval_str, level, id(children[0][1]), id(children[1][1]))
         else:
@@ -183,36 +188,8 @@ class Describer:
         return rec
 
 
-# (its kind, what it wraps: kinds.TraceKind.children) per (tracer, trace) class
-_shapes: dict[tuple[type, type], tuple[str, tuple[str, ...]]] = {}
-_BATCHED = tracer_kind("batched").children
-
-
-def _tracer_shape(tracer_type: type, trace_type: type) -> tuple[str, tuple[str, ...]]:
-    """What a tracer holds, told by its attributes once per (tracer, trace) class."""
-    key = (tracer_type, trace_type)
-    found = _shapes.get(key)
-    if found is None:
-        if _has_attrs(tracer_type, "batch_dim", "val"):
-            shape = "batched"
-        elif _has_attrs(tracer_type, "primal", "tangent"):
-            # A linearize trace stages its tangents into a jaxpr trace of its own.
-            shape = "linearize" if _has_attrs(trace_type, "tangent_trace") else "jvp"
-        elif _has_attrs(trace_type, "frame"):
-            shape = "jaxpr"
-        else:
-            shape = "tracer"
-        found = _shapes[key] = (shape, tracer_kind(shape).children)
-    return found
-
-
-def _has_attrs(cls: type, *names: str) -> bool:
-    # Tracer attributes are __slots__ or class annotations, not set on the class.
-    for name in names:
-        if not any(name in getattr(k, "__slots__", ()) or name in getattr(k, "__annotations__", {})
-                   or name in vars(k) for k in cls.__mro__):
-            return False
-    return True
+_PARTS = {kind: t.children for kind, t in TRACES_BY_TRACER.items()}
+_BATCHED = _PARTS["batched"]
 
 
 def describe_concrete(x: Any) -> ValueRecord:

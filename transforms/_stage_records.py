@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 from jax.extend import source_info_util
 from jax.extend.core import DropVar, Literal
 
+from . import _interpreters as _i
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
 from .model import EqnRecord, PrimitiveCount, Stage, SubJaxprRecord
@@ -289,22 +290,15 @@ def _cond_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles:
     return ("operand",) * n_in, ("out",) * n_out, tuple(range(1, n_in + 1))
 
 
-def _scan_groups(params: Any) -> tuple[int, int]:
-    if "num_consts" in params:
-        return int(params["num_consts"]), int(params["num_carry"])
-    consts, carry, _ = params["ft_in"].unpack()  # jax >= 0.12: a flat tree of the three groups
-    return len(consts.vals), len(carry.vals)
-
-
 def _scan_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles:
-    n_consts, n_carry = _scan_groups(params)
+    n_consts, n_carry = _i.scan_groups(params)
     n_xs = n_in - n_consts - n_carry
     ins = ("const",) * n_consts + ("carry",) * n_carry + ("xs",) * n_xs
     return ins, ("carry",) * n_carry + ("ys",) * (n_out - n_carry), tuple(range(n_in))
 
 
 def _while_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | None:
-    cond_n, body_n = int(params["cond_nconsts"]), int(params["body_nconsts"])
+    cond_n, body_n = _i.while_consts(params)
     if label == "cond_jaxpr":
         n_carry = n_in - cond_n
         operands = tuple(range(cond_n)) + tuple(range(cond_n + body_n, cond_n + body_n + n_carry))
@@ -319,7 +313,7 @@ def _while_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | Non
 def _consts_roles(label: str, params: Any, n_in: int, n_out: int) -> _Roles | None:
     if label not in ("call_jaxpr", "fun_jaxpr"):
         return None
-    n_consts = int(params.get("num_consts", 0))
+    n_consts = _i.call_consts(params)
     return (("const",) * n_consts + ("arg",) * (n_in - n_consts), ("out",) * n_out,
             tuple(range(n_in)))
 

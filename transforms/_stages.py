@@ -35,6 +35,7 @@ import jax
 
 from ._ad_stages import ad_stages
 from ._compiled_stages import DeferredJit, nested_jit_stages
+from ._interpreters import jax_own
 from ._spec import chain_of, function_name, spec_of
 from ._stage_plan import Group, StagePlan, parameter_names
 from ._stage_records import (
@@ -73,7 +74,7 @@ def _data_args(spec: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, dict]
 
 def _rebuilder(spec: Any) -> tuple[Callable[[Callable], Callable], str] | None:
     """jax.<kind> around another function, with the recorded options, and how it reads."""
-    jax_transform = getattr(jax, spec.kind, None)
+    jax_transform = getattr(jax_own, spec.kind, None)
     if jax_transform is None:
         return None
     if spec.entry.called:

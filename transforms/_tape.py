@@ -315,7 +315,7 @@ def _arg_signature(x: Any) -> Any:
 
 def rule_name(fun: Any) -> str:
     """The user's function inside a rule (a WrappedFun, maybe around a partial)."""
-    f = getattr(fun, "f", fun)
+    f = _i.wrapped_python_function(fun)
     while hasattr(f, "func"):
         f = f.func
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)

@@ -16,10 +16,10 @@ import os
 import stat
 from typing import Any, Callable
 
-from . import _check, _codec, _dump_v1
+from . import _check, _codec, _dump_v1, _jaxpr_text
 from ._layout import LAZY_FIELDS as LAZY_FIELDS
 from ._layout import SCHEMA_NAME, SCHEMA_VERSION, Indexed, gc_paused, split_indexed
-from .model import RECORD_TYPES, Call, Lazy, Session
+from .model import RECORD_TYPES, Call, EqnRecord, Lazy, Session, SourceLocation, Stage
 
 __all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "save"]
 
@@ -145,7 +145,7 @@ def _session_from(text: str | bytes, indexed: Indexed | None, source: str,
         raise SessionLoadError(f"{source}: schema version {_echo(str(version), 20)} does not exist")
     try:
         if version == 1:
-            return _dump_v1.session_v1(data, Session, RECORD_TYPES)
+            return _with_text_facts(_dump_v1.session_v1(data, Session, RECORD_TYPES), {})
         if indexed is not None and version >= 3:
             return _session_v3(data, indexed, text, source, lazy)
         return _session_v2(data)
@@ -227,8 +227,65 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
     reader = _codec.Reader(RECORD_TYPES, data["fields"], data["tables"])
     values = {name: reader.decode(str(fields[name].type), [data[name]], name)[0]
               for name in fields if name in data}
-    session = Session(**values, schema_version=data["schema_version"])
+    session = _with_text_facts(Session(**values, schema_version=data["schema_version"]),
+                               data["fields"])
     if keep_reader:  # version 3: _session_v3 checks once the calls' parts are in place
         return session, reader
     _check.check_session(session, reader.tables)
     return session
+
+
+
+# --- dumps from before equations' locations and line spans were recorded ---------------
+
+def _with_text_facts(session: Session, fields: dict[str, Any]) -> Session:
+    """A dump whose `fields` header has no Stage.eqn_spans or EqnRecord.location (written
+    before they were recorded): both derived once, here, from the text the recorder kept
+    (transforms/_jaxpr_text.py), so that readers only ever read records."""
+    spans = not isinstance(fields.get("Stage"), list) or "eqn_spans" not in fields["Stage"]
+    locations = (not isinstance(fields.get("EqnRecord"), list)
+                 or "location" not in fields["EqnRecord"])
+    if not (spans or locations):
+        return session
+    upgrade = _TextFacts(spans, locations)
+    session.calls = [upgrade.call(c) for c in session.calls]
+    session.processes = tuple(dataclasses.replace(p, calls=tuple(map(upgrade.call, p.calls)))
+                              for p in session.processes)
+    return session
+
+
+class _TextFacts:
+    def __init__(self, spans: bool, locations: bool):
+        self.spans, self.locations = spans, locations
+        self._stages: dict[int, tuple[tuple[Stage, ...], tuple[Stage, ...]]] = {}
+        self._where: dict[str, SourceLocation | None] = {}
+
+    def call(self, call: Call) -> Call:
+        if not call.stages:
+            return call
+        # NB: a signature's stages are one tuple shared by its calls: upgraded once.
+        hit = self._stages.get(id(call.stages))
+        if hit is None or hit[0] is not call.stages:
+            hit = self._stages[id(call.stages)] = (call.stages, tuple(map(self.stage, call.stages)))
+        return dataclasses.replace(call, stages=hit[1])
+
+    def stage(self, stage: Stage) -> Stage:
+        changes: dict[str, Any] = {}
+        if self.locations and stage.eqns:
+            changes["eqns"] = tuple(map(self.eqn, stage.eqns))
+        if self.spans and stage.jaxpr is not None and not stage.eqn_spans:
+            changes["eqn_spans"] = _jaxpr_text.eqn_line_spans(stage.jaxpr.text,
+                                                              stage.jaxpr.eqn_count)
+        return dataclasses.replace(stage, **changes) if changes else stage
+
+    def eqn(self, eqn: EqnRecord) -> EqnRecord:
+        where = self._where.get(eqn.source, _UNSEEN)
+        if where is _UNSEEN:
+            frame = _jaxpr_text.summary_frame(eqn.source)
+            where = self._where[eqn.source] = SourceLocation(*frame) if frame else None
+        subjaxprs = tuple(dataclasses.replace(s, eqns=tuple(map(self.eqn, s.eqns)))
+                          if s.eqns else s for s in eqn.subjaxprs)
+        return eqn._replace(location=where, subjaxprs=subjaxprs)
+
+
+_UNSEEN: Any = object()

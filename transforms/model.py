@@ -108,6 +108,7 @@ class EqnRecord(NamedTuple):
                                     # a literal is "=" + its value: "=2.0"
     out_vars: tuple[str, ...] = ()  # "_" for an output nothing reads
     subjaxprs: tuple[SubJaxprRecord, ...] = ()  # cond branches, scan/while bodies, inner jit
+    location: SourceLocation | None = None  # `source` as a record: the file, line, function
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +169,9 @@ class Stage:
     collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
     shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
     note: str = ""            # how to read an available stage (e.g. "the branch taken at x=2.0")
+    # Per top-level equation (as in `eqns`), its first and last line in jaxpr.text (0-based);
+    # () where they cannot be told for certain (see transforms/_jaxpr_text.py).
+    eqn_spans: tuple[tuple[int, int], ...] = ()
 
     @property
     def eqn_count(self) -> int | None:

@@ -45,32 +45,15 @@ class RunResult:
     signal: str = ""                # the signal that stopped it: "SIGTERM" ("" for Ctrl-C)
 
 
-class _JaxWithOriginals(types.ModuleType):
-    """The `jax` module as `transforms` must see it while jax.* is patched: JAX's own functions.
-
-    NB: transforms looks up `jax.grad` (...) at call time; with the patch in
-    place that would be itself, recursing forever.
-    """
-
-    def __init__(self, originals: dict[str, Any]):
-        super().__init__("jax")
-        self.__dict__.update(originals)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(jax, name)
-
-
 @contextlib.contextmanager
 def jax_patched() -> Iterator[None]:
-    """jax.<transform> -> transforms.<transform> inside the block; JAX's own restored after."""
+    """jax.<transform> -> transforms.<transform> inside the block; JAX's own restored after.
+
+    Only `jax.*` is patched: transforms calls JAX's own functions, captured when it was
+    imported (transforms._interpreters.jax_own), so it never calls itself.
+    """
     originals = {name: getattr(jax, name) for name in PATCHED}
     ours = {name: getattr(transforms, name) for name in PATCHED}  # imports them: first
-    own = _JaxWithOriginals(originals)
-    rebound = [m for name, m in list(sys.modules.items())
-               if (name == "transforms" or name.startswith("transforms."))
-               and getattr(m, "jax", None) is jax]
-    for module in rebound:
-        setattr(module, "jax", own)  # noqa: B010 - a module's global
     for name in PATCHED:
         setattr(jax, name, ours[name])
     try:
@@ -78,8 +61,6 @@ def jax_patched() -> Iterator[None]:
     finally:
         for name, fun in originals.items():
             setattr(jax, name, fun)
-        for module in rebound:
-            setattr(module, "jax", jax)  # noqa: B010 - a module's global
 
 
 def check_script(path: str) -> types.CodeType:

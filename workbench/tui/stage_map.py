@@ -1,11 +1,11 @@
 """Steps and equations: which equation of a staged jaxpr a step became (by primitive, file,
-line and occurrence), each equation's line in the jaxpr's text, and a stage as lines."""
+line and occurrence), each equation's line in the jaxpr's text, and a stage as lines.
+
+Equations' locations and line spans are what the recorder recorded (EqnRecord.location,
+Stage.eqn_spans): nothing here parses the jaxpr's text."""
 from __future__ import annotations
 
-import functools
-import re
-
-from transforms.model import Stage, Step
+from transforms.model import EqnRecord, SourceLocation, Stage, Step
 
 __all__ = ["StageMap", "eqn_key", "eqn_lines", "grouped_by_line", "stage_lines", "step_key"]
 
@@ -44,19 +44,13 @@ def step_key(step: Step) -> tuple | None:
     return (prim, src.file, src.line)
 
 
-_EQN_SOURCE = re.compile(r"^(.*?):(\d+)(?::\d+)? \(.*\)$")
+def eqn_key(eqn: EqnRecord) -> tuple | None:
+    """(primitive, file, line) of an equation, as step_key gives a step's; None without a line."""
+    return _located(eqn.primitive, eqn.location)
 
 
-@functools.lru_cache(maxsize=8192)
-def _file_line(source: str) -> tuple[str, int] | None:
-    """Parsed once per distinct source text: a big stage repeats a few lines many times."""
-    m = _EQN_SOURCE.match(source)
-    return (m.group(1), int(m.group(2))) if m is not None else None
-
-
-def eqn_key(primitive: str, source: str) -> tuple | None:
-    found = _file_line(source or "")
-    return None if found is None else (primitive, *found)
+def _located(primitive: str, location: SourceLocation | None) -> tuple | None:
+    return None if location is None else (primitive, location.file, location.line)
 
 
 class StageMap:
@@ -80,7 +74,7 @@ class StageMap:
     def __init__(self, stage: Stage):
         self.stage = stage
         self.lines = stage_lines(stage)
-        self.eqn_lines = eqn_lines(stage, self.lines)
+        self.eqn_lines = eqn_lines(stage)
         self.eqn_of_line = ({line: i for i, line in enumerate(self.eqn_lines)}
                             if self.eqn_lines else {})
         self.width = max(map(len, self.lines), default=0)
@@ -91,7 +85,7 @@ class StageMap:
         """Built on first use: only step <-> equation needs it."""
         if self._by_key is None:
             self._by_key = grouped_by_line(
-                ((eqn.primitive, eqn.source) for eqn in self.stage.eqns), eqn_key)
+                ((eqn.primitive, eqn.location) for eqn in self.stage.eqns), _located)
         return self._by_key
 
     def eqn_for(self, key: tuple, occurrence: int) -> int | None:
@@ -101,25 +95,12 @@ class StageMap:
         return found[min(occurrence, len(found) - 1)]
 
 
-def eqn_lines(stage: Stage, lines: list[str] | None = None) -> list[int] | None:
-    """Line numbers of the top-level equations in a stage's jaxpr text, when they can be told.
-
-    The main jaxpr is the last `{ lambda` at column 0 (shared sub-jaxprs may be
-    printed before it as `let name = { lambda ...`). Its equations start at an
-    indent of 4 spaces; continuation lines are deeper or close a bracket.
-    Returns None unless the count matches eqn_count, so a mapping is only ever
-    shown where it is certain. `lines`: the text already split, when it is.
-    """
-    if stage.jaxpr is None or not stage.jaxpr.text:
+def eqn_lines(stage: Stage) -> list[int] | None:
+    """Line numbers of the top-level equations in a stage's jaxpr text, where the recorder
+    could tell them (Stage.eqn_spans: their first lines), else None."""
+    if stage.jaxpr is None or not stage.jaxpr.text or not stage.eqn_spans:
         return None
-    text = stage.jaxpr.text
-    if lines is None or not stage.available:
-        lines = text.split("\n")
-    head = text.rfind("\n{ lambda")
-    start = text.count("\n", 0, head + 1) if head >= 0 else 0
-    found = [i for i in range(start + 1, len(lines))
-             if lines[i][:4] == "    " and lines[i][4:5] not in ("", " ", "]", ")", "}")]
-    return found if len(found) == stage.jaxpr.eqn_count else None
+    return [first for first, _ in stage.eqn_spans]
 
 
 def stage_lines(stage: Stage) -> list[str]:

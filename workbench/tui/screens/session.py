@@ -309,7 +309,7 @@ class SessionScreen(Screen):
         call = self.session.calls[message.call]
         stage = call.stages[message.stage]
         eqn = stage.eqns[message.eqn]
-        key = eqn_key(eqn.primitive, eqn.source)
+        key = eqn_key(eqn)
         index = self.steps.outline.index(message.call)
         if key is None:
             self.say("this equation has no source line to match a step by")

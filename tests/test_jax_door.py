@@ -1,0 +1,381 @@
+"""JAX behind one door (issue 13, item 4): every fact about JAX that a release may change is a
+named function of transforms/_interpreters.py, tested here on the installed JAX (the suite runs
+on jax 0.10.2 and on jax 0.12), and no other module states one (a scan of the sources)."""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+
+import transforms as T
+from transforms import _interpreters as _i
+
+ROOT = Path(__file__).resolve().parent.parent
+DOOR = ROOT / "transforms" / "_interpreters.py"
+# The gallery's examples are user code: a seed peeks at `.val` on purpose (its lesson).
+SCANNED = [p for pkg in ("transforms", "workbench") for p in sorted((ROOT / pkg).rglob("*.py"))
+           if p != DOOR and "gallery" not in p.parts]
+
+# Attributes of JAX's tracers and traces that have no public accessor. (`val` and
+# `batch_dim` are also fields of our own records: _i.batched_parts reads them off a tracer.)
+PRIVATE_ATTRIBUTES = {"_trace", "primal", "tangent", "tangent_trace", "parent_trace"}
+# Names inside JAX: its functions and their locals read from traceback frames, the parts of the
+# objects jax.vjp / jax.linearize return, an enum member of jit's params.
+JAX_NAMES = ({site.function for site in _i._MISMATCH_SITES.values()}
+             | {n for site in _i._MISMATCH_SITES.values() for n in (site.left, site.right)}
+             | {n for site in _i._MISMATCH_SITES.values() for n in site.names or ()}
+             | {"_vjp3_callable", "_HashableCallableShim", "_lift_linearized", "JAX_EARLY"})
+# Primitives' parameters whose layout changed between releases (scan's groups: num_consts and
+# num_carry on 0.10, ft_in on 0.12), when they are read: `params["ft_in"]`, `.get`, `in`.
+# (Tables that only choose which params a view prints may name them.)
+PARAM_NAMES = {"num_consts", "num_carry", "ft_in", "cond_nconsts", "body_nconsts"}
+_GETTERS = {"getattr", "hasattr", "setattr"}
+# workbench's runner replaces these on the `jax` module: ours must call JAX's own (_i.jax_own).
+PATCHED = {"grad", "value_and_grad", "vmap", "jit", "jvp", "vjp", "linearize", "jacfwd",
+           "jacrev", "hessian"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            found.add(id(body[0].value))
+    return found
+
+
+def _param_reads(node: ast.AST) -> list[str]:
+    """Param names read by `node`: x["name"], x.get("name", ...), "name" in x."""
+    keys: list[ast.AST] = []
+    if isinstance(node, ast.Subscript):
+        keys = [node.slice]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "get" and node.args:
+        keys = [node.args[0]]
+    elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn))
+                                                for op in node.ops):
+        keys = [node.left]
+    return [k.value for k in keys if isinstance(k, ast.Constant) and k.value in PARAM_NAMES]
+
+
+def jax_facts(source: str, in_transforms: bool = True) -> list[tuple[int, str]]:
+    """(line, what) for each JAX-version fact stated in `source` (comments and docstrings
+    are not facts the code relies on)."""
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        found += [(node.lineno, f"JAX's parameter {name!r} read")  # type: ignore[attr-defined]
+                  for name in _param_reads(node)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in _GETTERS and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value in PRIVATE_ATTRIBUTES:
+            found.append((node.lineno, f"the attribute .{node.args[1].value}"))
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, f"import {a.name}") for a in node.names
+                      if a.name.startswith("jax._src")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jax._src"):
+            found.append((node.lineno, f"from {node.module} import ..."))
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "_src" and isinstance(node.value, ast.Name) and node.value.id == "jax":
+                found.append((node.lineno, "jax._src"))
+            elif node.attr in PRIVATE_ATTRIBUTES:
+                found.append((node.lineno, f"the attribute .{node.attr}"))
+            elif in_transforms and isinstance(node.value, ast.Name) and node.value.id == "jax" \
+                    and node.attr in PATCHED:
+                found.append((node.lineno, f"jax.{node.attr} (patched by workbench run: "
+                                           f"use _i.jax_own.{node.attr})"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings:
+            if "jax._src" in node.value:
+                found.append((node.lineno, f"the string {node.value!r}"))
+            elif node.value in JAX_NAMES:
+                found.append((node.lineno, f"JAX's internal name {node.value!r}"))
+    return sorted(found)
+
+
+def test_no_module_but_the_door_states_a_jax_version_fact():
+    found = [f"{p.relative_to(ROOT)}:{line}: {what}" for p in SCANNED
+             for line, what in jax_facts(p.read_text(), p.parts[-2] == "transforms")]
+    assert found == []
+
+
+def test_the_scan_finds_each_kind_of_fact():
+    source = '''
+"""A docstring may say jax._src, and .primal."""
+import jax._src.core
+from jax._src import util
+import jax
+x = jax._src.api.vjp
+def f(t, frame, params, tb):
+    """_flatten_jvp in a docstring is prose."""
+    # jax._src in a comment is prose too
+    t._trace
+    getattr(t, "primal")
+    frame.f_code.co_name == "_flatten_jvp"
+    params["ft_in"]
+    jax.grad(f)
+    module.startswith("jax._src")
+    params.get("num_carry"), "cond_nconsts" in params
+    shown = {"scan": ("num_consts",)}  # a view's choice of params: not a read
+    getattr(t, "_trace", None), t.batch_dim
+'''
+    found = jax_facts(source)
+    assert [line for line, _ in found] == [3, 4, 6, 10, 11, 12, 13, 14, 15, 16, 16, 18]
+    assert jax_facts("import jax\njax.grad(f)\n", in_transforms=False) == []
+
+
+def test_the_door_still_holds_the_facts_the_scan_looks_for():
+    """The scan would pass vacuously if the names it looks for were nowhere: they are in the door."""
+    facts = {what for _, what in jax_facts(DOOR.read_text(), in_transforms=False)}
+    assert any("jax._src" in what for what in facts)
+    assert "JAX's parameter 'ft_in' read" in facts
+    assert "JAX's internal name '_flatten_jvp'" in facts
+    assert "JAX's internal name 'JAX_EARLY'" in facts
+
+
+# --- each fact, on the installed JAX ------------------------------------------------------
+
+def test_jax_own_holds_jax_s_functions_while_jax_star_is_patched(monkeypatch):
+    for name in PATCHED:
+        assert getattr(_i.jax_own, name) is getattr(jax, name)
+    monkeypatch.setattr(jax, "grad", T.grad)
+    monkeypatch.setattr(jax, "vjp", T.vjp)
+    with T.record() as session:
+        assert float(jax.grad(jnp.sin)(0.0)) == 1.0
+        out, pullback = jax.vjp(jnp.sin, 0.0)
+        assert float(pullback(1.0)[0]) == 1.0
+    assert [c.transform for c in session.calls][:2] == ["grad", "vjp"]
+
+
+def test_tracer_shapes_and_parts():
+    seen = {}
+
+    def probe(name):
+        def f(x):
+            trace = _i.trace_of(x)
+            seen[name] = (_i.tracer_shape(type(x), type(trace)), x)
+            return x * 2.0
+        return f
+
+    jax.vmap(probe("vmap"))(jnp.arange(3.0))
+    jax.jvp(probe("jvp"), (1.0,), (1.0,))
+    jax.grad(probe("grad"))(1.0)
+    jax.make_jaxpr(probe("jit"))(1.0)
+    assert {k: v[0] for k, v in seen.items()} == {
+        "vmap": "batched", "jvp": "jvp", "grad": "linearize", "jit": "jaxpr"}
+    val, bdim = _i.batched_parts(seen["vmap"][1])
+    assert bdim == 0 and val.shape == (3,)
+    primal, tangent = _i.autodiff_parts(seen["jvp"][1])
+    assert float(primal) == 1.0 and float(tangent) == 1.0
+
+
+def _raised(fun, *args):
+    """What fun raised, with the whole traceback (as the recorder sees it, inside
+    _i.api_boundary: JAX's own filtering off)."""
+    mode = jax.config.jax_traceback_filtering
+    jax.config.update("jax_traceback_filtering", "off")
+    try:
+        fun(*args)
+    except Exception as e:  # noqa: BLE001 - whatever JAX raises
+        return e
+    finally:
+        jax.config.update("jax_traceback_filtering", mode)
+    raise AssertionError("JAX raised nothing")
+
+
+def _bad_custom_jvp():
+    @jax.custom_jvp
+    def f(x):
+        return x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return (primals[0], primals[0]), tangents[0]
+    return lambda: jax.jvp(f, (1.0,), (1.0,))
+
+
+def _bad_custom_vjp():
+    @jax.custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g,))
+    return lambda: jax.grad(f)(1.0, 2.0)
+
+
+MISMATCHES = {
+    "custom_jvp": _bad_custom_jvp,
+    "custom_vjp": _bad_custom_vjp,
+    "cond": lambda: lambda: lax.cond(True, lambda: (1.0, 2.0), lambda: [1.0, 2.0]),
+    "scan": lambda: lambda: lax.scan(lambda c, x: ((c, c), x), 0.0, jnp.arange(2.0)),
+    "vmap_in_axes": lambda: lambda: jax.vmap(lambda a: a, in_axes=((0, 0),))(jnp.ones(2)),
+    "vmap_out_axes": lambda: lambda: jax.vmap(lambda a: (a, a), out_axes=(0, 0, 0))(jnp.ones(2)),
+}
+
+
+@pytest.mark.parametrize("kind", _i.MISMATCH_KINDS)
+def test_mismatch_sides_finds_both_trees_in_jax_s_frames(kind):
+    error = _raised(MISMATCHES[kind]())
+    sides = _i.mismatch_sides(error, kind)
+    assert sides is not None, f"{kind}: {error}"
+    assert sides.left is not None and sides.right is not None
+    if kind == "cond":
+        assert (sides.left_name, sides.right_name) == ("true_fun", "false_fun")
+    else:
+        assert (sides.left_name, sides.right_name) == (None, None)
+
+
+def test_mismatch_sides_is_none_for_an_error_jax_raised_elsewhere():
+    assert _i.mismatch_sides(ValueError("no frames"), "scan") is None
+
+
+def test_trace_has_ended_for_the_traces_jax_invalidates():
+    """Which traces JAX invalidates when their transformation returns (a leak is told by it)."""
+    leaked: dict[str, object] = {}
+
+    def keep(name):
+        def f(x):
+            leaked[name] = x
+            return x
+        return f
+
+    jax.vmap(keep("vmap"))(jnp.ones(2))
+    jax.grad(keep("grad"))(1.0)
+    jax.jit(keep("jit"))(1.0)
+    ended = {name: _i.trace_has_ended(_i.trace_of(x)) for name, x in leaked.items()}
+    # jax 0.12 invalidates grad's LinearizeTrace too; neither version invalidates jit's.
+    assert ended == {"vmap": True, "grad": jax.__version_info__ >= (0, 12), "jit": False}
+
+
+def test_ended_tracer_in_traceback_finds_the_leaked_tracer():
+    leaked = []
+    jax.vmap(lambda x: leaked.append(x) or x)(jnp.ones(2))
+    error = _raised(lambda: jnp.sin(leaked[0]))
+    assert isinstance(error, jax.errors.UnexpectedTracerError)
+    assert _i.ended_tracer_in_traceback(error) is leaked[0]
+
+
+def test_public_error_name(monkeypatch):
+    """JAX's errors say `jax.errors` as their module (0.10.2 and 0.12); one defined in jax._src
+    and exported there is still named by its public home."""
+    error = jax.errors.UnexpectedTracerError
+    assert error.__module__ == "jax.errors"
+    assert _i.public_error_name(error) is None  # its own module name is the public one
+    monkeypatch.setattr(error, "__module__", "jax._src.errors")
+    assert _i.public_error_name(error) == "jax.errors.UnexpectedTracerError"
+    lookalike = type("UnexpectedTracerError", (Exception,), {"__module__": "jax._src.errors"})
+    assert _i.public_error_name(lookalike) is None
+    assert _i.public_error_name(ValueError) is None
+
+
+def test_swap_vjp_and_linear_functions_keep_jax_s_results():
+    seen = []
+
+    def swap_linear(kind):
+        def swap(partial, consts):
+            seen.append((kind, type(partial), consts))
+            return functools.partial(partial.func, *partial.args, **partial.keywords)
+        return swap
+
+    class Spy(functools.partial):
+        """The VJP's inner function: what it returns (the backward function) swapped too."""
+        def __call__(self, *args, **kwargs):
+            backward = super().__call__(*args, **kwargs)
+            assert _i.swap_linear_function(backward, swap_linear("backward"))
+            return backward
+
+    def swap_vjp(partial):
+        seen.append(("vjp", type(partial), None))
+        return Spy(partial.func, *partial.args, **partial.keywords)
+
+    _, pullback = jax.vjp(jnp.sin, 0.5)
+    assert _i.swap_vjp_function(pullback, swap_vjp)
+    assert pullback(1.0) == jax.vjp(jnp.sin, 0.5)[1](1.0)
+    _, f_jvp = jax.linearize(jnp.sin, 0.5)
+    assert _i.swap_linear_function(f_jvp, swap_linear("linearize"))
+    assert f_jvp(1.0) == jnp.cos(0.5)
+    assert [(k, t) for k, t, _ in seen] == [("vjp", functools.partial),
+                                          ("backward", functools.partial),
+                                          ("linearize", functools.partial)]
+    assert all(isinstance(consts, int) for kind, _, consts in seen if kind != "vjp")
+    assert not _i.swap_vjp_function(lambda ct: ct, swap_vjp)
+    assert not _i.swap_linear_function(jnp.sin, swap_linear("other"))
+
+
+def test_cache_miss_signature_runs_its_hook_on_each_jit_cache_miss_only():
+    misses = []
+
+    def f(x, y=1.0):
+        return x * y
+
+    f.__signature__ = _i.cache_miss_signature(f, lambda args, kwargs: misses.append(len(args)))
+    assert isinstance(f.__signature__, inspect.Signature)
+    jitted = jax.jit(f)
+    jitted(1.0)
+    jitted(2.0)                # cached: no bind
+    jitted(jnp.ones(3))       # a new shape: a miss
+    assert misses == [1, 1]
+    assert _i.cache_miss_signature(functools.partial(max, 1), lambda a, k: None) is None
+
+
+def _eqn(jaxpr, primitive):
+    return next(e for e in jaxpr.eqns if e.primitive.name == primitive)
+
+
+def test_scan_while_and_custom_call_constants():
+    def scanned(xs, w):  # one constant (w), two carries, one xs
+        return lax.scan(lambda c, x: ((c[0] * w + x, c[1] + c[0]), x), (1.0, 2.0), xs)
+
+    scan = _eqn(jax.make_jaxpr(scanned)(jnp.arange(4.0), 2.0), "scan")
+    assert _i.scan_groups(scan.params) == (1, 2) and len(scan.invars) == 4
+
+    def loop(n, k):  # the cond closes over n, the body over k
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + k, c[1] * k), (0.0, 1.0))
+
+    assert _i.while_consts(_eqn(jax.make_jaxpr(loop)(3.0, 1.0), "while").params) == (1, 1)
+
+    def outer(x, w):  # a custom_jvp function closing over a traced value: a constant
+        @jax.custom_jvp
+        def g(x):
+            return x * w
+        g.defjvp(lambda p, t: (g(p[0]), t[0] * w))
+        return g(x)
+
+    assert _i.call_consts(_eqn(jax.make_jaxpr(outer)(1.0, 2.0), "custom_jvp_call").params) == 1
+
+
+def test_inline_jit_params_say_whether_a_staged_jaxpr_holds_the_jit():
+    """jnp's wrappers are inlined when staged (`inline=True` on jax 0.10, Inline.JAX_EARLY on
+    0.12); a user's jit is not; a user's jit(inline=True) is on 0.10 only (0.12 binds it as
+    Inline.JAX_LATE, inlined when lowering: a staged jaxpr holds its jit equation)."""
+    def user_inline(y):
+        return y * 2.0
+
+    with T.record() as session:
+        T.vmap(lambda x: jnp.multiply(jax.jit(user_inline, inline=True)(x), jax.jit(jnp.sin)(x)))(
+            jnp.ones(2))
+    seen = {(step.title, step.inline) for step in session.calls[0].steps if step.primitive != "mul"}
+    staged = [e.primitive.name for e in jax.make_jaxpr(jax.jit(user_inline, inline=True))(1.0).eqns]
+    user_inlined = staged == ["mul"]
+    assert user_inlined is (jax.__version_info__ < (0, 12))
+    assert seen == {("jit[name=multiply]", True), ("jit[name=sin]", False),
+                    ("jit[name=user_inline]", user_inlined)}
+    assert not _i.is_inline_jit_params({})
+
+
+def test_wrapped_python_function():
+    from jax.extend import linear_util as lu
+
+    def f(x):
+        return x
+    debug = jax.api_util.debug_info("test", f, (1.0,), {}) if hasattr(jax, "api_util") else None
+    assert _i.wrapped_python_function(lu.wrap_init(f, debug_info=debug)) is f
+    assert _i.wrapped_python_function(f) is f

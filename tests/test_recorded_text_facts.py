@@ -1,0 +1,156 @@
+"""Facts recorded once, as data (issue 13, item 2): each equation's source as a location
+(EqnRecord.location) and each equation's line span in its stage's text (Stage.eqn_spans),
+recorded when the stage is made; dumps from before them get both when loaded; readers read
+them and never parse the text."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jax.numpy as jnp
+import pytest
+from jax import lax
+
+import transforms as T
+from transforms import _jaxpr_text
+from transforms.dump import SessionLoadError, loads
+from transforms.model import SourceLocation
+from workbench.tui.stage_map import StageMap, eqn_key, eqn_lines
+
+DATA = Path(__file__).parent / "data"
+
+
+def _branchy(x):
+    y = lax.cond(x > 0, jnp.sin, jnp.cos, x)
+    return jnp.tanh(y) * 2.0
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    with T.record(stages=True) as session:
+        T.vmap(T.grad(_branchy))(jnp.arange(3.0))
+    return session
+
+
+def _jaxpr_stages(session):
+    return [s for c in session.calls for s in c.stages if s.jaxpr is not None and s.jaxpr.text]
+
+
+def test_each_equation_has_its_line_span_in_the_stage_text(recorded):
+    stages = _jaxpr_stages(recorded)
+    assert len(stages) >= 5
+    for stage in stages:
+        lines = stage.jaxpr.text.split("\n")
+        assert len(stage.eqn_spans) == len(stage.eqns) == stage.jaxpr.eqn_count, stage.name
+        for (first, last), eqn in zip(stage.eqn_spans, stage.eqns):
+            head = lines[first]
+            assert head.startswith("    ") and eqn.primitive in head, (stage.name, head)
+            assert first <= last
+        # the spans tile the equations: the next starts right after; `in` follows the last
+        starts = [a for a, _ in stage.eqn_spans]
+        assert [b + 1 for _, b in stage.eqn_spans[:-1]] == starts[1:]
+        assert lines[stage.eqn_spans[-1][1] + 1].startswith("  in ")
+    cond_stage = next(s for s in stages if s.name == "f")
+    cond_at = next(i for i, e in enumerate(cond_stage.eqns) if e.primitive == "cond")
+    first, last = cond_stage.eqn_spans[cond_at]
+    assert last > first  # its branches are printed inside it
+
+
+def test_each_equation_source_is_a_location_as_well_as_the_text(recorded):
+    for stage in _jaxpr_stages(recorded):
+        located = [e for e in stage.eqns if e.location is not None]
+        assert located, stage.name  # (a branch jnp.cos derived by JAX has no user line)
+        for eqn in stage.eqns:
+            assert (eqn.location is None) == (eqn.source == ""), eqn
+            if eqn.location is not None:
+                assert (eqn.location.file, eqn.location.function) == (__file__, "_branchy")
+                assert eqn.source.startswith(f"{eqn.location.file}:{eqn.location.line}")
+                assert eqn.source.endswith(f"({eqn.location.function})")
+            for sub in eqn.subjaxprs:  # jnp.sin as a branch: bound inside JAX, no user line
+                assert all((e.location is None) == (e.source == "") for e in sub.eqns)
+
+
+def test_the_spans_and_locations_survive_a_save_and_load(recorded, tmp_path):
+    path = tmp_path / "s.json"
+    recorded.save(path)
+    assert T.load(path).calls == recorded.calls
+
+
+def _json_data(session) -> dict:
+    return json.loads(json.dumps(session.to_json_dict()))
+
+
+def _without_text_facts(data: dict) -> dict:
+    """A dump as the workbench wrote it before it recorded locations and spans."""
+    stage_fields = data["fields"]["Stage"]
+    eqn_fields = data["fields"]["EqnRecord"]
+    spans, location = stage_fields.index("eqn_spans"), eqn_fields.index("location")
+
+    def strip(rows, at):
+        for row in rows:
+            del row[at]
+
+    stage_fields.remove("eqn_spans")
+    eqn_fields.remove("location")
+    for stages in data["tables"]["tuple[Stage, ...]"]:
+        strip(stages, spans)
+        for stage in stages:
+            eqns = stage[stage_fields.index("eqns")]
+            stack = [eqns]
+            while stack:
+                rows = stack.pop()
+                strip(rows, location)
+                for row in rows:
+                    for sub in row[eqn_fields.index("subjaxprs")]:
+                        stack.append(sub[data["fields"]["SubJaxprRecord"].index("eqns")])
+    return data
+
+
+def test_a_dump_from_before_them_gets_both_when_loaded(recorded):
+    old = _without_text_facts(_json_data(recorded))
+    assert "eqn_spans" not in json.dumps(old["fields"])
+    loaded = loads(json.dumps(old))
+    assert loaded.calls == recorded.calls  # spans and locations derived from the text
+
+
+def test_a_version_1_dump_gets_them_too():
+    old = T.load(DATA / "session_v1.json")
+    stage = old.calls[0].stages[0]
+    assert stage.eqn_spans and len(stage.eqn_spans) == len(stage.eqns)
+    assert all(isinstance(e.location, SourceLocation) for e in stage.eqns if e.source)
+
+
+def test_spans_that_do_not_fit_the_equations_are_a_load_error(recorded):
+    data = _json_data(recorded)
+    at = data["fields"]["Stage"].index("eqn_spans")
+    stage = next(s for stages in data["tables"]["tuple[Stage, ...]"] for s in stages if s[at])
+    stage[at] = stage[at][:-1]
+    with pytest.raises(SessionLoadError, match="spans for"):
+        loads(json.dumps(data))
+    stage[at] = [[3, 2]] + stage[at][1:] + [[99, 99]]
+    with pytest.raises(SessionLoadError, match="is not a span"):
+        loads(json.dumps(data))
+
+
+def test_readers_read_the_recorded_spans_and_locations_not_the_text(recorded):
+    stage = next(s for s in _jaxpr_stages(recorded) if s.name == "f")
+    assert eqn_lines(stage) == [a for a, _ in stage.eqn_spans]
+    # Without recorded spans and locations there is nothing to show, whatever the text says.
+    bare = dataclasses.replace(stage, eqn_spans=(),
+                               eqns=tuple(e._replace(location=None) for e in stage.eqns))
+    assert eqn_lines(bare) is None
+    assert all(eqn_key(e) is None for e in bare.eqns)
+    assert StageMap(bare).by_key == {}
+    tanh = next(e for e in stage.eqns if e.primitive == "tanh")
+    assert eqn_key(tanh) == ("tanh", tanh.location.file, tanh.location.line)
+
+
+def test_the_text_functions():
+    text = ("{ lambda ; a:f32[]. let\n    b:f32[] = sin a\n    c:f32[] = cond[\n"
+            "      branches=(...)\n    ] b\n  in (c,) }")
+    assert _jaxpr_text.eqn_line_spans(text, 2) == ((1, 1), (2, 4))
+    assert _jaxpr_text.eqn_line_spans(text, 3) == ()  # not certain: none
+    assert _jaxpr_text.summary_frame("/x/y.py:12:4 (f)") == ("/x/y.py", 12, "f")
+    assert _jaxpr_text.summary_frame("/x/y.py:12 (<lambda>)") == ("/x/y.py", 12, "<lambda>")
+    assert _jaxpr_text.summary_frame("") is None
