@@ -17,9 +17,10 @@ from jax.extend import source_info_util
 from jax.extend.core import DropVar, Literal
 
 from . import _interpreters as _i
+from ._jaxpr_text import eqn_line_spans
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
-from .model import EqnRecord, PrimitiveCount, Stage, SubJaxprRecord
+from .model import EqnRecord, PrimitiveCount, SourceLocation, Stage, SubJaxprRecord
 
 
 @contextlib.contextmanager
@@ -76,8 +77,10 @@ def built(label: Label, closed: Any, method: str, seconds: float) -> Stage:
     const_vars = namer.names(jaxpr.constvars)
     in_vars = namer.names(jaxpr.invars)
     eqns = eqn_records(closed, namer)
-    return Stage(label.name, label.title, jaxpr=jaxpr_record(label.name, closed), role=label.role,
+    record = jaxpr_record(label.name, closed)
+    return Stage(label.name, label.title, jaxpr=record, role=label.role,
                  transform=label.transform, method=method, eqns=eqns,
+                 eqn_spans=eqn_line_spans(record.text, record.eqn_count),
                  histogram=histogram(e.primitive for e in eqns),
                  seconds=seconds + time.perf_counter() - start,
                  in_vars=in_vars, out_vars=namer.names(jaxpr.outvars), const_vars=const_vars)
@@ -150,11 +153,12 @@ def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ..
         if len(found) > 1:
             found = sorted(found, key=lambda item: item[0].partition("[")[0])
         subjaxprs = tuple(namer.subjaxpr(name, label, sub, eqn) for label, sub in found)
+        source, location = _source_of(info)
         records.append(EqnRecord(
             name, params,
             tuple(aval_text(v.aval) for v in eqn.invars),
             tuple(aval_text(v.aval) for v in eqn.outvars),
-            _source_text(info), stack, in_vars, out_vars, subjaxprs))
+            source, stack, in_vars, out_vars, subjaxprs, location))
     return tuple(records)
 
 
@@ -328,21 +332,37 @@ _ROLE_RULES: dict[str, Callable[[str, Any, int, int], _Roles | None]] = {
 }
 
 
-# Summaries of tracebacks during one capture, keyed by the traceback: JAX's
+# Sources of tracebacks during one capture, keyed by the traceback: JAX's
 # tracebacks hash and compare by their frames, so the equations a loop made on
 # one line, and a derived stage's equations, are summarized once. None between
 # captures (the keys keep their frames' code alive).
-_source_texts: dict[Any, str] | None = None
+_source_texts: dict[Any, tuple[str, SourceLocation | None]] | None = None
 
 
-def _source_text(source_info: Any) -> str:
+def _source_of(source_info: Any) -> tuple[str, SourceLocation | None]:
+    """An equation's source: as JAX prints it, and as a location (one record per line)."""
     tb, cache = source_info.traceback, _source_texts
     if cache is None or tb is None:
-        return sys.intern(source_info_util.summarize(source_info))
-    text = cache.get(tb)
-    if text is None:
-        text = cache[tb] = sys.intern(source_info_util.summarize(source_info))
-    return text
+        return _source_uncached(source_info)
+    found = cache.get(tb)
+    if found is None:
+        found = cache[tb] = _source_uncached(source_info)
+    return found
+
+
+_source_locations: dict[tuple[str, int, str], SourceLocation] = {}
+
+
+def _source_uncached(source_info: Any) -> tuple[str, SourceLocation | None]:
+    frame = _i.source_frame(source_info)
+    location = None
+    if frame is not None:
+        location = _source_locations.get(frame)
+        if location is None:
+            if len(_source_locations) > 10_000:
+                _source_locations.clear()
+            location = _source_locations[frame] = SourceLocation(*frame)
+    return sys.intern(source_info_util.summarize(source_info)), location
 
 
 def histogram(primitives: Any) -> tuple[PrimitiveCount, ...]:
