@@ -11,6 +11,7 @@ import textwrap
 import jax
 import jax.numpy as jnp
 import pytest
+from _children import signals_at_default
 
 import transforms
 from workbench import runner
@@ -148,18 +149,10 @@ def test_ctrl_c_keeps_what_was_recorded(tmp_path):
             time.sleep(0.1)
     """)
     out = tmp_path / "trace.json"
-    # A test run started in the background by a non-interactive shell (`pytest &`, as CI
-    # scripts do) has SIGINT ignored, and an ignored signal stays ignored across exec: Python
-    # in the child would install no KeyboardInterrupt handler and drop the signal. A user's
-    # Ctrl-C reaches a foreground process. A handler installed here is reset to the default
-    # in the child at exec, as a foreground shell's would be.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with signals_at_default(signal.SIGINT):
         proc = subprocess.Popen([sys.executable, "-m", "workbench", "dump", path, "-o", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 stdin=subprocess.DEVNULL)
-    finally:
-        signal.signal(signal.SIGINT, previous)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signal.SIGINT)

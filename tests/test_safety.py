@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 
 import jax.numpy as jnp
 import pytest
+from _children import signals_at_default
 from rich.console import Console
 from test_tui_support import sync
 
@@ -417,13 +418,18 @@ WAITS = RECORDS + textwrap.dedent("""
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_stop_the_script_as_ctrl_c_and_keep_the_recording(tmp_path, sig):
     out = tmp_path / "t.json"
-    process = subprocess.Popen([sys.executable, "-m", "workbench", "dump",
-                                script(tmp_path, WAITS), "-o", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL)
-    assert process.stdout.readline() == "ready\n"
-    process.send_signal(sig)
-    _, err = process.communicate(timeout=60)
+    with signals_at_default(sig):
+        process = subprocess.Popen([sys.executable, "-m", "workbench", "dump",
+                                    script(tmp_path, WAITS), "-o", str(out)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   stdin=subprocess.DEVNULL)
+    try:
+        assert process.stdout.readline() == "ready\n"
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.communicate()
     assert process.returncode == 128 + sig, err
     name = signal.Signals(sig).name
     assert f"(interrupted: what was recorded until {name}); wrote {out}" in err
