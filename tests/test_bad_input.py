@@ -130,10 +130,10 @@ def test_same_error_as_jax_outside_record(name):
 
 
 def _assert_same_error(name: str, ours: BaseException, theirs: BaseException) -> None:
-    """As JAX. NB: plain JAX's own error for a donated array is, in one process, Python's
-    check (RuntimeError "Array has been deleted") and, in another, PJRT's (ValueError
-    "Buffer has been deleted or donated"): seen in test runs on several workers, cause in
-    JAX's dispatch state not found yet. When JAX gave PJRT's, ours must still say deleted."""
+    """As JAX. NB, a known difference (issue 12), accepted here until it is fixed: once JAX
+    has compiled vmap(sin) in the process, plain JAX's error for a donated array is PJRT's
+    (ValueError "Buffer has been deleted or donated"), while ours inside record() is still
+    Python's check (RuntimeError "Array has been deleted"). Ours must at least say deleted."""
     if name.endswith("_deleted_array") and isinstance(theirs, ValueError) and \
             "deleted or donated" in str(theirs) and isinstance(ours, RuntimeError):
         assert "has been deleted" in str(ours), ours
