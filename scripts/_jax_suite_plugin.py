@@ -15,14 +15,13 @@ import them. A dispatcher hands the call to `transforms.<name>` when its
 caller's file is under the tests folder and to JAX's own function otherwise,
 so JAX's internals (hessian calling jacfwd, check_grads calling jvp) stay
 JAX's. No frame of a dispatcher is on the stack while the chosen function
-runs (see _Dispatcher), and our package's modules see JAX's originals.
+runs (see _Dispatcher). Only `jax.*` is patched: our package calls JAX's
+originals as it captured them at import (`transforms._interpreters.jax_own`).
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import pkgutil
 import sys
 import types
 
@@ -62,36 +61,18 @@ class _Dispatcher:
         return self if obj is None else types.MethodType(self, obj)
 
 
-class _JaxWithOriginals(types.ModuleType):
-    """The `jax` module as our package sees it during the run: JAX's own functions.
-
-    NB: transforms looks `jax.grad` up at call time; it must get JAX's, not a dispatcher.
-    """
-
-    def __init__(self, jax_module, originals):
-        super().__init__("jax")
-        self.__dict__.update(originals)
-        self._jax = jax_module
-
-    def __getattr__(self, name):
-        return getattr(self._jax, name)
-
-
 def _install() -> None:
     import jax
     from jax._src import api
 
     import transforms
+    from transforms import _interpreters
 
-    # NB: transforms imports its modules lazily: all of them now, before the swap,
-    # so each one's `jax` can be pointed at JAX's originals below.
-    for info in pkgutil.walk_packages(transforms.__path__, "transforms."):
-        importlib.import_module(info.name)
+    # NB: only jax.* is patched. transforms calls JAX's own functions as they were when it
+    # was imported (`_interpreters.jax_own`, captured here, before the swap), as
+    # workbench/runner.py relies on: no module of ours has its `jax` swapped.
     originals = {name: getattr(jax, name) for name in NAMES}
-    own = _JaxWithOriginals(jax, originals)
-    for module_name, module in list(sys.modules.items()):
-        if module_name.split(".")[0] == "transforms" and getattr(module, "jax", None) is jax:
-            module.jax = own
+    assert all(getattr(_interpreters.jax_own, name) is fun for name, fun in originals.items())
     for name, original in originals.items():
         dispatcher = _Dispatcher(name, original, getattr(transforms, name))
         setattr(jax, name, dispatcher)
