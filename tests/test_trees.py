@@ -402,3 +402,58 @@ def test_trees_survive_json(tmp_path):
     path = tmp_path / "trees.json"
     session.save(path)
     assert T.load(path).calls == session.calls
+
+
+# --- jit is transparent: a jit of a transformation has that transformation's trees -----------
+
+def _loss(params, x):
+    return jnp.sum(jnp.tanh(params["w"] * x) + params["b"]), x
+
+
+_PARAMS = {"w": jnp.ones(3), "b": jnp.float32(0.5)}
+_X = jnp.arange(3.0)
+
+
+def _shape(tree):
+    return [(tree.full_path(n), n.kind, n.aval) for n in tree.nodes]
+
+
+def _aval(x):
+    return f"{x.dtype}[{','.join(map(str, x.shape))}]"
+
+
+@pytest.mark.parametrize("make, derivative", [
+    (lambda t: t.value_and_grad(lambda p, x: _loss(p, x)[0]), lambda out: out[1]),
+    (lambda t: t.grad(_loss, has_aux=True), lambda out: out[0]),
+    (lambda t: t.grad(lambda p, x: _loss(p, x)[0], argnums=(0, 1)), lambda out: out),
+    (lambda t: t.jacfwd(lambda p, x: _loss(p, x)[0] * x), lambda out: out),
+    (lambda t: t.jacrev(lambda p, x: {"y": _loss(p, x)[0] * x}, argnums=1), lambda out: out),
+], ids=["value_and_grad", "grad_has_aux", "grad_argnums", "jacfwd", "jacrev"])
+def test_a_jit_of_a_transformation_has_its_trees_as_unjitted(make, derivative):
+    """transforms.jit(value_and_grad(f)): jit's outputs are value_and_grad's, so the call
+    pairs the gradient with the parameters as the unjitted call does (jax.* the oracle)."""
+    with T.record() as session:
+        plain = make(T)(_PARAMS, _X)
+        jitted = T.jit(make(T))(_PARAMS, _X)
+        again = T.jit(T.jit(make(T)))(_PARAMS, _X)
+    oracle = make(jax)(_PARAMS, _X)
+    for value in (plain, jitted, again):
+        assert jax.tree_util.tree_structure(value) == jax.tree_util.tree_structure(oracle)
+        assert all(jax.tree_util.tree_leaves(jax.tree_util.tree_map(
+            lambda a, b: bool(jnp.allclose(a, b)), value, oracle)))
+    unjitted, *jits = session.calls
+    assert [c.transform for c in jits] == ["jit", "jit"]
+    assert unjitted.pairs
+    for call in jits:
+        assert [(t.role, t.name, t.argnum) for t in call.trees] == \
+            [(t.role, t.name, t.argnum) for t in unjitted.trees]
+        assert [p.title for p in call.pairs] == [p.title for p in unjitted.pairs]
+        for mine, theirs in zip(call.pairs, unjitted.pairs):
+            assert (mine.same_structure, mine.first_difference) == \
+                (theirs.same_structure, theirs.first_difference)
+        for mine, theirs in zip(call.trees, unjitted.trees):
+            assert _shape(mine) == _shape(theirs)
+        # The derivative trees hold JAX's derivative, leaf for leaf.
+        found = [t for t in call.trees if t.role not in ("input", "output")]
+        assert [n.aval for t in found for n in t.leaves] == \
+            [_aval(x) for x in jax.tree_util.tree_leaves(derivative(oracle))]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _sharding
-from ._spec import Options, spec_of
+from ._spec import Options
 from .kinds import kind_of
 
 if TYPE_CHECKING:
@@ -66,13 +66,9 @@ sharding_hook = _ShardingHook()
 
 
 def _derivative(call: CallBuilder) -> tuple[str, Options]:
-    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's."""
-    transform, options = call.transform, call.options
-    spec = call.spec
-    inner = spec_of(spec.fun) if spec is not None and spec.entry.transparent else None
-    if inner is not None:
-        transform, options = inner.kind, inner.options
-    return transform, options
+    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's
+    (the kind whose trees the call has: CallTrees sees through transparent kinds)."""
+    return call.trees.transform, call.trees.options
 
 
 def _gradient_prefix(call: CallBuilder) -> str | None:

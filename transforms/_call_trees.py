@@ -10,7 +10,7 @@ from ._derivative_trees import input_trees, output_trees, parameter_names, signa
 from ._diagnose import FailureContext, diagnose, leak_diagnostic
 from ._library_views import UserView, library_values, mark_static, user_view
 from ._precheck import check_inputs, first_line
-from ._spec import Options
+from ._spec import Options, spec_of
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import TreeBuilder
 from .kinds import kind_of
@@ -34,6 +34,14 @@ class CallTrees:
 
     def __init__(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                  describe: Callable[[Any], Any]):
+        # A transparent kind's outputs are its function's: jit(value_and_grad(f)) has
+        # value_and_grad's trees, as the unjitted call has them.
+        self.depth = 1  # the depth of the level of the kind whose trees these are
+        inner = spec_of(fun) if kind_of(transform).transparent else None
+        while inner is not None and self.depth < 64:
+            transform, fun, options = inner.kind, inner.fun, inner.options
+            self.depth += 1
+            inner = spec_of(fun) if kind_of(transform).transparent else None
         self.transform = transform
         self.options = options
         self.builder = TreeBuilder(describe)

@@ -43,7 +43,7 @@ def run_recorded_level(call: CallBuilder, fun: Callable, kind: str, options: Opt
     entry = kind_of(kind)
     try:
         out = run_level(level, fun, args, kwargs)
-        if entry.jacobian and call.transform == kind and level.depth == 1:
+        if entry.jacobian and call.trees.transform == kind and level.depth == call.trees.depth:
             call.trees.note_function_output(out)  # the Jacobian's outer structure
         if tape is not None:
             tape.finish(out)
