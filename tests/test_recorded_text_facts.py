@@ -1,7 +1,8 @@
 """Facts recorded once, as data (issue 13, item 2): each equation's source as a location
-(EqnRecord.location) and each equation's line span in its stage's text (Stage.eqn_spans),
-recorded when the stage is made; dumps from before them get both when loaded; readers read
-them and never parse the text."""
+(EqnRecord.location), each equation's line span in its stage's text (Stage.eqn_spans) and
+the step each equation was staged from (Stage.eqn_steps), recorded when the stage is made;
+dumps from before the first two get them when loaded; readers read them and never parse the
+text or match steps to equations by source line."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,7 +17,7 @@ import transforms as T
 from transforms import _jaxpr_text
 from transforms.dump import SessionLoadError, loads
 from transforms.model import SourceLocation
-from workbench.tui.stage_map import StageMap, eqn_key, eqn_lines
+from workbench.tui.stage_map import StageMap, eqn_lines, step_primitive
 
 DATA = Path(__file__).parent / "data"
 
@@ -137,13 +138,16 @@ def test_readers_read_the_recorded_spans_and_locations_not_the_text(recorded):
     stage = next(s for s in _jaxpr_stages(recorded) if s.name == "f")
     assert eqn_lines(stage) == [a for a, _ in stage.eqn_spans]
     # Without recorded spans and locations there is nothing to show, whatever the text says.
-    bare = dataclasses.replace(stage, eqn_spans=(),
+    bare = dataclasses.replace(stage, eqn_spans=(), eqn_steps=(),
                                eqns=tuple(e._replace(location=None) for e in stage.eqns))
     assert eqn_lines(bare) is None
-    assert all(eqn_key(e) is None for e in bare.eqns)
-    assert StageMap(bare).by_key == {}
-    tanh = next(e for e in stage.eqns if e.primitive == "tanh")
-    assert eqn_key(tanh) == ("tanh", tanh.location.file, tanh.location.line)
+    assert StageMap(bare).eqns_of_step == {} and StageMap(bare).step_of_eqn(0) is None
+    call = recorded.calls[0]
+    at = next(i for i, e in enumerate(stage.eqns) if e.primitive == "tanh")
+    tanh = call.steps[StageMap(stage).step_of_eqn(at)]  # jnp.tanh's step: jit[name=tanh]
+    assert tanh.source.line == stage.eqns[at].location.line
+    assert StageMap(bare).eqn_of_step(tanh, lambda i: call.steps[i]) is None
+    assert StageMap(stage).eqn_of_step(tanh, lambda i: call.steps[i]) == at
 
 
 def test_the_text_functions():
@@ -154,3 +158,64 @@ def test_the_text_functions():
     assert _jaxpr_text.summary_frame("/x/y.py:12:4 (f)") == ("/x/y.py", 12, "f")
     assert _jaxpr_text.summary_frame("/x/y.py:12 (<lambda>)") == ("/x/y.py", 12, "<lambda>")
     assert _jaxpr_text.summary_frame("") is None
+
+
+# --- the step each equation was staged from (Stage.eqn_steps) ---------------------------------
+
+def _products(x):
+    return jnp.sin(x * 2.0) * (x * 3.0)
+
+
+def test_each_equation_names_the_step_it_was_staged_from():
+    """Recorded when the stage is made (each replayed step is bound under its own traceback,
+    which JAX gives every equation it stages for it): in f, the step it became; in the
+    derivative's stages, the step whose derivative it is (a transpose reverses the order)."""
+    with T.record() as session:
+        T.grad(_products)(1.0)
+    call = session.calls[0]
+    stages = {s.name: s for s in call.stages}
+    inner = max(lv.index for lv in call.levels)
+    user_steps = [st for st in call.steps if st.level == inner]
+    f = stages["f"]
+    assert f.eqn_steps == tuple(st.index for st in user_steps)
+    for eqn, step in zip(f.eqns, user_steps):  # jnp's wrappers stage as their bodies
+        assert step_primitive(step) in (eqn.primitive, "jit")
+    by_index = {st.index: st for st in call.steps}
+    times_two, times_three = (st for st in user_steps if st.title == "jit[name=multiply]"
+                              and st.index in (user_steps[0].index, user_steps[2].index))
+    for name in ("jvp(f)", "linear(f)", "transpose(linear(f))", "grad(f)"):
+        stage = stages[name]
+        assert len(stage.eqn_steps) == len(stage.eqns), name
+        assert set(stage.eqn_steps) <= {st.index for st in user_steps}, name
+        smap = StageMap(stage)
+        # x * 2.0's equations hold the literal 2.0, x * 3.0's the literal 3.0: in every
+        # stage, whatever order JAX put them in (matching by line and order could not tell).
+        for step, literal in ((times_two, "=2.0"), (times_three, "=3.0")):
+            eqn = smap.eqn_of_step(step, by_index.get)
+            assert literal in stage.eqns[eqn].in_vars, (name, stage.eqns[eqn])
+            assert smap.step_of_eqn(eqn) == step.index
+    # What grad emitted at the enclosing level links to the equations of the step it came from.
+    emitted = next(st for st in call.steps if st.cause == times_three.index)
+    eqn = StageMap(stages["grad(f)"]).eqn_of_step(emitted, by_index.get)
+    assert "=3.0" in stages["grad(f)"].eqns[eqn].in_vars
+
+
+def test_equation_steps_survive_a_dump_and_are_checked_on_load():
+    with T.record() as session:
+        T.grad(_products)(1.0)
+    again = loads(session.to_json_text())
+    assert [s.eqn_steps for s in again.calls[0].stages] == \
+        [s.eqn_steps for s in session.calls[0].stages]
+    data = json.loads(session.to_json_text())
+    at = data["fields"]["Stage"].index("eqn_steps")
+    stage = next(s for stages in data["tables"]["tuple[Stage, ...]"] for s in stages if s[at])
+    stage[at] = stage[at][:-1]
+    with pytest.raises(SessionLoadError, match="steps for"):
+        loads(json.dumps(data))
+    # A dump from before the field: no links, and nothing else changes.
+    del data["fields"]["Stage"][at]
+    for stages in data["tables"]["tuple[Stage, ...]"]:
+        for s in stages:
+            del s[at]
+    old = loads(json.dumps(data))
+    assert all(s.eqn_steps == () for s in old.calls[0].stages)

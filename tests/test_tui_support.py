@@ -219,8 +219,8 @@ def test_step_maps_to_its_equation_and_line():
     assert smap.eqn_lines is not None and len(smap.eqn_lines) == f.jaxpr.eqn_count
     lines = f.jaxpr.text.split("\n")
     tanh_step = next(st for st in call.steps if st.primitive == "tanh")
-    eqn = smap.eqn_for(model.step_key(tanh_step), 0)
-    assert f.eqns[eqn].primitive == "tanh"
+    eqn = smap.eqn_of_step(tanh_step, lambda i: call.steps[i])
+    assert f.eqns[eqn].primitive == "tanh" and smap.step_of_eqn(eqn) is not None
     assert "tanh" in lines[smap.eqn_lines[eqn]]
 
 
@@ -233,8 +233,9 @@ def test_a_jnp_wrapper_step_links_to_its_bodys_equation_at_full_detail():
     wrapper = next(st for st in call.steps if st.title == "jit[name=sin]")
     assert wrapper.inline and not any(st.inline for st in call.steps if st.primitive != "jit")
     stage = call.stages[0]
-    eqn = model.StageMap(stage).eqn_for(model.step_key(wrapper), 0)
+    eqn = model.StageMap(stage).eqn_of_step(wrapper, lambda i: call.steps[i])
     assert eqn is not None and stage.eqns[eqn].primitive == "sin"
+    assert stage.eqn_steps[eqn] == wrapper.index
 
 
 def test_source_context_reads_safely(tmp_path):
@@ -281,11 +282,16 @@ def test_model_never_fails_on_random_sessions(seed):
     o.filter = StepFilter.parse("p:s l:g is:error x")
     o.rebuild()
     for c, call in enumerate(s.calls):
+        maps = [model.StageMap(stage) for stage in call.stages]
         for stage in call.stages:
             model.stage_lines(stage)
-            model.StageMap(stage)
         for step in call.steps:
             model.step_haystack(step)
-            model.step_key(step)
+            model.step_primitive(step)
             model.source_context(step.source)
+            for smap in maps:
+                smap.eqn_of_step(step, o.index(c).step_at)
+        for smap in maps:
+            for eqn in range(len(smap.stage.eqns)):
+                smap.step_of_eqn(eqn)
         o.index(c).caused_by(0)

@@ -199,6 +199,7 @@ def _stage(stage: Any, where: str) -> None:
         _bounded(stage.jaxpr.eqn_count, f"{where}.jaxpr.eqn_count")
     _subjaxpr_nesting(stage.eqns, f"{where}.eqns")
     _eqn_spans(stage.eqn_spans, len(stage.eqns), f"{where}.eqn_spans")
+    _eqn_steps(stage.eqn_steps, len(stage.eqns), f"{where}.eqn_steps")
 
 
 def _eqn_spans(spans: tuple, eqn_count: int, where: str) -> None:
@@ -213,6 +214,17 @@ def _eqn_spans(spans: tuple, eqn_count: int, where: str) -> None:
             raise DumpFormatError(f"{where}[{i}]: {_short(str(span))} is not a span after "
                                   f"line {previous}")
         previous = span[1]
+
+
+def _eqn_steps(steps: tuple, eqn_count: int, where: str) -> None:
+    """One step index (or -1) per equation, or none. Which call's steps they index is the
+    capturing call's (stages are shared): a reader finds no step for an index it lacks."""
+    if not steps:
+        return
+    if len(steps) != eqn_count:
+        raise DumpFormatError(f"{where}: {len(steps)} steps for {eqn_count} equations")
+    if min(steps) < -1 or max(steps) > MAX_INDEX:
+        raise DumpFormatError(f"{where}: a step index out of range")
 
 
 def _subjaxpr_nesting(eqns: Iterable[Any], where: str) -> None:

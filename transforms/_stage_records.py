@@ -81,6 +81,7 @@ def built(label: Label, closed: Any, method: str, seconds: float) -> Stage:
     return Stage(label.name, label.title, jaxpr=record, role=label.role,
                  transform=label.transform, method=method, eqns=eqns,
                  eqn_spans=eqn_line_spans(record.text, record.eqn_count),
+                 eqn_steps=_eqn_steps(jaxpr),
                  histogram=histogram(e.primitive for e in eqns),
                  seconds=seconds + time.perf_counter() - start,
                  in_vars=in_vars, out_vars=namer.names(jaxpr.outvars), const_vars=const_vars)
@@ -386,6 +387,47 @@ def capturing() -> Iterator[None]:
             yield
     finally:
         _source_texts = outer
+
+
+# The step each replayed binding was, by the traceback it is bound under (see steps_of_group).
+_group_steps: dict[int, tuple[Any, int]] = {}
+
+
+@contextlib.contextmanager
+def steps_of_group(sources: Sequence[tuple[Any, int]]) -> Iterator[None]:
+    """While a group's stages are made: (traceback, step) of each tape entry its replays bind.
+
+    A replay binds each entry under the traceback the step was bound at (`_i.staged_at`),
+    and JAX stages every equation it makes for that binding with that traceback, in every
+    stage made of the replay (f, jvp(f), grad(f)'s backward equations, vmap(grad(f))): so
+    each equation names the step it came from. A traceback two steps share names neither.
+    """
+    global _group_steps
+    found: dict[int, tuple[Any, int]] = {}
+    for tb, step in sources:
+        if tb is None or step < 0:
+            continue
+        hit = found.get(id(tb))
+        found[id(tb)] = (tb, step if hit is None or hit[1] == step else -1)
+    prev, _group_steps = _group_steps, found
+    try:
+        yield
+    finally:
+        _group_steps = prev
+
+
+def _eqn_steps(jaxpr: Any) -> tuple[int, ...]:
+    """The step each top-level equation was staged from (-1: none, e.g. JAX's own), or ()
+    when no step is known for any (a stage not made of a replay: jit's own trace)."""
+    steps = _group_steps
+    if not steps:
+        return ()
+    found = []
+    for eqn in jaxpr.eqns:
+        tb = eqn.source_info.traceback
+        hit = steps.get(id(tb))
+        found.append(hit[1] if hit is not None and hit[0] is tb else -1)
+    return tuple(found) if any(s >= 0 for s in found) else ()
 
 
 @contextlib.contextmanager

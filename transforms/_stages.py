@@ -48,6 +48,7 @@ from ._stage_records import (
     joined_notes,
     reason,
     stage_of,
+    steps_of_group,
 )
 from ._staging import closures_of_group, make_jaxpr_with_extras, name_like
 from ._state import active_session, recording_off
@@ -137,8 +138,10 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
     named = named_f = function_name(f)
     expr = _unique(_short_name(named), names) if group.nested else "f"
     tape = group.tape
+    tapes = [t for t in (tape, group.outer_tape) if t is not None] + plan.rules.tapes()
     with closures_of_group(tuple(tape.closure_types) if tape else ()), \
-            group_notes(plan.rules.notes):
+            group_notes(plan.rules.notes), \
+            steps_of_group([s for t in tapes for s in t.step_sources()]):
         stages: list[Stage] = []
         plain_jit = len(chain) == 1 and group.spec.entry.compiles and not group.nested
         h = None

@@ -57,6 +57,7 @@ class Entry:
     rules: tuple        # custom_jvp (fun, jvp) / custom_vjp (fun, fwd, bwd) WrappedFuns
     source: str         # where the user bound it (for messages)
     where: Any          # JAX's source info at the bind: traceback and name stack
+    step: int = -1      # the recorded step it is (Step.index in its call)
 
     @property
     def rule_kinds(self) -> tuple[str, ...]:
@@ -150,7 +151,7 @@ class Tape:
         ins = tuple(map(self._ref, tracers))
         outs = tuple(self._new_var(o) for o in (out if multiple else (out,)))
         self.entries.append(Entry(primitive, kind, params, ins, outs, multiple, rules, source,
-                                  where))
+                                  where, step))
 
     def fail(self, step: int) -> None:
         self._open.pop(step, None)
@@ -259,6 +260,11 @@ class Tape:
         if not needed <= env.keys():  # a tangent, a closure: not a function of these inputs
             return None
         return self._bind(kept, env, refs)
+
+    def step_sources(self) -> list[tuple[Any, int]]:
+        """(traceback, step) of each entry: a replay binds the entry under that traceback
+        (`_i.staged_at`), so the equations a stage stages from it carry it."""
+        return [(e.where.traceback, e.step) for e in self.entries]
 
     def _bind(self, entries: list[Entry], env: dict[int, Any], out_refs: tuple) -> list:
         depth = self._depth
@@ -420,6 +426,10 @@ class RuleTapes:
     def release(self) -> None:
         for tape in self._tapes.values():
             tape.release()
+
+    def tapes(self) -> list[Tape]:
+        """Every rule tape of the call (their entries name the steps they were)."""
+        return list(self._tapes.values())
 
 
 def _unusable(tape: Tape) -> str:

@@ -172,6 +172,11 @@ class Stage:
     # Per top-level equation (as in `eqns`), its first and last line in jaxpr.text (0-based);
     # () where they cannot be told for certain (see transforms/_jaxpr_text.py).
     eqn_spans: tuple[tuple[int, int], ...] = ()
+    # Per top-level equation, the index of the step of the capturing call it was staged from
+    # (the step a replay bound it for: in f, the step it became; in grad(f), also its
+    # derivative's equations), -1 for none; () where not recorded (jit's own trace,
+    # compiled stages, dumps from before it).
+    eqn_steps: tuple[int, ...] = ()
 
     @property
     def eqn_count(self) -> int | None:

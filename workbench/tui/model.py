@@ -26,10 +26,9 @@ from .source import readable_source as readable_source
 from .source import source_context as source_context
 from .source import source_roots as source_roots
 from .stage_map import StageMap as StageMap
-from .stage_map import eqn_key as eqn_key
 from .stage_map import eqn_lines as eqn_lines
 from .stage_map import stage_lines as stage_lines
-from .stage_map import step_key as step_key
+from .stage_map import step_primitive as step_primitive
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -77,7 +76,6 @@ class CallIndex:
         self.failing = failing_steps(call)
         self._caused: dict[int, list[int]] | None = None
         self._texts: SearchTexts | None = None
-        self._occurrences: dict[int, dict[tuple, list[int]]] = {}
 
     def level_rows(self, expanded: set[int]) -> list[LevelRow]:
         """The navigator's level rows: runs of identical levels folded unless expanded."""
@@ -133,17 +131,10 @@ class CallIndex:
             self._texts = SearchTexts(self)
         return self._texts
 
-    def occurrences(self, level: int) -> dict[tuple, list[int]]:
-        """Steps at one level grouped by (primitive, file, line), in order: for step <-> eqn."""
-        found = self._occurrences.get(level)
-        if found is None:
-            found = {}
-            for pos in self.steps_by_level.get(level, ()):
-                key = step_key(self.call.steps[pos])
-                if key is not None:
-                    found.setdefault(key, []).append(pos)
-            self._occurrences[level] = found
-        return found
+    def step_at(self, step_index: int) -> Step | None:
+        """The call's step with that index, or None."""
+        pos = self.step_position(step_index)
+        return self.call.steps[pos] if pos is not None else None
 
 
 class SearchTexts:

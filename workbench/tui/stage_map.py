@@ -1,62 +1,29 @@
-"""Steps and equations: which equation of a staged jaxpr a step became (by primitive, file,
-line and occurrence), each equation's line in the jaxpr's text, and a stage as lines.
+"""Steps and equations: the equation a step became, the step an equation was staged from,
+each equation's line in the jaxpr's text, and a stage as lines.
 
-Equations' locations and line spans are what the recorder recorded (EqnRecord.location,
-Stage.eqn_spans): nothing here parses the jaxpr's text."""
+All of it is what the recorder recorded (Stage.eqn_steps, Stage.eqn_spans): nothing here
+matches steps to equations by their text or source line, or parses the jaxpr's text."""
 from __future__ import annotations
 
-from transforms.model import EqnRecord, SourceLocation, Stage, Step
+from typing import Callable
 
-__all__ = ["StageMap", "eqn_key", "eqn_lines", "grouped_by_line", "stage_lines", "step_key"]
+from transforms.model import Stage, Step
 
-
-def grouped_by_line(items, key_of) -> dict[tuple, list[int]]:
-    """Positions 0, 1, 2 ... grouped by key_of(*item), each distinct item's key made once.
-
-    A big stage repeats a few (primitive, source) pairs thousands of times.
-    """
-    raw: dict[tuple, list[int]] = {}
-    for pos, item in enumerate(items):
-        group = raw.get(item)
-        if group is None:
-            raw[item] = [pos]
-        else:
-            group.append(pos)
-    found: dict[tuple, list[int]] = {}
-    for item, group in raw.items():
-        key = key_of(*item)
-        if key is not None:
-            found[key] = sorted(found[key] + group) if key in found else group
-    return found
+__all__ = ["StageMap", "eqn_lines", "stage_lines", "step_primitive"]
 
 
-def step_key(step: Step) -> tuple | None:
-    """(primitive as it appears in a staged jaxpr, file, line), or None when there is no line."""
-    src = step.source
-    if src is None:
-        return None
-    prim = step.primitive
-    # A jnp wrapper (`jit[name=sin]`, inline) stages as its body; its last
-    # equation is the one that produces the value.
-    if prim in ("jit", "pjit") and step.subjaxprs and step.subjaxprs[0].primitives:
-        if step.inline:
-            prim = step.subjaxprs[0].primitives[-1]
-    return (prim, src.file, src.line)
-
-
-def eqn_key(eqn: EqnRecord) -> tuple | None:
-    """(primitive, file, line) of an equation, as step_key gives a step's; None without a line."""
-    return _located(eqn.primitive, eqn.location)
-
-
-def _located(primitive: str, location: SourceLocation | None) -> tuple | None:
-    return None if location is None else (primitive, location.file, location.line)
+def step_primitive(step: Step) -> str:
+    """The primitive a step stages as: a jnp wrapper (`jit[name=sin]`, inline) stages as its
+    body, whose last equation produces the value."""
+    if step.inline and step.subjaxprs and step.subjaxprs[0].primitives:
+        return step.subjaxprs[0].primitives[-1]
+    return step.primitive
 
 
 class StageMap:
-    """One stage as the stages view needs it: its lines, each equation's line, and
-    equations by (primitive, file, line). Built once per stage (`StageMap.of`), so
-    switching views or stages back and forth does not split 16,000 lines again."""
+    """One stage as the stages view needs it: its lines, each equation's line, and the
+    equations each recorded step was staged into. Built once per stage (`StageMap.of`),
+    so switching views or stages back and forth does not split 16,000 lines again."""
 
     _recent: dict[int, StageMap] = {}  # id(stage) -> map, most recently used last
     _KEEP = 8
@@ -78,21 +45,64 @@ class StageMap:
         self.eqn_of_line = ({line: i for i, line in enumerate(self.eqn_lines)}
                             if self.eqn_lines else {})
         self.width = max(map(len, self.lines), default=0)
-        self._by_key: dict[tuple, list[int]] | None = None
+        self._of_step: dict[int, list[int]] | None = None
 
     @property
-    def by_key(self) -> dict[tuple, list[int]]:
-        """Built on first use: only step <-> equation needs it."""
-        if self._by_key is None:
-            self._by_key = grouped_by_line(
-                ((eqn.primitive, eqn.location) for eqn in self.stage.eqns), _located)
-        return self._by_key
+    def eqns_of_step(self) -> dict[int, list[int]]:
+        """Step index -> the equations staged from it, in order (from Stage.eqn_steps)."""
+        if self._of_step is None:
+            found: dict[int, list[int]] = {}
+            for eqn, step in enumerate(self.stage.eqn_steps):
+                if step >= 0:
+                    found.setdefault(step, []).append(eqn)
+            self._of_step = found
+        return self._of_step
 
-    def eqn_for(self, key: tuple, occurrence: int) -> int | None:
-        found = self.by_key.get(key)
-        if not found:
+    def step_of_eqn(self, eqn: int) -> int | None:
+        """The index of the step the equation was staged from, where that was recorded."""
+        steps = self.stage.eqn_steps
+        return steps[eqn] if 0 <= eqn < len(steps) and steps[eqn] >= 0 else None
+
+    def eqn_of_step(self, step: Step, step_at: Callable[[int], Step | None]) -> int | None:
+        """The equation `step` became: its own (the last of an inline wrapper's body, the
+        first with its primitive in a derivative's stage), or for a step another caused
+        (what grad emitted at the enclosing level), one of the equations of the step that
+        caused it, with its primitive, by its order among that step's effects.
+
+        `step_at(index)` is the call's step with that index, or None."""
+        of_step = self.eqns_of_step
+        root = _root(step, of_step, step_at) if of_step else None
+        if root is None:
             return None
-        return found[min(occurrence, len(found) - 1)]
+        found = of_step[root.index]
+        primitive = step_primitive(step)
+        eqns = self.stage.eqns
+        same = [e for e in found if e < len(eqns) and eqns[e].primitive == primitive]
+        if root is step:
+            if same:
+                return same[0]
+            # A jnp wrapper whose body is not recorded: in f its equations are its body, the
+            # last one the value; in a derivative's stage its first is its forward part.
+            return found[-1] if self.stage.role == "f" else found[0]
+        candidates = same or (found if step.inline else [])
+        if not candidates:
+            return None
+        before = 0  # earlier effects of the same root at this level with this primitive
+        for index in range(root.index + 1, step.index):
+            other = step_at(index)
+            if other is not None and other.level == step.level and \
+                    step_primitive(other) == primitive and _root(other, of_step, step_at) is root:
+                before += 1
+        return candidates[min(before, len(candidates) - 1)]
+
+
+def _root(step: Step, of_step: dict, step_at: Callable[[int], Step | None]) -> Step | None:
+    """The step itself if equations were staged from it, else the nearest step up its
+    causes that has some; None when none has."""
+    root: Step | None = step
+    while root is not None and root.index not in of_step and root.cause is not None:
+        root = step_at(root.cause)
+    return root if root is not None and root.index in of_step else None
 
 
 def eqn_lines(stage: Stage) -> list[int] | None:

@@ -21,12 +21,10 @@ from ..messages import CallSelected, EquationChosen, FailureChosen, Status, Step
 from ..model import (
     CALL,
     StageMap,
-    eqn_key,
     pack,
     session_description,
     session_output,
     session_summary,
-    step_key,
 )
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
@@ -290,46 +288,39 @@ class SessionScreen(Screen):
         self.query_one("#output-pane", TextLines).set_lines(lines, headings=headings)
 
     def _show_step_in_stages(self, pane: StagesPane) -> None:
-        """Put each stage's cursor on the equation this step became, where that is known."""
+        """Put each stage's cursor on the equation this step became, as recorded."""
         call = self.call
         if call is None or self.step_pos is None or not call.stages:
             return
         step = call.steps[self.step_pos]
-        key = step_key(step)
-        if key is None:
-            return
-        same = self.steps.outline.index(self.call_index).occurrences(step.level).get(key, [])
-        occurrence = same.index(self.step_pos) if self.step_pos in same else 0
+        index = self.steps.outline.index(self.call_index)
         for text in (pane.left, pane.right):
             if text.map is not None:
-                text.show_eqn(text.map.eqn_for(key, occurrence))
+                text.show_eqn(text.map.eqn_of_step(step, index.step_at))
 
     def on_equation_chosen(self, message: EquationChosen) -> None:
-        """Enter on an equation: go to the step at the innermost level that made it."""
+        """Enter on an equation: go to the step it was staged from (in the user's function)."""
         call = self.session.calls[message.call]
         stage = call.stages[message.stage]
-        eqn = stage.eqns[message.eqn]
-        key = eqn_key(eqn)
-        index = self.steps.outline.index(message.call)
-        if key is None:
-            self.say("this equation has no source line to match a step by")
-            return
         pane = self.query_one(StagesPane)
         smap = next((t.map for t in (pane.left, pane.right)
                      if t.stage_index == message.stage and t.map is not None), None)
-        same_eqns = (smap or StageMap.of(stage)).by_key.get(key, [])
-        occurrence = same_eqns.index(message.eqn) if message.eqn in same_eqns else 0
-        levels = sorted(call.levels, key=lambda lv: -lv.depth)
-        for lv in levels:
-            found = index.occurrences(lv.index).get(key)
-            if found:
-                pos = found[min(occurrence, len(found) - 1)]
-                self.steps.select_step(message.call, pos)
-                self.action_view("step")
-                self.say(f"equation {message.eqn} of {stage.name}: step #{call.steps[pos].index} "
-                         f"at {lv.label}")
-                return
-        self.say(f"no recorded step matches equation {message.eqn} ({eqn.primitive})")
+        step_index = (smap or StageMap.of(stage)).step_of_eqn(message.eqn)
+        if step_index is None:
+            self.say(f"equation {message.eqn} of {stage.name} was not staged from a recorded "
+                     f"step" if stage.eqn_steps else
+                     f"{stage.name} has no recorded link from its equations to the steps")
+            return
+        pos = self.steps.outline.index(message.call).step_position(step_index)
+        if pos is None:
+            self.say(f"equation {message.eqn} of {stage.name} came from step #{step_index}, "
+                     f"which this call did not record")
+            return
+        self.steps.select_step(message.call, pos)
+        self.action_view("step")
+        level = self.steps.outline.index(message.call).level_by_index.get(call.steps[pos].level)
+        self.say(f"equation {message.eqn} of {stage.name}: step #{step_index}"
+                 + (f" at {level.label}" if level is not None else ""))
 
     def on_failure_chosen(self, message: FailureChosen) -> None:
         call = self.session.calls[message.call]
