@@ -379,3 +379,19 @@ def test_wrapped_python_function():
     debug = jax.api_util.debug_info("test", f, (1.0,), {}) if hasattr(jax, "api_util") else None
     assert _i.wrapped_python_function(lu.wrap_init(f, debug_info=debug)) is f
     assert _i.wrapped_python_function(f) is f
+
+
+def test_staged_var_is_the_variable_of_the_equation_jax_staged():
+    seen = []
+
+    def f(x):
+        y = jnp.sin(x)
+        seen.append(_i.staged_var(y))
+        return y * 2.0
+
+    closed = jax.make_jaxpr(f)(1.0)
+    (var,) = seen
+    assert var is not None and var is closed.jaxpr.eqns[0].outvars[0]
+    assert _i.staged_var(1.0) is None and _i.staged_var(jnp.ones(2)) is None
+    jax.vmap(lambda x: seen.append(_i.staged_var(x)) or x)(jnp.ones(2))
+    assert seen[-1] is None  # a batched tracer: not a jaxpr's variable

@@ -219,3 +219,26 @@ def test_equation_steps_survive_a_dump_and_are_checked_on_load():
             del s[at]
     old = loads(json.dumps(data))
     assert all(s.eqn_steps == () for s in old.calls[0].stages)
+
+
+def _trained(p, x):
+    y = jnp.tanh(p * x)
+    return jnp.sum(y * jnp.sin(x)) + jnp.mean(y)
+
+
+def test_a_top_level_jit_s_equations_name_their_steps():
+    """A plain jit's f stage is JAX's own trace: each step's outputs are the variables of the
+    equations JAX staged for it (jnp.mean's body: two equations, one step)."""
+    with T.record() as session:
+        T.jit(_trained)(jnp.ones(3), jnp.arange(3.0))
+    call = session.calls[0]
+    (f,) = [s for s in call.stages if s.name == "f"]
+    assert len(f.eqn_steps) == len(f.eqns) and min(f.eqn_steps) >= 0
+    titles = [call.steps[i].title for i in f.eqn_steps]
+    assert titles == ["jit[name=multiply]", "jit[name=tanh]", "jit[name=sin]",
+                      "jit[name=multiply]", "jit[name=_reduce_sum]", "jit[name=_mean]",
+                      "jit[name=_mean]", "jit[name=add]"]
+    assert [e.primitive for e in f.eqns] == ["mul", "tanh", "sin", "mul", "reduce_sum",
+                                             "reduce_sum", "div", "add"]
+    mean = next(st for st in call.steps if st.title == "jit[name=_mean]")
+    assert f.eqns[StageMap(f).eqn_of_step(mean, lambda i: call.steps[i])].primitive == "div"

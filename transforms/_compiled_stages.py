@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import _sharding
 from ._interpreters import jax_own
-from ._stage_records import Label, built, capturing, failed, failed_capture, reason
+from ._stage_records import Label, built, capturing, failed, failed_capture, reason, steps_of_group
 from ._staging import group_closures, with_extras
 from ._state import refusing_retrace
 from .model import Metric, Stage
@@ -44,6 +44,7 @@ class DeferredJit:
     mesh: Callable[[], Any] | None = None  # re-enters the call's mesh context
     inner: tuple[Stage, ...] = ()          # the stages captured when the call ended
     nested: tuple[Stage, ...] = ()         # of the transformations called inside
+    steps: tuple = ()                      # what names each equation's step (steps_of_group)
 
     def with_inner(self, stages: Sequence[Stage], nested: Sequence[Stage]) -> DeferredJit:
         """With the stages captured when the call ended (and its nested transformations')."""
@@ -77,8 +78,9 @@ class DeferredJit:
         seconds = time.perf_counter() - start
         stages = []
         if self.plain:
-            stages.append(failed(f_label, method, error, seconds) if traced is None
-                          else built(f_label, traced.jaxpr, method, seconds))
+            with steps_of_group(self.steps):
+                stages.append(failed(f_label, method, error, seconds) if traced is None
+                              else built(f_label, traced.jaxpr, method, seconds))
         with self.mesh() if self.mesh is not None else contextlib.nullcontext():
             stages += compiled_stages(traced, error, outer, outer_named)
         return stages

@@ -183,6 +183,22 @@ def tracer_shape(tracer_type: type, trace_type: type) -> str:
     return shape
 
 
+def staged_var(x: Any) -> Any:
+    """The variable a jit trace's tracer stands for: the output of the equation JAX staged
+    for it, the same object in the jaxpr the trace makes (None for any other value).
+
+    NB: jax._src.interpreters.partial_eval: DynamicJaxprTracer.val is that Var (0.10, 0.12);
+    by attribute and type, so a release that changes it gives None, never a wrong link.
+    """
+    if not isinstance(x, Tracer):
+        return None
+    v = getattr(x, "val", None)
+    return v if type(v) is _Var else None
+
+
+_Var = jex_core.Var
+
+
 def _has_attrs(cls: type, *names: str) -> bool:
     # Tracer attributes are __slots__ or class annotations, not set on the class.
     for name in names:

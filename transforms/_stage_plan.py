@@ -15,7 +15,7 @@ import numpy as np
 from . import _interpreters as _i
 from ._derivative_trees import signature_parameters
 from ._spec import chain_of, function_name, spec_of
-from ._tape import RuleTapes, Tape, abstract, is_array_like
+from ._tape import RuleTapes, StagedSteps, Tape, abstract, is_array_like
 
 # --- what a call's capture needs, gathered while the call runs -----------------------
 
@@ -57,6 +57,7 @@ class Group:
     mesh: Callable[[], Any] | None = None  # a top-level jit's mesh context
     live: tuple | None = None  # the concrete (args, kwargs) of an eager call, until captured
     outer_tape: Tape | None = None  # what an eager call executed: its transformed program
+    staged: StagedSteps | None = None  # a plain jit's: which step staged each equation
 
 
 class StagePlan:
@@ -80,8 +81,13 @@ class StagePlan:
         self._nested_keys: set = set()
         self._in_chains: set[int] = set()
         chain = chain_of(spec)
+        self._staged_for: int | None = None
         if not (len(chain) == 1 and spec.entry.compiles):  # a plain jit's f is jit's own trace
             self._wait(self.main)
+        else:  # no tape: only which step staged each of its equations
+            self.main.staged = StagedSteps()
+            self._staged_for = id(spec.fun)
+            self._funs.append(spec.fun)
 
     def _wait(self, group: Group) -> None:
         chain = chain_of(group.spec)
@@ -115,6 +121,10 @@ class StagePlan:
             self.points[key] = abstract_point(args, kwargs)
             self._funs.append(fun)
         waiting = self._waiting.get(key)
+        staged = self.main.staged
+        if key == self._staged_for and staged is not None and not staged.started:
+            staged.started = True
+            return staged  # type: ignore[return-value]
         if not waiting:
             return None
         group = waiting.pop(0)

@@ -395,20 +395,23 @@ _group_steps: dict[int, tuple[Any, int]] = {}
 
 @contextlib.contextmanager
 def steps_of_group(sources: Sequence[tuple[Any, int]]) -> Iterator[None]:
-    """While a group's stages are made: (traceback, step) of each tape entry its replays bind.
+    """While a group's stages are made: (traceback or variable, step) of each tape entry
+    (`Tape.step_sources`).
 
     A replay binds each entry under the traceback the step was bound at (`_i.staged_at`),
     and JAX stages every equation it makes for that binding with that traceback, in every
     stage made of the replay (f, jvp(f), grad(f)'s backward equations, vmap(grad(f))): so
     each equation names the step it came from. A traceback two steps share names neither.
+    A top-level jit's jaxpr is JAX's own trace, made while the call ran: there each step's
+    outputs are the variables of the equations JAX staged for it.
     """
     global _group_steps
     found: dict[int, tuple[Any, int]] = {}
-    for tb, step in sources:
-        if tb is None or step < 0:
+    for source, step in sources:
+        if source is None or step < 0:
             continue
-        hit = found.get(id(tb))
-        found[id(tb)] = (tb, step if hit is None or hit[1] == step else -1)
+        hit = found.get(id(source))
+        found[id(source)] = (source, step if hit is None or hit[1] == step else -1)
     prev, _group_steps = _group_steps, found
     try:
         yield
@@ -418,15 +421,38 @@ def steps_of_group(sources: Sequence[tuple[Any, int]]) -> Iterator[None]:
 
 def _eqn_steps(jaxpr: Any) -> tuple[int, ...]:
     """The step each top-level equation was staged from (-1: none, e.g. JAX's own), or ()
-    when no step is known for any (a stage not made of a replay: jit's own trace)."""
+    when no step is known for any (a stage not made of the call's binds: compiled ones)."""
     steps = _group_steps
     if not steps:
         return ()
     found = []
+    by_var = []  # equations linked by the variable they write (a jit trace's)
     for eqn in jaxpr.eqns:
         tb = eqn.source_info.traceback
         hit = steps.get(id(tb))
-        found.append(hit[1] if hit is not None and hit[0] is tb else -1)
+        if hit is not None and hit[0] is tb:
+            found.append(hit[1])
+            by_var.append(False)
+            continue
+        step = -1
+        for v in eqn.outvars:
+            hit = steps.get(id(v))
+            if hit is not None and hit[0] is v:
+                step = hit[1]
+                break
+        found.append(step)
+        by_var.append(step >= 0)
+    # In a jit trace the steps bind one after another: an equation staged before a step's
+    # output and after the previous step's (the body of jnp.mean before its last equation)
+    # was staged by that step.
+    following = -1
+    for i in range(len(found) - 1, -1, -1):
+        if by_var[i]:
+            following = found[i]
+        elif found[i] < 0:
+            found[i] = following
+        else:
+            following = -1
     return tuple(found) if any(s >= 0 for s in found) else ()
 
 

@@ -139,9 +139,11 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
     expr = _unique(_short_name(named), names) if group.nested else "f"
     tape = group.tape
     tapes = [t for t in (tape, group.outer_tape) if t is not None] + plan.rules.tapes()
+    sources = tuple(s for t in tapes for s in t.step_sources())
+    if group.staged is not None:
+        sources += tuple(group.staged.step_sources())
     with closures_of_group(tuple(tape.closure_types) if tape else ()), \
-            group_notes(plan.rules.notes), \
-            steps_of_group([s for t in tapes for s in t.step_sources()]):
+            group_notes(plan.rules.notes), steps_of_group(sources):
         stages: list[Stage] = []
         plain_jit = len(chain) == 1 and group.spec.entry.compiles and not group.nested
         h = None
@@ -156,7 +158,7 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
             outer_expr, outer_named = f"{spec.kind}({expr})", f"{spec.kind}({named})"
             if spec.entry.compiles and i == 0 and not group.nested:
                 later = DeferredJit(spec, group.point, expr, named, plain_jit, call_error,
-                                    mesh=group.mesh)
+                                    mesh=group.mesh, steps=sources if plain_jit else ())
                 return Captured(stages, later)
             if point is None:
                 blocked = blocked or f"not reached: {spec.kind} did not call its function"

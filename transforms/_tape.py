@@ -58,6 +58,7 @@ class Entry:
     source: str         # where the user bound it (for messages)
     where: Any          # JAX's source info at the bind: traceback and name stack
     step: int = -1      # the recorded step it is (Step.index in its call)
+    staged: tuple = ()  # at a jit trace's level: the variables of the equations it staged
 
     @property
     def rule_kinds(self) -> tuple[str, ...]:
@@ -149,9 +150,11 @@ class Tape:
             return
         primitive, tracers, params, kind, rules, source, where = opened
         ins = tuple(map(self._ref, tracers))
-        outs = tuple(self._new_var(o) for o in (out if multiple else (out,)))
+        values = out if multiple else (out,)
+        outs = tuple(self._new_var(o) for o in values)
+        staged = tuple(v for v in map(_i.staged_var, values) if v is not None)
         self.entries.append(Entry(primitive, kind, params, ins, outs, multiple, rules, source,
-                                  where, step))
+                                  where, step, staged))
 
     def fail(self, step: int) -> None:
         self._open.pop(step, None)
@@ -263,8 +266,11 @@ class Tape:
 
     def step_sources(self) -> list[tuple[Any, int]]:
         """(traceback, step) of each entry: a replay binds the entry under that traceback
-        (`_i.staged_at`), so the equations a stage stages from it carry it."""
-        return [(e.where.traceback, e.step) for e in self.entries]
+        (`_i.staged_at`), so the equations a stage stages from it carry it. At a jit trace's
+        level also (variable, step): the variables its equations wrote (`_i.staged_var`)."""
+        found = [(e.where.traceback, e.step) for e in self.entries]
+        found += [(v, e.step) for e in self.entries for v in e.staged]
+        return found
 
     def _bind(self, entries: list[Entry], env: dict[int, Any], out_refs: tuple) -> list:
         depth = self._depth
@@ -439,6 +445,38 @@ def _unusable(tape: Tape) -> str:
         return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
                 "does), so which one each of its steps read is not known")
     return "it reads values computed outside it (a closure), which a replay cannot give it"
+
+
+class StagedSteps:
+    """At a plain jit's level, whose f stage is JAX's own trace (no replay, so no tape): the
+    variables of the equations each step staged (`_i.staged_var` of its outputs), which name
+    the step in that jaxpr. Filled like a tape; holds nothing else."""
+    __slots__ = ("sources", "started")
+
+    def __init__(self) -> None:
+        self.sources: list[tuple[Any, int]] = []
+        self.started = False
+
+    def begin(self, *args: Any) -> None:
+        pass
+
+    def end(self, step: int, out: Any, multiple: bool) -> None:
+        for value in (out if multiple else (out,)):
+            var = _i.staged_var(value)
+            if var is not None:
+                self.sources.append((var, step))
+
+    def fail(self, step: int) -> None:
+        pass
+
+    def finish(self, out: Any) -> None:
+        pass
+
+    def abandon(self, error: BaseException) -> None:
+        pass
+
+    def step_sources(self) -> list[tuple[Any, int]]:
+        return self.sources
 
 
 class TapePair:
