@@ -9,8 +9,9 @@ from typing import Any, Callable
 from ._derivative_trees import input_trees, output_trees, parameter_names, signature_parameters
 from ._diagnose import FailureContext, diagnose, leak_diagnostic
 from ._library_views import UserView, library_values, mark_static, user_view
-from ._precheck import check_inputs, first_line
+from ._precheck import check_inputs
 from ._spec import Options, spec_of
+from ._text import first_line, message
 from ._trees import MAX_DEPTH as MAX_TREE_DEPTH
 from ._trees import TreeBuilder
 from .kinds import kind_of
@@ -142,11 +143,7 @@ class CallTrees:
     def error_fields(self, error: BaseException, levels: list[Level], steps: list,
                      level: int | None, step: int | None,
                      source: SourceLocation | None, leaked: list | tuple = ()) -> dict:
-        try:
-            message = str(error)
-        except Exception:
-            message = ""
-        ctx = FailureContext(error, message, levels, steps, level, step, source,
+        ctx = FailureContext(error, message(error), levels, steps, level, step, source,
                              self.parameters, tuple(self.diagnostics), self.builder,
                              tuple(self.inputs) + self.forward, tuple(leaked))
         try:

@@ -20,6 +20,7 @@ from operator import attrgetter
 from typing import Any, Callable, Iterable
 
 from ._codec import DumpFormatError
+from ._text import safe_repr
 
 # Bounds no recording reaches and every reader can afford.
 MAX_DEVICES = 4096          # per sharding: the devices views draw one cell per device
@@ -295,8 +296,7 @@ def _num(value: Any) -> str:
 
 
 def _short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return safe_repr(value, limit)
 
 
 CHECKS: list[Callable[[Any, dict[str, list]], None]] = [_values, _sources, _calls]

@@ -22,7 +22,9 @@ from ._interpreters import ended_tracer_in_traceback, mismatch_sides
 # NB: the check's entry point, long imported from here (tests do)
 from ._precheck import check_inputs as check_inputs
 from ._precheck import innermost_user_location
-from ._trees import TreeBuilder, pair_trees, safe_text, treedef_tree
+from ._text import message
+from ._text import safe_repr as safe_text
+from ._trees import TreeBuilder, pair_trees, treedef_tree
 from .kinds import TRACES_BY_TRACER, tracer_kind
 from .model import Diagnostic, Level, SourceLocation, Step, TreePair, TreeRecord
 
@@ -65,12 +67,9 @@ MISMATCH_RULES = (
 
 
 def structure_mismatch(error: BaseException, builder: TreeBuilder) -> TreePair | None:
-    try:
-        message = str(error)
-    except Exception:
-        return None
+    text = message(error)
     for rule in MISMATCH_RULES:
-        if rule.pattern.search(message):
+        if rule.pattern.search(text):
             return _mismatch_pair(rule, error, builder)
     return None
 

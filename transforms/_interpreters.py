@@ -38,6 +38,8 @@ from jax.extend import core as jex_core
 from jax.extend import linear_util as lu
 from jax.extend import source_info_util
 
+from ._caches import BoundedCache
+
 Trace = jax_core.Trace
 Tracer = jax_core.Tracer
 ClosedJaxpr = jex_core.ClosedJaxpr
@@ -235,9 +237,10 @@ def trace_has_ended(trace: Any) -> bool:
         return False
 
 
-_name_stack_texts: dict[Any, str] = {}
-# By identity first: a NameStack is a dataclass, hashed and compared field by field.
-_name_stacks_seen: dict[int, tuple[Any, str]] = {}
+_name_stack_texts: BoundedCache = BoundedCache(10_000)
+# By identity first: a NameStack is a dataclass, hashed and compared field by field. The few
+# current lately: few kept alive.
+_name_stacks_seen: BoundedCache = BoundedCache(64)  # id(stack) -> (stack, text)
 
 
 def name_stack() -> str:
@@ -248,12 +251,8 @@ def name_stack() -> str:
         return hit[1]
     text = _name_stack_texts.get(stack)
     if text is None:
-        if len(_name_stack_texts) > 10_000:
-            _name_stack_texts.clear()
-        text = _name_stack_texts[stack] = str(stack)
-    if len(_name_stacks_seen) >= 64:  # the few current lately: few kept alive
-        _name_stacks_seen.clear()
-    _name_stacks_seen[id(stack)] = (stack, text)  # keeps the stack alive: its id stays its own
+        text = _name_stack_texts.put(stack, str(stack))
+    _name_stacks_seen.put(id(stack), (stack, text))  # keeps the stack alive: its id stays its own
     return text
 
 

@@ -15,12 +15,13 @@ from ._interpreters import is_inline_jit_params
 from ._rules import summarize_params
 from ._snapshot import user_location
 from ._state import _state
+from ._text import message
 from .model import SourceLocation, Step
 
 if TYPE_CHECKING:
     from ._recorder import CallBuilder
 
-__all__ = ["ROW_ERROR", "ROW_KIND", "ROW_LEVEL", "LevelState", "RuleSpec", "error_message", "run_level",
+__all__ = ["ROW_ERROR", "ROW_KIND", "ROW_LEVEL", "LevelState", "RuleSpec", "run_level",
            "step_of", "steps_of"]
 
 
@@ -108,7 +109,7 @@ class LevelState:
         if call.active_steps and call.active_steps[-1][0] == pending[0]:
             call.active_steps.pop()
         call.steps[pending[0]] = self._step(pending, call.describer.describe_all(()),
-                                            error_message(error))
+                                            message(error))
         if self.tape is not None:
             self.tape.fail(pending[0])
 
@@ -193,9 +194,3 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
 def _source_text(source: SourceLocation | None) -> str:
     return f"{source.file}:{source.line}" if source is not None else ""
 
-
-def error_message(error: BaseException) -> str:
-    try:
-        return str(error)
-    except Exception as e:
-        return f"<message unavailable: {type(e).__name__}>"

@@ -18,19 +18,21 @@ from typing import Any, Callable
 import jax
 from jax import tree_util
 
+from ._caches import BoundedCache
 from ._interpreters import JAX_DIR, PACKAGE_DIR
 from ._snapshot import location_of
+from ._text import first_line
+from ._text import safe_repr as safe_text
 from ._trees import (
     _LEAF_TYPES,
     _builtin_children,
     flatten_one,
     is_custom_node,
     qualified_name,
-    safe_text,
 )
 from .model import Diagnostic, SourceLocation
 
-__all__ = ["MAX_CHECKED_NODES", "check_inputs", "first_line", "innermost_user_location",
+__all__ = ["MAX_CHECKED_NODES", "check_inputs", "innermost_user_location",
            "non_array_argument_error"]
 
 MAX_CHECKED_NODES = 200   # custom nodes checked per call (one per type is enough)
@@ -130,14 +132,12 @@ def _refused_leaf(x: Any) -> bool:
 
 
 # Input structures with no custom node: the check has nothing to do for them.
-_plain_structures: set = set()
+_plain_structures: BoundedCache = BoundedCache(512)  # treedef -> True
 
 
 def _remember_plain(treedef: Any) -> None:
-    if len(_plain_structures) >= 512:
-        _plain_structures.clear()
     try:
-        _plain_structures.add(treedef)
+        _plain_structures.put(treedef, True)
     except (TypeError, ValueError):  # unhashable aux data: checked every time
         return
 
@@ -329,11 +329,3 @@ def innermost_user_location(tb) -> SourceLocation | None:
             found = location_of(code, tb.tb_lineno)
         tb = tb.tb_next
     return found
-
-
-def first_line(e: BaseException) -> str:
-    try:
-        text = str(e)
-    except Exception:
-        return "<message unavailable>"
-    return text.splitlines()[0] if text else ""

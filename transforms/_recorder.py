@@ -18,10 +18,11 @@ import jax
 
 from . import _interpreters as _i
 from . import _stage_plan, _stages
+from ._caches import BoundedCache
 from ._call_shardings import sharding_hook
 from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
-from ._levels import ROW_ERROR, ROW_KIND, ROW_LEVEL, LevelState, RuleSpec, error_message, step_of, steps_of
+from ._levels import ROW_ERROR, ROW_KIND, ROW_LEVEL, LevelState, RuleSpec, step_of, steps_of
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
 from ._spec import Options, TransformSpec, chain_of, function_name
@@ -32,6 +33,7 @@ from ._state import _blocks as _blocks
 from ._state import active_session as active_session
 from ._state import recording_off as recording_off
 from ._tape import TapePair
+from ._text import message as error_message
 from ._trees import tree_text
 from .kinds import TRACES_BY_CLASS, kind_of
 from .model import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
@@ -70,9 +72,10 @@ class SessionRecorder:
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
         # Jaxpr records and jit step summaries by jaxpr object, kept with the object
-        # (so its id is not reused); JAX reuses the jaxprs of jnp functions.
-        self.jaxpr_records: dict[int, tuple[Any, Any]] = {}
-        self.jit_summaries: dict[tuple, tuple] = {}
+        # (so its id is not reused); JAX reuses the jaxprs of jnp functions. They keep
+        # their jaxprs alive: a bounded number.
+        self.jaxpr_records = BoundedCache(SHARED_JAXPRS)  # id(jaxpr) -> (jaxpr, record)
+        self.jit_summaries = BoundedCache(SHARED_JAXPRS)  # (id(jaxpr), ...) -> (jaxpr, summary)
 
     def begin_call(self, transform: str, fun: Any, options: Options, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -432,7 +435,7 @@ class CallBuilder:
         hit = self._jaxprs.get(id(jaxpr))
         if hit is None or hit[0] is not jaxpr:
             hit = (jaxpr, jaxpr_record(name, jaxpr))
-            self._jaxprs[id(jaxpr)] = hit
+            self._jaxprs.put(id(jaxpr), hit)
         rec = hit[1]
         return rec if rec.name == name else dataclasses.replace(rec, name=name)
 
@@ -445,7 +448,7 @@ class CallBuilder:
         jaxpr = params.get("jaxpr")
         key: tuple | None = (id(jaxpr), params.get("name"), params.get("donated_invars"))
         try:
-            hit = self._jit_summaries.get(key)  # type: ignore[arg-type]  # not None yet
+            hit = self._jit_summaries.get(key)  # not None yet
         except TypeError:  # params of a shape we do not know: no caching
             hit, key = None, None
         if hit is not None and hit[0] is jaxpr:
@@ -458,7 +461,7 @@ class CallBuilder:
             # (`jaxpr={jaxpr: sin, cos}`), not kept.
             subjaxprs = ()
         if key is not None:
-            self._jit_summaries[key] = (jaxpr, (pairs, subjaxprs))  # jaxpr kept: no id reuse
+            self._jit_summaries.put(key, (jaxpr, (pairs, subjaxprs)))  # jaxpr kept: no id reuse
         return pairs, subjaxprs
 
     def record_error(self, error: BaseException, level: LevelState | None) -> None:
@@ -531,9 +534,6 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=sharding_hook.call_shardings(self, stages))
-        if len(self._jaxprs) > SHARED_JAXPRS or len(self._jit_summaries) > SHARED_JAXPRS:
-            self._jaxprs.clear()  # they keep their jaxprs alive: a bounded number
-            self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call

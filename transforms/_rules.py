@@ -10,8 +10,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._caches import BoundedCache
 from ._sharding import mesh_text, sharding_text, spec_text
-from ._snapshot import _safe_text, is_jaxpr
+from ._snapshot import is_jaxpr
+from ._text import safe_str
 
 ParamPairs = tuple[tuple[str, str], ...]
 SubJaxprs = list[tuple[str, Any]]
@@ -21,7 +23,7 @@ _PLAIN = (int, bool, float, type(None))
 _MAX_PARAM_TEXT = 100
 
 
-_formatted: dict[Any, str] = {}
+_formatted: BoundedCache = BoundedCache(50_000)
 # Values safe to keep as cache keys: plain data, never a jaxpr, function or array.
 _CACHEABLE = (tuple, str, np.dtype, enum.Enum)
 
@@ -52,9 +54,7 @@ def format_param(value: Any) -> str:
     if text is None:
         text = _format_param(value)
         if _plain_data(value):  # never keep a jaxpr or function alive as a key
-            if len(_formatted) > 50_000:
-                _formatted.clear()
-            _formatted[key] = text
+            _formatted.put(key, text)
     return text
 
 
@@ -85,8 +85,7 @@ def _format_param(value: Any) -> str:
         return _jaxpr_text(value)
     if callable(value) and not isinstance(value, type):
         return f"<fn {getattr(value, '__name__', type(value).__name__)}>"
-    text = _safe_text(value)
-    return text if len(text) <= _MAX_PARAM_TEXT else text[:_MAX_PARAM_TEXT - 1] + "…"
+    return safe_str(value, _MAX_PARAM_TEXT)
 
 
 def _jaxprs_in(name: str, value: Any) -> list[tuple[str, Any]]:
@@ -166,7 +165,7 @@ RULES: dict[str, Rule] = {
 }
 
 
-_interned_pairs: dict[ParamPairs, ParamPairs] = {}
+_interned_pairs: BoundedCache = BoundedCache(50_000)
 
 
 def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, SubJaxprs]:
@@ -176,7 +175,5 @@ def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, Sub
     # Most steps repeat a few param sets: share one tuple (memory per step).
     shared = _interned_pairs.get(pairs)
     if shared is None:
-        if len(_interned_pairs) > 50_000:
-            _interned_pairs.clear()
-        shared = _interned_pairs[pairs] = pairs
+        shared = _interned_pairs.put(pairs, pairs)
     return shared, jaxprs

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from ._interpreters import Tracer
+from ._text import first_line, safe_repr
 from .model import (
     CollectiveRecord,
     DeviceGroup,
@@ -41,13 +42,13 @@ def mesh_text(mesh: Any) -> str:
     try:
         axes = ", ".join(f"{name!r}: {size}" for name, size in mesh.shape.items())
     except Exception:  # an abstract or unfamiliar mesh object: its own text
-        return _short(repr(mesh))
+        return safe_repr(mesh)
     return f"Mesh({axes})"
 
 
 def spec_text(spec: Any) -> str:
     """`P('data', None)`, as JAX prints a PartitionSpec (also inside tuples)."""
-    return _short(repr(spec))
+    return safe_repr(spec)
 
 
 def sharding_text(sharding: Any) -> str:
@@ -55,12 +56,8 @@ def sharding_text(sharding: Any) -> str:
     spec = getattr(sharding, "spec", None)
     mesh = getattr(sharding, "mesh", None)
     if spec is None or mesh is None:
-        return _short(repr(sharding))
+        return safe_repr(sharding)
     return f"{type(sharding).__name__}({spec_text(spec)} on {mesh_text(mesh)})"
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # --- layouts of arrays -------------------------------------------------------------
@@ -443,8 +440,4 @@ def process_info(**facts: Any) -> ProcessInfo:
 
 
 def _first_line(e: BaseException) -> str:
-    try:
-        text = str(e)
-    except Exception:
-        return type(e).__name__
-    return text.splitlines()[0] if text else type(e).__name__
+    return first_line(e) or type(e).__name__

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._caches import BoundedCache
 from ._interpreters import (
     JAX_DIR,
     PACKAGE_DIR,
@@ -30,6 +31,7 @@ from ._interpreters import (
     tracer_shape,
     tracer_shapes,
 )
+from ._text import cut, message, safe_str
 from .kinds import TRACES_BY_TRACER
 from .model import JaxprRecord, SourceLocation, ValueRecord
 
@@ -38,7 +40,7 @@ SMALL_VALUE_SIZE = 8
 _MAX_TEXT = 120
 
 
-_aval_texts: dict[Any, str] = {}
+_aval_texts: BoundedCache = BoundedCache(100_000)
 
 
 def aval_text(aval: Any) -> str:
@@ -48,9 +50,7 @@ def aval_text(aval: Any) -> str:
     except TypeError:  # an unhashable aval kind
         return _aval_text_uncached(aval)
     if text is None:
-        if len(_aval_texts) > 100_000:
-            _aval_texts.clear()
-        text = _aval_texts[aval] = _aval_text_uncached(aval)
+        text = _aval_texts.put(aval, _aval_text_uncached(aval))
     return text
 
 
@@ -208,7 +208,7 @@ def describe_concrete(x: Any) -> ValueRecord:
         return ValueRecord("array", "ndarray", f"{x.dtype.name}{list(x.shape)}".replace(" ", ""),
                            value=value)
     # A symbolic Zero tangent, a token, or something new: keep what it says about itself.
-    return ValueRecord("python", type(x).__name__, _safe_text(x))
+    return ValueRecord("python", type(x).__name__, safe_str(x, _MAX_TEXT))
 
 
 def _scalar_text(x: Any) -> str:
@@ -230,8 +230,7 @@ def _array_summary(x: Any) -> str | None:
         values = np.asarray(x).tolist()
     except Exception as e:  # e.g. a deleted or donated buffer
         return f"<unavailable: {type(e).__name__}>"
-    text = _format_values(values)
-    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT - 1] + "…"
+    return cut(_format_values(values), _MAX_TEXT)
 
 
 # A concrete pytree leaf too big to print (call inputs and outputs, not every step's
@@ -281,14 +280,6 @@ def _format_values(values: Any) -> str:
     return repr(values)
 
 
-def _safe_text(x: Any) -> str:
-    try:
-        text = str(x)
-    except Exception as e:
-        return f"<repr-error {type(e).__name__}>"
-    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT - 1] + "…"
-
-
 # --- jaxprs ------------------------------------------------------------------
 
 def jaxpr_record(name: str, jaxpr: Any) -> JaxprRecord:
@@ -310,7 +301,7 @@ def _safe_text_full(x: Any) -> str:
         printer = getattr(x, "pretty_print", None)
         return printer(use_color=False) if printer is not None else str(x)
     except Exception as e:
-        return f"<repr-error {type(e).__name__}: {e}>"
+        return f"<repr-error {type(e).__name__}: {message(e)}>"
 
 
 _JAXPR_TYPES = (ClosedJaxpr, Jaxpr)
@@ -343,7 +334,7 @@ _user_prefixes: tuple[str, ...] = ()
 _setting: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 # Keyed by id(code), with the code kept to rule out a reused id: hashing a
 # code object rehashes its bytecode (about 3 us), once per frame walked.
-_code_kinds: dict[int, tuple[Any, int]] = {}
+_code_kinds: BoundedCache = BoundedCache(100_000)  # id(code) -> (code, kind)
 _locations: dict[tuple, tuple[Any, Any, SourceLocation]] = {}
 
 
@@ -380,7 +371,7 @@ def _kind_of_file(filename: str) -> int:
 
 def _kind(code) -> int:
     kind = _kind_of_file(code.co_filename)
-    _code_kinds[id(code)] = (code, kind)
+    _code_kinds.put(id(code), (code, kind))
     return kind
 
 
@@ -420,16 +411,14 @@ def user_location(skip: int = 1) -> SourceLocation | None:
     return location_via(frame.f_code, frame.f_lineno, via.f_code, via.f_lineno)
 
 
-_file_kinds: dict[str, int] = {}
-_staged: dict[int, tuple[Any, SourceLocation | None]] = {}
+_file_kinds: BoundedCache = BoundedCache(10_000)
+_staged: BoundedCache = BoundedCache(10_000)  # id(traceback) -> (traceback, location)
 
 
 def _file_kind(filename: str) -> int:
     kind = _file_kinds.get(filename)
     if kind is None:
-        if len(_file_kinds) > 10_000:
-            _file_kinds.clear()
-        kind = _file_kinds[filename] = _kind_of_file(filename)
+        kind = _file_kinds.put(filename, _kind_of_file(filename))
     return kind
 
 
@@ -446,9 +435,7 @@ def staged_location(tb: Any) -> SourceLocation | None:
             break
         if kind == _LIBRARY and via is None:
             via = SourceLocation(file, line, function)
-    if len(_staged) > 10_000:
-        _staged.clear()
-    _staged[id(tb)] = (tb, found)  # the traceback kept: its id is not reused
+    _staged.put(id(tb), (tb, found))  # the traceback kept: its id is not reused
     return found
 
 

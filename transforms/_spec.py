@@ -9,16 +9,10 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ._text import safe_repr
 from .kinds import TransformKind, kind_of
 
 __all__ = ["Options", "TransformSpec", "chain_of", "function_name", "spec_of"]
-
-
-def _text(value: Any) -> str:
-    try:
-        return repr(value)
-    except Exception as e:  # a user object whose repr raises
-        return f"<repr-error {type(e).__name__}>"
 
 
 class Options:
@@ -36,7 +30,7 @@ class Options:
         self.values: dict[str, Any] = dict(values or {})
         self.given: dict[str, Any] = dict(given) if given is not None else self.values
         self.pairs: tuple[tuple[str, str], ...] = tuple(
-            (k, _text(v)) for k, v in self.values.items())
+            (k, safe_repr(v, None)) for k, v in self.values.items())
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.values.get(name, default)

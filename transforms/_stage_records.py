@@ -17,9 +17,11 @@ from jax.extend import source_info_util
 from jax.extend.core import DropVar, Literal
 
 from . import _interpreters as _i
+from ._caches import BoundedCache
 from ._jaxpr_text import eqn_line_spans
 from ._rules import summarize_params
 from ._snapshot import aval_text, jaxpr_record
+from ._text import cut, message
 from .model import EqnRecord, PrimitiveCount, SourceLocation, Stage, SubJaxprRecord
 
 
@@ -57,11 +59,8 @@ class Label:
 
 
 def reason(error: BaseException) -> str:
-    try:
-        message = str(error)
-    except Exception as e:  # a message that cannot be printed still names its type
-        message = f"<message unavailable: {type(e).__name__}>"
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    text = message(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def failed(label: Label, method: str, reason: str, seconds: float = 0.0) -> Stage:
@@ -240,7 +239,7 @@ class _Namer:
 
 # Texts of scalar literals by (type, value): a loop's constants repeat.
 # NB: not zeros and NaNs, which compare equal to (or unequal to) another text.
-_literal_texts: dict[tuple[type, Any], str] = {}
+_literal_texts: BoundedCache = BoundedCache(10_000)
 
 
 def _literal_text(v: Any) -> str:
@@ -249,9 +248,7 @@ def _literal_text(v: Any) -> str:
         key = (type(val), val)
         text = _literal_texts.get(key)
         if text is None:
-            if len(_literal_texts) > 10_000:
-                _literal_texts.clear()
-            text = _literal_texts[key] = _literal_text_uncached(val)
+            text = _literal_texts.put(key, _literal_text_uncached(val))
         return text
     return _literal_text_uncached(val)
 
@@ -267,7 +264,7 @@ def _literal_text_uncached(val: Any) -> str:
             text = str(val)
     except Exception:  # an exotic literal: its type still says something
         text = f"<{type(val).__name__}>"
-    return text if len(text) <= 24 else text[:23] + "…"
+    return cut(text, 24)
 
 
 # How each primitive's sub-jaxpr inputs relate to the equation's inputs, one rule
@@ -351,7 +348,7 @@ def _source_of(source_info: Any) -> tuple[str, SourceLocation | None]:
     return found
 
 
-_source_locations: dict[tuple[str, int, str], SourceLocation] = {}
+_source_locations: BoundedCache = BoundedCache(10_000)
 
 
 def _source_uncached(source_info: Any) -> tuple[str, SourceLocation | None]:
@@ -360,9 +357,7 @@ def _source_uncached(source_info: Any) -> tuple[str, SourceLocation | None]:
     if frame is not None:
         location = _source_locations.get(frame)
         if location is None:
-            if len(_source_locations) > 10_000:
-                _source_locations.clear()
-            location = _source_locations[frame] = SourceLocation(*frame)
+            location = _source_locations.put(frame, SourceLocation(*frame))
     return sys.intern(source_info_util.summarize(source_info)), location
 
 

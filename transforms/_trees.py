@@ -16,30 +16,21 @@ import jax
 import numpy as np
 from jax import tree_util
 
+from ._caches import BoundedCache
 from ._interpreters import Tracer
 from ._snapshot import describe_concrete, leaf_value
+from ._text import MAX_TEXT, first_line, safe_str
+from ._text import safe_repr as safe_text
 from .model import PairRow, TreeNode, TreePair, TreeRecord, ValueRecord
 
 MAX_NODES = 2000    # per tree: larger trees end in a "truncated" node
 MAX_DEPTH = 100     # deeper nodes end in a "truncated" node
-_MAX_TEXT = 120
 
 # Containers JAX flattens natively: their aux data is structure, not user static data.
 _BUILTIN_NODES = frozenset({tuple, list, dict, type(None)})
 
 
-def safe_text(x: Any, limit: int = _MAX_TEXT) -> str:
-    """repr(x), or a note when its repr raises; shortened to `limit` characters."""
-    try:
-        text = repr(x)
-    except Exception as e:  # a user object whose repr raises
-        return f"<repr-error {type(e).__name__}>"
-    if not isinstance(text, str):
-        return f"<repr-error {type(text).__name__}>"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-_qualified_names: dict[int, tuple[Any, str]] = {}
+_qualified_names: BoundedCache = BoundedCache(10_000)  # id(cls) -> (cls, name)
 
 
 def qualified_name(cls: Any) -> str:
@@ -47,7 +38,7 @@ def qualified_name(cls: Any) -> str:
     # trees are built on every recorded call.
     hit = _qualified_names.get(id(cls))
     if hit is None or hit[0] is not cls:
-        hit = _qualified_names[id(cls)] = (cls, _qualified_name(cls))
+        hit = _qualified_names.put(id(cls), (cls, _qualified_name(cls)))
     return hit[1]
 
 
@@ -115,7 +106,7 @@ def _name_of(value: Any, attrs: list[tuple[str, Any]], used: set[str]) -> str | 
     return None
 
 
-_key_texts: dict[Any, str] = {}
+_key_texts: BoundedCache = BoundedCache(10_000)
 
 
 def _key_text(key_path: tuple) -> str:
@@ -130,9 +121,7 @@ def _key_text(key_path: tuple) -> str:
         except Exception as e:
             return f"[<key-error {type(e).__name__}>]"
         try:
-            if len(_key_texts) > 10_000:
-                _key_texts.clear()
-            _key_texts[key_path] = text
+            _key_texts.put(key_path, text)
         except TypeError:
             pass
     return text
@@ -224,7 +213,7 @@ class TreeBuilder:
             keyed, td = flatten_one(x)
         except Exception as e:  # the user's flatten raised (or JAX refused the object)
             return _fields(index, parent, depth, key, path, "error", type_name,
-                           note=f"flatten raised {type(e).__name__}: {_message(e)}")
+                           note=f"flatten raised {type(e).__name__}: {first_line(e, MAX_TEXT)}")
         if td.num_nodes == 1 and td.num_leaves == 1:
             return self._leaf(x, index, parent, depth, key, path, type_name)
         try:
@@ -277,8 +266,8 @@ _LEAF_TYPES = (Tracer, jax.Array, np.ndarray, np.generic, bool, int, float, comp
 # (PyTreeDef, limits) -> (treedef text, nodes, indices of the leaf nodes in flatten order).
 # Every recorded call builds its input and output trees, mostly of one structure
 # again and again: the walk (and the user's flatten functions) run once per structure.
-_skeletons: dict[tuple, tuple[str, tuple[TreeNode, ...], tuple[int, ...]]] = {}
-_MAX_SKELETONS = 512
+# key -> (treedef text, nodes, leaf indices)
+_skeletons: BoundedCache = BoundedCache(512)
 
 
 def _remember(key: tuple, record: TreeRecord, num_leaves: int) -> None:
@@ -288,10 +277,8 @@ def _remember(key: tuple, record: TreeRecord, num_leaves: int) -> None:
     leaf_indices = tuple(n.index for n in record.nodes if n.kind == "leaf")
     if len(leaf_indices) != num_leaves:
         return
-    if len(_skeletons) >= _MAX_SKELETONS:
-        _skeletons.clear()
     try:
-        _skeletons[key] = (record.treedef, record.nodes, leaf_indices)
+        _skeletons.put(key, (record.treedef, record.nodes, leaf_indices))
     except (TypeError, ValueError):  # aux data whose hash or == raises: walked every time
         return
 
@@ -316,9 +303,10 @@ def _describe_leaf(x: Any) -> ValueRecord:
 
 def _treedef_text(obj: Any) -> str:
     try:
-        return str(tree_util.tree_structure(obj))
+        treedef = tree_util.tree_structure(obj)
     except Exception as e:  # cyclic, too deep, or a flatten that raises
         return f"<unavailable: {type(e).__name__}>"
+    return safe_str(treedef, None)
 
 
 def _on_path(ids: list[int], nodes: list[dict], parent: int | None, oid: int) -> bool:
@@ -398,15 +386,6 @@ def _freeze(fields: dict) -> TreeNode:
     return TreeNode(**fields)
 
 
-def _message(e: BaseException) -> str:
-    try:
-        text = str(e)
-    except Exception:
-        return "<message unavailable>"
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= _MAX_TEXT else line[:_MAX_TEXT - 1] + "…"
-
-
 # --- trees from a PyTreeDef (structure only) ------------------------------------
 
 def treedef_tree(treedef: Any, role: str, name: str, leaves: list[str] | None = None) -> TreeRecord:
@@ -428,7 +407,7 @@ def treedef_tree(treedef: Any, role: str, name: str, leaves: list[str] | None = 
             children = td.children()
         except Exception as e:
             nodes.append(_fields(index, parent, depth, key, path, "error", "?",
-                                 note=f"{type(e).__name__}: {_message(e)}"))
+                                 note=f"{type(e).__name__}: {first_line(e, MAX_TEXT)}"))
             continue
         if data is None:
             fields = _fields(index, parent, depth, key, path, "leaf", "*")
@@ -464,10 +443,7 @@ def _child_keys(node_type: Any, aux: Any, n: int) -> list[str]:
 
 def tree_text(x: Any) -> str:
     """str(x) for a PyTreeDef, whose aux data's repr may raise."""
-    try:
-        return str(x)
-    except Exception as e:
-        return f"<unavailable: {type(e).__name__}>"
+    return safe_str(x, None)
 
 
 # --- pairing ----------------------------------------------------------------------

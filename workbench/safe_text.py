@@ -47,6 +47,14 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def shorten(text: str, width: int) -> str:
+    """`text`, or its first `width - 1` characters and an ellipsis (a label, a note).
+
+    NB: as transforms/_text.py's `cut`, not imported from it: `import transforms` loads the
+    record model, which the CLI's start does without (tests/test_read_only_imports.py)."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def cut(text: str, limit: int) -> str:
     """`text`, or its first `limit` characters and how many more there were."""
     if len(text) <= limit:
@@ -120,5 +128,5 @@ def _str(value: object) -> str:
         return f"<{type(value).__name__}: str() raised {type(e).__name__}>"
 
 
-__all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "dot_escape", "first_line", "has_unsafe", "svg",
-           "terminal"]
+__all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "dot_escape", "first_line", "has_unsafe",
+           "shorten", "svg", "terminal"]

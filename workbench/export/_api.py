@@ -186,7 +186,7 @@ def _require_stages(call: Call) -> None:
 
 
 def _short(text: str, width: int = 300) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return safe_text.shorten(text, width)
 
 
 # --- for the CLI, the TUI and `demo --export` ------------------------------------------

@@ -113,8 +113,7 @@ def origin_of(name_stack: str) -> tuple[str, bool]:
     return origin, "vmap(" in name_stack
 
 
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
+_shorten = safe_text.shorten
 
 
 # --- DOT text ----------------------------------------------------------------------

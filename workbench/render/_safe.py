@@ -6,18 +6,13 @@ from typing import Callable
 from rich.console import RenderableType
 from rich.text import Text
 
+from .. import safe_text
+
 
 def safe(render: Callable[[], RenderableType], what: str) -> RenderableType:
     """Build a renderable, or a placeholder saying why it could not be built."""
     try:
         return render()
     except Exception as e:  # a renderer never takes the UI down with it
-        return Text(f"<render-error {what}: {type(e).__name__}: {_first_line(e)}>", style="red")
+        return Text(f"<render-error {what}: {type(e).__name__}: {safe_text.first_line(e)}>", style="red")
 
-
-def _first_line(e: BaseException) -> str:
-    try:
-        text = str(e)
-    except Exception:  # an exception whose str raises
-        return "?"
-    return text.splitlines()[0] if text else ""

@@ -24,10 +24,6 @@ def _short_error(type_name: str) -> str:
     return type_name.rsplit(".", 1)[-1]
 
 
-def _first_line(text: str) -> str:
-    return safe_text.first_line(text)
-
-
 class FailurePanel:
     """What failed, where, at which transformation's tracer, and the fix."""
 
@@ -43,7 +39,7 @@ class FailurePanel:
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
-        table.add_row("error", Text(_first_line(e.message)))
+        table.add_row("error", Text(safe_text.first_line(e.message)))
         if e.source is not None:
             table.add_row("line", Text(shorten_paths(str(e.source))))
         if e.function:

@@ -17,6 +17,7 @@ from rich.text import Text
 from transforms.diff import EqnChange, StageDiff, short_aval
 from transforms.model import EqnRecord, Growth, Stage
 
+from .. import safe_text
 from ._safe import safe as _safe
 
 # --- highlighting --------------------------------------------------------------
@@ -296,14 +297,10 @@ class ChainView:
         for stage in self.stages:
             count = stage.jaxpr.eqn_count if stage.jaxpr is not None else None
             status = (Text("ok", style="green") if stage.available
-                      else Text(_first_line(stage.reason), style="red"))
+                      else Text(safe_text.first_line(stage.reason), style="red"))
             table.add_row(Text(stage.name), Text(stage.role), "" if count is None else str(count),
                           status)
         return table
-
-
-def _first_line(text: str) -> str:
-    return text.split("\n", 1)[0]
 
 
 # --- diff ----------------------------------------------------------------------
@@ -432,7 +429,7 @@ class GrowthView:
         if point is None:
             return Text("")
         if point.eqn_count is None:
-            return Text(_first_line(point.error), style="red")
+            return Text(safe_text.first_line(point.error), style="red")
         text = str(point.eqn_count)
         if self.primitive:
             text += f" ({point.count(self.primitive)} {self.primitive})"
@@ -470,7 +467,7 @@ class GrowthChart:
             for p in series.points:
                 line = Text(f"  {p.size:>{pad}} ")
                 if p.eqn_count is None:
-                    line.append(_first_line(p.error), style="red")
+                    line.append(safe_text.first_line(p.error), style="red")
                 else:
                     line.append("█" * _bar(p.eqn_count, largest, self.width), style="cyan")
                     line.append(f" {p.eqn_count}")

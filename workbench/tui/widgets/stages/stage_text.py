@@ -6,6 +6,7 @@ import itertools
 
 from rich.text import Text
 
+from transforms._caches import BoundedCache
 from transforms.model import Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr
@@ -34,7 +35,7 @@ class StageText(LineList):
         self._eqn_of_line: dict[int, int] = {}
         self.marks: dict[int, str] = {}  # equation -> changed | added | removed
         self._gutter = 0
-        self._cache: dict[int, Text] = {}
+        self._cache: BoundedCache = BoundedCache(_CACHE)  # row -> highlighted Text
         self._search: tuple[list[str], str, list[int]] | None = None
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
@@ -71,9 +72,7 @@ class StageText(LineList):
         cached = self._cache.get(row)
         if cached is None:
             cached = self._highlighted(row)
-            if len(self._cache) >= _CACHE:
-                self._cache.clear()
-            self._cache[row] = cached
+            self._cache.put(row, cached)
         return cached.copy()
 
     def _highlighted(self, row: int) -> Text:
