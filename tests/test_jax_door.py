@@ -1,5 +1,5 @@
 """JAX behind one door (issue 13, item 4): every fact about JAX that a release may change is a
-named function of transforms/_interpreters.py, tested here on the installed JAX (the suite runs
+named function of the transforms/_interpreters package, tested here on the installed JAX (the suite runs
 on jax 0.10.2 and on jax 0.12), and no other module states one (a scan of the sources)."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import transforms as T
 from transforms import _interpreters as _i
 
 ROOT = Path(__file__).resolve().parent.parent
-DOOR = ROOT / "transforms" / "_interpreters.py"
+DOOR = ROOT / "transforms" / "_interpreters"  # a package: each part one subject
 # The gallery's examples are user code: a seed peeks at `.val` on purpose (its lesson).
 SCANNED = [p for pkg in ("transforms", "workbench") for p in sorted((ROOT / pkg).rglob("*.py"))
-           if p != DOOR and "gallery" not in p.parts]
+           if DOOR not in p.parents and "gallery" not in p.parts]
 
 # Attributes of JAX's tracers and traces that have no public accessor. (`val` and
 # `batch_dim` are also fields of our own records: _i.batched_parts reads them off a tracer.)
@@ -134,7 +134,8 @@ def f(t, frame, params, tb):
 
 def test_the_door_still_holds_the_facts_the_scan_looks_for():
     """The scan would pass vacuously if the names it looks for were nowhere: they are in the door."""
-    facts = {what for _, what in jax_facts(DOOR.read_text(), in_transforms=False)}
+    facts = {what for part in sorted(DOOR.glob("*.py"))
+             for _, what in jax_facts(part.read_text(), in_transforms=False)}
     assert any("jax._src" in what for what in facts)
     assert "JAX's parameter 'ft_in' read" in facts
     assert "JAX's internal name '_flatten_jvp'" in facts
@@ -395,3 +396,16 @@ def test_staged_var_is_the_variable_of_the_equation_jax_staged():
     assert _i.staged_var(1.0) is None and _i.staged_var(jnp.ones(2)) is None
     jax.vmap(lambda x: seen.append(_i.staged_var(x)) or x)(jnp.ones(2))
     assert seen[-1] is None  # a batched tracer: not a jaxpr's variable
+
+
+def test_other_modules_import_the_door_not_its_parts():
+    """The door is one module to the others (`from . import _interpreters as _i`): its parts
+    (each one subject) may move between releases without another module changing."""
+    found = []
+    for p in SCANNED + sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{p.relative_to(ROOT)}:{node.lineno}" for n in names  # type: ignore[attr-defined]
+                      if "_interpreters." in n]
+    assert found == []

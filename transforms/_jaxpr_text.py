@@ -5,7 +5,7 @@ The recorder applies these once, when a stage is made (transforms/_stages.py), a
 the answers as data (Stage.eqn_spans, EqnRecord.location); the loader applies them to dumps
 written before those fields existed (transforms/dump.py). Readers never parse the text.
 NB: JAX-free (the loader imports no JAX), so this one fact about JAX's printing, its
-layout, lives here rather than in transforms/_interpreters.py.
+layout, lives here rather than in the transforms/_interpreters package.
 """
 from __future__ import annotations
 

@@ -1,0 +1,50 @@
+"""Primitives' parameter layouts that JAX releases change: scan's, while's and call-like
+primitives' constants, jit's inline flag, a custom_vjp_call's primal outputs. Part of the door.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def custom_vjp_out_count(params: dict) -> int | None:
+    """How many primal outputs a custom_vjp_call has (the last outputs of its fwd).
+
+    NB: jax._src.custom_derivatives: `out_trees()` gives (out_tree, res_tree,
+    input_fwds), read from the fwd's stores once it has run.
+    """
+    try:
+        return params["out_trees"]()[0].num_leaves
+    except Exception:  # the fwd's stores are empty, or another layout
+        return None
+
+
+def is_inline_jit_params(params: dict) -> bool:
+    """True for the params of a jnp wrapper: `jit(inline=True)`.
+
+    NB: jax 0.12 made `inline` an enum (Inline.JAX_EARLY for inline=True; a
+    user's plain jit gets another member, and enum members are all truthy).
+    """
+    inline = params.get("inline", False)
+    return inline is True or getattr(inline, "name", None) == "JAX_EARLY"
+
+
+
+def scan_groups(params: Any) -> tuple[int, int]:
+    """How many of a scan equation's inputs are constants, then carries (the rest: xs).
+
+    NB: jax 0.10 has num_consts / num_carry; jax 0.12 a flat tree of the three groups, ft_in.
+    """
+    if "num_consts" in params:
+        return int(params["num_consts"]), int(params["num_carry"])
+    consts, carry, _ = params["ft_in"].unpack()
+    return len(consts.vals), len(carry.vals)
+
+
+def while_consts(params: Any) -> tuple[int, int]:
+    """How many constants a while equation's cond and body jaxprs take (they come first)."""
+    return int(params["cond_nconsts"]), int(params["body_nconsts"])
+
+
+def call_consts(params: Any) -> int:
+    """How many leading inputs of a custom_jvp_call / custom_vjp_call jaxpr are constants."""
+    return int(params.get("num_consts", 0))
