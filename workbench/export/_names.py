@@ -1,0 +1,86 @@
+"""The exporter's names for a stage's inputs and outputs, from the call's pytree records
+(`params['w']` rather than `a`): where a stage's variables are the call's own."""
+from __future__ import annotations
+
+from transforms.diff import stage_function
+from transforms.kinds import kind_of
+from transforms.model import Call, Stage
+
+from ._call_views import collect_pytree as collect_pytree
+from ._call_views import collect_tower as collect_tower
+from ._graph import Cluster as Cluster
+from ._graph import CollectError as CollectError
+from ._graph import Edge as Edge
+from ._graph import Graph as Graph
+from ._graph import GraphOptions as GraphOptions
+from ._graph import Node as Node
+from ._graph import count as count
+from ._graph import dot_escape as dot_escape
+from ._graph import dot_string as dot_string
+from ._graph import origin_of as origin_of
+from ._graph import to_dot as to_dot
+
+
+def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:
+    """Names for a stage's inputs from the call's input trees (`container.array`, `W`, `b`).
+
+    Returns (names or None, a note saying why the plain variable names are used).
+    """
+    n = len(stage.in_vars)
+    if call is None or not n or not _of_the_call(stage):
+        return None, ""
+    leaves = _leaf_paths(call, "input")
+    if not leaves:
+        return None, _no_trees_note(call)
+    if stage.role == "jvp" and n == 2 * len(leaves):
+        return tuple(leaves) + tuple(f"{p}_dot" for p in leaves), ""
+    if stage.role == "linear" and n == len(leaves):
+        return tuple(f"{p}_dot" for p in leaves), ""
+    if stage.role == "transposed":
+        if n == 1:
+            return ("cotangent of the output",), ""
+        return None, ""
+    if n == len(leaves):
+        return tuple(leaves), ""
+    return None, (f"inputs keep their variable names: the stage has {n} inputs, the call's "
+                  f"input trees {len(leaves)} leaves")
+
+
+def output_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:
+    n = len(stage.out_vars)
+    if call is None or not n or not _of_the_call(stage):
+        return None, ""
+    outermost = kind_of(stage.name.partition("(")[0])  # the stage's outermost transformation
+    if stage.role == "transposed" or (stage.role == "transformed" and outermost.output_is_gradient
+                                      and outermost.name == stage.transform):
+        # jacrev's transposed stage has the inputs' leaves too (its trees: "jacobian")
+        leaves = _leaf_paths(call, "gradient") or _leaf_paths(call, "jacobian")
+        if n == len(leaves):
+            return tuple(f"grad {p}" for p in leaves), ""
+    if stage.role in ("f", "transformed") or outermost.keeps_output_leaves:
+        leaves = _leaf_paths(call, "output")
+        if n == len(leaves):
+            return tuple(leaves), ""
+        grads = _leaf_paths(call, "gradient")
+        if n == len(grads):
+            return tuple(f"grad {p}" for p in grads), ""
+    return None, ""
+
+
+def _of_the_call(stage: Stage) -> bool:
+    """A stage of the call's own chain (named from f), whose trees are the call's; not one of
+    a transformation called inside it (`value_and_grad(loss)` in a jitted step)."""
+    return stage_function(stage.name) == "f"
+
+
+def _leaf_paths(call: Call, role: str) -> list[str]:
+    trees = [t for t in call.trees if t.role == role]
+    trees.sort(key=lambda t: (t.argnum if t.argnum is not None else 0))
+    return [t.full_path(node) for t in trees for node in t.nodes if node.kind == "leaf"]
+
+
+def _no_trees_note(call: Call) -> str:
+    if hasattr(call, "trees"):
+        return "inputs keep their variable names: this call has no pytree records"
+    return ("inputs keep their variable names: this dump has no pytree records "
+            "(Call.trees); the treedef was " + (call.in_tree or "not recorded"))
