@@ -7,15 +7,11 @@ is drawn.
 """
 from __future__ import annotations
 
-import os
 from array import array
 from dataclasses import dataclass
-from typing import Any, Iterable
 
-from transforms.kinds import PUBLIC_KINDS
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
-from .. import safe_text
 from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
 
 # The TUI's data layer is read through this module; step <-> equation and source lines
@@ -29,6 +25,22 @@ from .stage_map import StageMap as StageMap
 from .stage_map import eqn_lines as eqn_lines
 from .stage_map import stage_lines as stage_lines
 from .stage_map import step_primitive as step_primitive
+from .texts import TRANSFORMATIONS as TRANSFORMATIONS
+from .texts import Entries as Entries
+from .texts import Gallery as Gallery
+from .texts import as_gallery as as_gallery
+from .texts import call_labels as call_labels
+from .texts import composed_label as composed_label
+from .texts import composition as composition
+from .texts import dropped_summary as dropped_summary
+from .texts import first_line as first_line
+from .texts import plural as plural
+from .texts import sanitize as sanitize
+from .texts import session_description as session_description
+from .texts import session_output as session_output
+from .texts import session_summary as session_summary
+from .texts import step_haystack as step_haystack
+from .texts import step_title as step_title
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session
@@ -180,66 +192,6 @@ class SearchTexts:
 def _may_fail(call: Call) -> bool:
     """Whether the call may hold a failing step, without decoding steps not decoded yet."""
     return is_decoded(call.steps) or not call.ok or bool(call.errors)
-
-
-# --- call labels --------------------------------------------------------------------
-
-# The transformations a user applies (transforms' public wrappers): a level of one of
-# these kinds is part of a call's composition; eval, custom rules and the like are not.
-TRANSFORMATIONS = frozenset(PUBLIC_KINDS)
-
-
-def composition(call: Call) -> list[str]:
-    """The transformations applied, outermost first: ["vmap", "grad"] for vmap(grad(f)).
-
-    Read off the deepest transformation level's label (`vmap#1/grad#2`), which
-    names every level above it; the call's own transform comes first."""
-    deepest: Level | None = None
-    for lv in call.levels:
-        if lv.kind in TRANSFORMATIONS and (deepest is None or lv.depth > deepest.depth):
-            deepest = lv
-    kinds = []
-    if deepest is not None:
-        for part in str(deepest.label).split("/"):
-            kind = part.rsplit("#", 1)[0]
-            if kind in TRANSFORMATIONS:
-                kinds.append(kind)
-    if call.transform and (not kinds or kinds[0] != call.transform):
-        kinds.insert(0, call.transform)
-    return kinds
-
-
-def composed_label(call: Call) -> str:
-    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`."""
-    label = str(call.function)
-    for kind in reversed(composition(call)):
-        label = f"{kind}({label})"
-    return label
-
-
-def call_labels(session: Session) -> list[str]:
-    """Each call's composed label; calls whose labels are equal are told apart by the
-    line that made them (`at _seed003.py:302`), else by their number among them."""
-    labels = [sanitize(composed_label(c)) for c in session.calls]
-    groups: dict[str, list[int]] = {}
-    for i, label in enumerate(labels):
-        groups.setdefault(label, []).append(i)
-    out = list(labels)
-    for label, members in groups.items():
-        if len(members) < 2:
-            continue
-        wheres = [_call_line(session.calls[i]) for i in members]
-        distinct = len(set(wheres)) == len(wheres) and all(wheres)
-        for n, (i, where) in enumerate(zip(members, wheres), 1):
-            out[i] = f"{label} at {where}" if distinct else f"{label} #{n}"
-    return out
-
-
-def _call_line(call: Call) -> str:
-    src = call.source
-    if src is None:
-        return ""
-    return f"{os.path.basename(str(src.file))}:{src.line}"
 
 
 # --- the navigator's rows ---------------------------------------------------------
@@ -517,87 +469,3 @@ class Outline:
             if q in hay:
                 out.append(j)
         return sorted(out) if others else out
-
-
-# --- step texts ---------------------------------------------------------------------
-
-def step_title(step: Step) -> str:
-    try:
-        return step.title
-    except Exception:  # odd params (not pairs of text): fall back to the primitive
-        return str(step.primitive)
-
-
-def step_haystack(step: Step, label: str = "") -> str:
-    """What text search and filters look in, lower-cased."""
-    parts = [step_title(step), step.kind, step.phase, label, step.name_stack or ""]
-    for pair in step.params or ():
-        parts.extend(str(x) for x in pair)
-    if step.source is not None:
-        parts.append(f"{step.source.file}:{step.source.line} {step.source.function}")
-    if step.error:
-        parts.append(step.error)
-    return " ".join(map(str, parts)).lower()
-
-
-# --- sessions -----------------------------------------------------------------------
-
-Gallery = list[tuple[str, Session]]
-# A gallery still being recorded: a session is None until it is there.
-Entries = list[tuple[str, "Session | None"]]
-
-
-def as_gallery(sessions: object, title: str | None = None) -> Gallery:
-    """One Session, a list of Sessions, or a list of (title, Session) pairs -> pairs."""
-    if isinstance(sessions, Session):
-        return [(title or "session", sessions)]
-    out: Gallery = []
-    items: Iterable[Any] = sessions  # type: ignore[assignment]  # a list, as documented
-    for i, item in enumerate(items):
-        if isinstance(item, Session):
-            out.append((f"session {i}", item))
-        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Session):
-            out.append((str(item[0]), item[1]))
-        else:
-            raise TypeError(f"expected a Session or (title, Session) pairs, got {type(item).__name__}")
-    if not out:
-        raise ValueError("no session to show: the gallery is empty")
-    return out
-
-
-def session_description(session: Session) -> str:
-    """What the recording is about, as its recorder wrote it (a gallery example's story)."""
-    return sanitize(session.metadata.get("description", "")) if session.metadata else ""
-
-
-def session_output(session: Session) -> str | None:
-    """What the recorded program printed, when that was kept (None: not kept)."""
-    return session.metadata.get("output") if session.metadata else None
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def session_summary(session: Session) -> str:
-    failed = sum(1 for c in session.calls if c.errors)
-    text = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
-    return text + (f", {failed} failed" if failed else "") + dropped_summary(session)
-
-
-def dropped_summary(session: Session) -> str:
-    """", 19,000 calls dropped (max_steps)": what a bounded recording let go; "" if nothing."""
-    if not session.dropped_calls:
-        return ""
-    return f", {session.dropped_calls:,} calls dropped (max_steps={session.max_steps or 0:,})"
-
-
-def sanitize(text: object, limit: int = 4000) -> str:
-    """One line of display text, safe on a terminal (workbench/safe_text.py): control,
-    bidi and zero-width characters and lone surrogates shown as escapes, long text cut."""
-    return safe_text.terminal(text, limit)
-
-
-def first_line(text: object) -> str:
-    return sanitize(str(text).split("\n", 1)[0])
-
