@@ -52,7 +52,7 @@ from _common import (  # noqa: E402
 )
 
 import transforms  # noqa: E402
-import transforms._stages as stages_module  # noqa: E402
+import transforms._stage_records as stage_records  # noqa: E402
 from transforms.diff import diff_stages, find_stage  # noqa: E402
 
 CAPTURE_TARGET = 3.0
@@ -173,11 +173,11 @@ def _captured(call) -> tuple[float, tuple]:
 
 def _records(closed):
     """What recording one stage adds to JAX's work: its text and equation records."""
-    stages_module._source_texts = {}
+    stage_records._source_texts = {}
     try:
-        return stages_module._built(stages_module._Label("f", "f", "f"), closed, "", 0.0)
+        return stage_records.built(stage_records.Label("f", "f", "f"), closed, "", 0.0)
     finally:
-        stages_module._source_texts = None
+        stage_records._source_texts = None
 
 
 def _floor_vmap(f, x, xs):
