@@ -535,6 +535,24 @@ def test_the_jaxprs_a_session_read_do_not_keep_their_constants_alive(recording):
     assert ref() is None
 
 
+def test_a_backward_pass_frees_each_cotangent_as_jax_does(recording):
+    """JAX's test_backward_pass_ref_dropping: by the third bwd, the first one's output is gone."""
+    refs = []
+
+    @jax.custom_vjp
+    def f(x):
+        return x
+
+    def f_rev(_, g):
+        assert len(refs) != 2 or refs[0]() is None
+        zero = np.zeros(())
+        refs.append(weakref.ref(zero))
+        return (zero,)
+    f.defvjp(lambda x: (x, None), f_rev)
+    T.grad(lambda x: f(f(f(x))))(1.)
+    assert len(refs) == 3  # and stage capture does not run the bwd again
+
+
 def test_a_jitted_call_keeps_neither_its_function_nor_its_arguments_alive(recording):
     x = jnp.ones(10)
     f = (lambda x: lambda: x)(x)  # x lives in f's closure
