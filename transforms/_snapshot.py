@@ -62,40 +62,65 @@ def _aval_text_uncached(aval: Any) -> str:
 
 
 class _Seen(weakref.ref):
-    """A described tracer: its record, and its key in the cache (dropped when it dies)."""
+    """A leaked tracer's own record, and its key in the cache (dropped when it dies)."""
     __slots__ = ("key", "rec")
     key: int
     rec: ValueRecord
 
 
+class _TraceSeen(weakref.ref):
+    """One JAX trace whose tracers a call met: its level, and the records of its tracers
+    by their facts. Dropped from the describer when the trace dies (its id is then free)."""
+    __slots__ = ("key", "level", "unowned", "tracer_type", "shape", "parts", "records")
+    key: int
+    level: int | None
+    unowned: bool             # no level of the call: its tracers may have leaked
+    tracer_type: type | None  # the tracer class met first (traces make one class)
+    shape: str
+    parts: tuple
+    records: dict
+
+
 class Describer:
-    """Describes values for one call, reusing a record while its tracer is alive.
+    """Describes values for one call: a tracer by its facts (its class, trace, aval and,
+    for a tower, what it wraps), each distinct description one shared record.
 
-    The output tracer of one step is the input of the next: describing it once
-    keeps recording cheap and the records shared (small memory per step).
+    The output tracer of one step is the input of the next: equal facts give the same
+    record, so steps share their records (small memory per step).
 
-    NB: the cyclic GC walks every tracked object kept alive at each full pass, so the
-    recording keeps few: a cache entry per *live* tracer (one weakref each, removed when
-    the tracer dies), and the inputs and outputs of steps as shared tuples.
+    NB: the cyclic GC walks every tracked object kept alive at each full pass, and a big
+    trace keeps tens of thousands of tracers alive: the describer keeps nothing per
+    tracer (no weak reference, no cache entry), only an entry per JAX trace met (a weak
+    reference, removed when the trace dies) holding the records of its tracers by facts.
     """
 
     def __init__(self, level_of_trace: dict[int, int]):
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
-        self._cache: dict[int, _Seen] = {}
-        cache = self._cache
+        self._traces: dict[int, _TraceSeen] = {}
+        traces = self._traces
+
+        def forget_trace(seen: Any) -> None:
+            if traces.get(seen.key) is seen:
+                del traces[seen.key]
+
+        self._forget_trace = forget_trace
+        self._leaks: dict[int, _Seen] = {}
+        leaks = self._leaks
 
         def forget(seen: Any) -> None:
-            key = seen.key
-            if cache.get(key) is seen:
-                del cache[key]
+            if leaks.get(seen.key) is seen:
+                del leaks[seen.key]
 
         self._forget = forget
         self._tuple_index: dict[tuple, int] = {}
         self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
-        self._interned: dict[tuple, ValueRecord] = {}
-        self._concrete: dict[ValueRecord, ValueRecord] = {}
+        self._concrete: dict[Any, ValueRecord] = {}
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
+
+    def levels_changed(self) -> None:
+        """A level was added: the traces met so far are looked up again."""
+        self._traces.clear()
 
     def describe_all(self, xs: Any) -> int:
         """The records of a step's inputs or outputs, as a number in `tuples` (equal tuples
@@ -110,29 +135,13 @@ class Describer:
             self.tuples.append(recs)
         return number
 
-    def _remember(self, x: Any, rec: ValueRecord) -> None:
-        seen = _Seen(x, self._forget)
-        seen.key, seen.rec = id(x), rec
-        self._cache[seen.key] = seen
-
     def describe(self, x: Any) -> ValueRecord:
         """A step's input or output, a call's argument or result."""
         if isinstance(x, Tracer):
-            hit = self._cache.get(id(x))
-            if hit is not None and hit() is x:
-                return hit.rec
-            rec = self._describe_tracer(x)
-            if rec.level is None and self.enclosing is not None and self._has_leaked(x):
-                # A leaked tracer: its own record (never shared), so steps using it are found.
-                rec = rec._replace()
-                if len(self.leaked) < 10:
-                    self.leaked.append(rec)
-                self._remember(x, rec)
-            elif rec.children:
-                # NB: a tracer with parts is remembered (describing it again describes them);
-                # a plain one (a jaxpr tracer) costs less to describe again than to keep.
-                self._remember(x, rec)
-            return rec
+            return self._tracer(x, self.enclosing is not None)
+        return self._concrete_record(x)
+
+    def _concrete_record(self, x: Any) -> ValueRecord:
         rec = describe_concrete(x)
         # Equal concrete descriptions (the same literal, the same small value) share a record.
         return self._concrete.setdefault(rec, rec)
@@ -141,51 +150,114 @@ class Describer:
         trace = trace_of(x)
         return id(trace) not in (self.enclosing or ()) or trace_has_ended(trace)
 
-    def _describe_part(self, x: Any) -> ValueRecord:
+    def _see(self, trace: Any) -> _TraceSeen:
+        try:
+            seen = _TraceSeen(trace, self._forget_trace)
+        except TypeError:  # a trace kind that cannot be weakly referenced: not kept
+            seen = _TraceSeen(_Unreferenced(), None)
+        else:
+            self._traces[id(trace)] = seen
+        seen.key = id(trace)
+        seen.level = level = self.level_of_trace.get(id(trace))
+        seen.unowned = level is None
+        seen.tracer_type = None
+        seen.shape, seen.parts = "tracer", ()
+        seen.records = {}
+        return seen
+
+    def _tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
+        # The hot path of recording: one call per tracer met, so kept flat.
+        trace = trace_of(x)
+        seen = self._traces.get(id(trace))
+        if seen is None:
+            seen = self._see(trace)
+        if check_leak and seen.unowned and self._has_leaked(x):
+            return self._leaked_record(x, seen)
+        tracer_type = type(x)
+        if tracer_type is not seen.tracer_type:
+            if seen.tracer_type is not None:  # a second tracer class on one trace
+                try:
+                    return self._describe_tracer(x, seen, tracer_type,
+                                                 _tracer_shape(tracer_type, trace))
+                except TypeError:
+                    return self._describe_tracer(x, seen, tracer_type,
+                                                 _tracer_shape(tracer_type, trace), True)
+            seen.tracer_type = tracer_type
+            seen.shape = shape = _tracer_shape(tracer_type, trace)
+            seen.parts = _PARTS.get(shape) or ()
+        try:
+            return self._describe_tracer(x, seen, tracer_type, seen.shape)
+        except TypeError:  # an aval kind that cannot be hashed: keyed by its text
+            return self._describe_tracer(x, seen, tracer_type, seen.shape, True)
+
+    def _part(self, x: Any) -> ValueRecord:
         """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
         if isinstance(x, Tracer):
-            hit = self._cache.get(id(x))
-            if hit is not None and hit() is x:
-                return hit.rec
-            rec = self._describe_tracer(x)
-            self._remember(x, rec)
-            return rec
-        rec = describe_concrete(x)
-        return self._concrete.setdefault(rec, rec)
+            return self._tracer(x, False)
+        return self._concrete_record(x)
 
-    def _describe_tracer(self, x: Tracer) -> ValueRecord:
-        # The hot path of recording: one call per new tracer, so kept flat.
-        trace = trace_of(x)
-        tracer_type = type(x)
-        shape = tracer_shapes.get((tracer_type, type(trace))) or tracer_shape(tracer_type, type(trace))
-        aval = x.aval
-        aval_str = _aval_texts.get(aval) or aval_text(aval)
-        level = self.level_of_trace.get(id(trace))
+    def _describe_tracer(self, x: Tracer, seen: _TraceSeen, tracer_type: type,
+                         shape: str, by_text: bool = False) -> ValueRecord:
+        aval = aval_text(x.aval) if by_text else x.aval
+        parts = seen.parts if tracer_type is seen.tracer_type else (_PARTS.get(shape) or ())
+        key: Any
         children: tuple[tuple[str, ValueRecord], ...]
-        key: tuple
-        parts = _PARTS.get(shape)  # what a tracer of this kind wraps (kinds.TRACES)
         if parts is _BATCHED:
             val, bdim = batched_parts(x)
-            children = (("val", self._describe_part(val)),)
-            key = (tracer_type, aval_str, level, bdim, id(children[0][1]))
+            child = self._part(val)
+            key = (tracer_type, aval, bdim, id(child))
+            rec = seen.records.get(key)
+            if rec is not None:
+                return rec
+            children = (("val", child),)
         elif parts:  # primal and tangent
             primal, tangent = autodiff_parts(x)
-            children = (("primal", self._describe_part(primal)),
-                        ("tangent", self._describe_part(tangent)))
+            first, second = self._part(primal), self._part(tangent)
+            key = (tracer_type, aval, id(first), id(second))
+            rec = seen.records.get(key)
+            if rec is not None:
+                return rec
+            children = (("primal", first), ("tangent", second))
             bdim = None
-            key = (tracer_type, aval_str, level, id(children[0][1]), id(children[1][1]))
         else:
+            key = aval if tracer_type is seen.tracer_type else (tracer_type, aval)
+            rec = seen.records.get(key)
+            if rec is not None:
+                return rec
             children = ()
             bdim = None
-            key = (tracer_type, aval_str, level)
-        # Equal descriptions share one record: cheaper to make and to keep.
-        # Children are interned too, so their ids identify them.
-        rec = self._interned.get(key)
-        if rec is None:
-            rec = self._interned[key] = ValueRecord(
-                shape, tracer_type.__name__, aval_str, level,
-                bdim if isinstance(bdim, int) else None, None, children)
+        # NB: a record keeps its children alive, so their ids in the keys stay theirs.
+        rec = seen.records[key] = ValueRecord(
+            shape, tracer_type.__name__, aval if by_text else (_aval_texts.get(aval) or aval_text(aval)),
+            seen.level,
+            bdim if isinstance(bdim, int) else None, None, children)
         return rec
+
+    def _leaked_record(self, x: Tracer, seen: _TraceSeen) -> ValueRecord:
+        """A leaked tracer: its own record (never shared), so steps using it are found."""
+        hit = self._leaks.get(id(x))
+        if hit is not None and hit() is x:
+            return hit.rec
+        tracer_type = type(x)
+        rec = self._describe_tracer(x, seen, tracer_type, _tracer_shape(tracer_type, trace_of(x)),
+                                    True)._replace()
+        if len(self.leaked) < 10:
+            self.leaked.append(rec)
+        try:
+            remembered = _Seen(x, self._forget)
+        except TypeError:
+            return rec
+        remembered.key, remembered.rec = id(x), rec
+        self._leaks[id(x)] = remembered
+        return rec
+
+
+class _Unreferenced:
+    """Stands for a trace that cannot be weakly referenced (its records are not kept)."""
+
+
+def _tracer_shape(tracer_type: type, trace: Any) -> str:
+    return tracer_shapes.get((tracer_type, type(trace))) or tracer_shape(tracer_type, type(trace))
 
 
 _PARTS = {kind: t.children for kind, t in TRACES_BY_TRACER.items()}
