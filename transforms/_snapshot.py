@@ -100,21 +100,25 @@ class Describer:
         traces = self._traces
 
         def forget_trace(seen: Any) -> None:
-            if traces.get(seen.key) is seen:
-                del traces[seen.key]
+            key = seen.key
+            if traces.get(key) is seen:
+                del traces[key]
 
         self._forget_trace = forget_trace
         self._leaks: dict[int, _Seen] = {}
         leaks = self._leaks
 
         def forget(seen: Any) -> None:
-            if leaks.get(seen.key) is seen:
-                del leaks[seen.key]
+            key = seen.key
+            if leaks.get(key) is seen:
+                del leaks[key]
 
         self._forget = forget
         self._tuple_index: dict[tuple, int] = {}
         self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
         self._concrete: dict[Any, ValueRecord] = {}
+        self._arrays: dict[tuple, ValueRecord] = {}  # (class, aval) -> record, or _SMALL
+        self._small: dict[tuple, ValueRecord] = {}   # (class, aval, bytes) -> record
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
@@ -142,9 +146,40 @@ class Describer:
         return self._concrete_record(x)
 
     def _concrete_record(self, x: Any) -> ValueRecord:
-        rec = describe_concrete(x)
+        """A concrete value's record: an array's by its class and aval (and, when small, its
+        bytes), made once per call; anything else described each time."""
+        if not isinstance(x, _PYTHON_SCALARS):
+            aval = getattr(x, "aval", None)
+            if aval is not None:
+                key = (type(x), aval)
+                try:
+                    rec = self._arrays.get(key)
+                except TypeError:  # an aval kind that cannot be hashed
+                    return self._shared(describe_concrete(x))
+                if rec is not None and rec is not _SMALL:
+                    return rec
+                if rec is None and getattr(x, "size", SMALL_VALUE_SIZE + 1) > SMALL_VALUE_SIZE:
+                    rec = self._arrays[key] = self._shared(describe_concrete(x))
+                    return rec
+                self._arrays[key] = _SMALL
+                return self._small_array(x, key)
+        return self._shared(describe_concrete(x))
+
+    def _shared(self, rec: ValueRecord) -> ValueRecord:
         # Equal concrete descriptions (the same literal, the same small value) share a record.
         return self._concrete.setdefault(rec, rec)
+
+    def _small_array(self, x: Any, key: tuple) -> ValueRecord:
+        """A small array: its record by its bytes (its value printed once per call)."""
+        try:
+            value = np.asarray(x)
+            by_bytes = (*key, value.tobytes())
+            rec = self._small.get(by_bytes)
+        except Exception:  # e.g. a deleted or donated buffer: described as it is
+            return self._shared(describe_concrete(x))
+        if rec is None:
+            rec = self._small[by_bytes] = self._shared(describe_concrete(x))
+        return rec
 
     def _has_leaked(self, x: Tracer) -> bool:
         trace = trace_of(x)
@@ -166,7 +201,35 @@ class Describer:
         return seen
 
     def _tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
-        # The hot path of recording: one call per tracer met, so kept flat.
+        """The hot path of recording, one call per tracer met (and per part of a tower):
+        a tracer of its trace's usual class whose facts were met before, kept flat."""
+        seen = self._traces.get(id(trace_of(x)))
+        if seen is not None and type(x) is seen.tracer_type and not (check_leak and seen.unowned):
+            parts = seen.parts
+            key: Any
+            if parts is _BATCHED:
+                val, bdim = batched_parts(x)
+                key = (x.aval, bdim, id(self._tracer(val, False) if isinstance(val, Tracer)
+                                        else self._concrete_record(val)))
+            elif parts:  # primal and tangent
+                primal, tangent = autodiff_parts(x)
+                key = (x.aval,
+                       id(self._tracer(primal, False) if isinstance(primal, Tracer)
+                          else self._concrete_record(primal)),
+                       id(self._tracer(tangent, False) if isinstance(tangent, Tracer)
+                          else self._concrete_record(tangent)))
+            else:
+                key = x.aval
+            try:
+                rec = seen.records.get(key)
+            except TypeError:  # an aval kind that cannot be hashed
+                rec = None
+            if rec is not None:
+                return rec
+        return self._new_tracer(x, check_leak)
+
+    def _new_tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
+        """A tracer whose facts were not met before (or a leaked one): its record."""
         trace = trace_of(x)
         seen = self._traces.get(id(trace))
         if seen is None:
@@ -174,21 +237,14 @@ class Describer:
         if check_leak and seen.unowned and self._has_leaked(x):
             return self._leaked_record(x, seen)
         tracer_type = type(x)
-        if tracer_type is not seen.tracer_type:
-            if seen.tracer_type is not None:  # a second tracer class on one trace
-                try:
-                    return self._describe_tracer(x, seen, tracer_type,
-                                                 _tracer_shape(tracer_type, trace))
-                except TypeError:
-                    return self._describe_tracer(x, seen, tracer_type,
-                                                 _tracer_shape(tracer_type, trace), True)
+        if seen.tracer_type is None:
             seen.tracer_type = tracer_type
-            seen.shape = shape = _tracer_shape(tracer_type, trace)
-            seen.parts = _PARTS.get(shape) or ()
+            seen.shape = _tracer_shape(tracer_type, trace)
+            seen.parts = _PARTS.get(seen.shape) or ()
         try:
-            return self._describe_tracer(x, seen, tracer_type, seen.shape)
+            return self._describe_tracer(x, seen)
         except TypeError:  # an aval kind that cannot be hashed: keyed by its text
-            return self._describe_tracer(x, seen, tracer_type, seen.shape, True)
+            return self._describe_tracer(x, seen, True)
 
     def _part(self, x: Any) -> ValueRecord:
         """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
@@ -196,41 +252,41 @@ class Describer:
             return self._tracer(x, False)
         return self._concrete_record(x)
 
-    def _describe_tracer(self, x: Tracer, seen: _TraceSeen, tracer_type: type,
-                         shape: str, by_text: bool = False) -> ValueRecord:
+    def _describe_tracer(self, x: Tracer, seen: _TraceSeen, by_text: bool = False) -> ValueRecord:
+        """A tracer's record, made once per distinct facts in its trace's table: keyed as
+        `_tracer` looks them up (a tracer of another class than the trace's usual one
+        with its class in front)."""
+        tracer_type = type(x)
         aval = aval_text(x.aval) if by_text else x.aval
-        parts = seen.parts if tracer_type is seen.tracer_type else (_PARTS.get(shape) or ())
+        prefix: tuple
+        if tracer_type is seen.tracer_type:
+            shape, parts, prefix = seen.shape, seen.parts, ()
+        else:  # a second tracer class on one trace
+            shape = _tracer_shape(tracer_type, trace_of(x))
+            parts, prefix = _PARTS.get(shape) or (), (tracer_type,)
         key: Any
         children: tuple[tuple[str, ValueRecord], ...]
+        bdim = None
         if parts is _BATCHED:
             val, bdim = batched_parts(x)
             child = self._part(val)
-            key = (tracer_type, aval, bdim, id(child))
-            rec = seen.records.get(key)
-            if rec is not None:
-                return rec
+            key = (*prefix, aval, bdim, id(child))
             children = (("val", child),)
         elif parts:  # primal and tangent
             primal, tangent = autodiff_parts(x)
             first, second = self._part(primal), self._part(tangent)
-            key = (tracer_type, aval, id(first), id(second))
-            rec = seen.records.get(key)
-            if rec is not None:
-                return rec
+            key = (*prefix, aval, id(first), id(second))
             children = (("primal", first), ("tangent", second))
-            bdim = None
         else:
-            key = aval if tracer_type is seen.tracer_type else (tracer_type, aval)
-            rec = seen.records.get(key)
-            if rec is not None:
-                return rec
+            key = (*prefix, aval) if prefix else aval
             children = ()
-            bdim = None
-        # NB: a record keeps its children alive, so their ids in the keys stay theirs.
-        rec = seen.records[key] = ValueRecord(
-            shape, tracer_type.__name__, aval if by_text else (_aval_texts.get(aval) or aval_text(aval)),
-            seen.level,
-            bdim if isinstance(bdim, int) else None, None, children)
+        rec = seen.records.get(key)
+        if rec is None:
+            # NB: a record keeps its children alive, so their ids in the keys stay theirs.
+            text = aval if isinstance(aval, str) else (_aval_texts.get(aval) or aval_text(aval))
+            rec = seen.records[key] = ValueRecord(
+                shape, tracer_type.__name__, text, seen.level,
+                bdim if isinstance(bdim, int) else None, None, children)
         return rec
 
     def _leaked_record(self, x: Tracer, seen: _TraceSeen) -> ValueRecord:
@@ -238,9 +294,7 @@ class Describer:
         hit = self._leaks.get(id(x))
         if hit is not None and hit() is x:
             return hit.rec
-        tracer_type = type(x)
-        rec = self._describe_tracer(x, seen, tracer_type, _tracer_shape(tracer_type, trace_of(x)),
-                                    True)._replace()
+        rec = self._describe_tracer(x, seen, True)._replace()
         if len(self.leaked) < 10:
             self.leaked.append(rec)
         try:
@@ -258,6 +312,10 @@ class _Unreferenced:
 
 def _tracer_shape(tracer_type: type, trace: Any) -> str:
     return tracer_shapes.get((tracer_type, type(trace))) or tracer_shape(tracer_type, type(trace))
+
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+_SMALL = ValueRecord("array", "", "")  # marks an array small enough to keep its value
 
 
 _PARTS = {kind: t.children for kind, t in TRACES_BY_TRACER.items()}
