@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from itertools import chain, islice, repeat
-from operator import attrgetter
+from itertools import chain, compress, islice, repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any, Callable, NamedTuple, Sequence
 
 # Stored once per file and referenced by index. NB: order matters: inside a table's
@@ -214,12 +214,15 @@ class Writer:
         by_id = self._by_id[table]
 
         def encode(values: Column) -> list:
-            found = list(map(by_id.get, map(id, values)))
+            ids = list(map(id, values))
+            found = list(map(by_id.get, ids))
             if None in found:  # first sightings (and None values): each distinct object once
-                for key, value in dict(zip(map(id, values), values)).items():
+                # NB: only the values not found yet (a column may hold a million steps' values)
+                unseen = list(map(is_, found, repeat(None)))
+                for key, value in dict(zip(compress(ids, unseen), compress(values, unseen))).items():
                     if key not in by_id and value is not None:
                         self._intern(table, value)
-                found = list(map(by_id.get, map(id, values)))
+                found = list(map(by_id.get, ids))
             return found
         return encode
 
@@ -251,7 +254,8 @@ class _RowsWriter:
             self._converters = [self.writer.converter(parse(f.annotation), self.within)
                                 for f in self.fields]
         if is_namedtuple(self.cls):
-            columns: list = list(zip(*records))
+            # NB: a column at a time (zip(*records) of a million records takes twice as long)
+            columns: list = [list(map(itemgetter(i), records)) for i in range(len(self.fields))]
         else:
             columns = [list(map(attrgetter(f.name), records)) for f in self.fields]
         return list(zip(*(c(col) for c, col in zip(self._converters, columns))))
@@ -271,6 +275,8 @@ def _variadic(item: Converter, container: type) -> Converter:
     """Each cell a sequence: convert all items as one column, then cut it back into cells."""
     def convert(cells: Column) -> list:
         lengths = list(map(len, cells))
+        if not any(lengths):  # e.g. a million steps without sub-jaxprs
+            return [container() for _ in lengths]
         done = iter(item(list(chain.from_iterable(cells))))
         return [container(islice(done, n)) for n in lengths]
     return convert
