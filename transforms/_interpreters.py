@@ -224,11 +224,18 @@ _name_stack_texts: dict[Any, str] = {}
 _name_stacks_seen: dict[int, tuple[Any, str]] = {}
 
 
+_last_name_stack: list[Any] = [None, ""]  # the stack seen last and its text
+
+
 def name_stack() -> str:
     """The current name stack, e.g. `vmap(transpose(jvp()))`, printed once per value."""
     stack = source_info_util.current_name_stack()
+    last = _last_name_stack
+    if stack is last[0]:  # consecutive steps mostly share one
+        return last[1]
     hit = _name_stacks_seen.get(id(stack))
     if hit is not None and hit[0] is stack:
+        last[0], last[1] = stack, hit[1]
         return hit[1]
     text = _name_stack_texts.get(stack)
     if text is None:
@@ -238,6 +245,7 @@ def name_stack() -> str:
     if len(_name_stacks_seen) >= 64:  # the few current lately: few kept alive
         _name_stacks_seen.clear()
     _name_stacks_seen[id(stack)] = (stack, text)  # keeps the stack alive: its id stays its own
+    last[0], last[1] = stack, text
     return text
 
 

@@ -11,7 +11,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _interpreters as _i
-from ._interpreters import is_inline_jit_params
+from ._interpreters import is_inline_jit_params, name_stack
 from ._rules import summarize_params
 from ._snapshot import user_location
 from ._state import _state
@@ -49,27 +49,30 @@ class LevelState:
         """A step starts: its row (in the call's StepRows); returns its index."""
         call = self.call
         inputs = call.describer.describe_all(tracers)
-        phase = self.phase
         active = call.active_steps
         if active:
             # A step bound while processing another comes from the same user
             # line, unless user code (a custom rule body) runs in between.
-            cause, cause_phase, source = active[-1]
-            if cause_phase == "backward":  # what a backward step emits is backward too
-                phase = cause_phase
+            cause, phase, source, number = active[-1]
+            if phase != "backward":  # what a backward step emits is backward too
+                phase = self.phase
             if source is None:
                 source = user_location(3)
-        elif phase == "backward":
-            # The backward pass runs deep inside JAX, called from one user line:
-            # find it once per pass (a stack walk there costs tens of us).
-            cause, source = None, self.backward_source
-            if source is None:
-                source = self.backward_source = user_location(3)
+                number = call.source_number(source)
         else:
-            cause, source = None, user_location(3)
-        index = call.rows.begin(self.index, primitive.name, kind, phase, inputs, cause,
-                                call.source_number(source), _i.name_stack())
-        active.append((index, phase, source))
+            cause, phase = None, self.phase
+            if phase == "backward":
+                # The backward pass runs deep inside JAX, called from one user line:
+                # find it once per pass (a stack walk there costs tens of us).
+                source = self.backward_source
+                if source is None:
+                    source = self.backward_source = user_location(3)
+            else:
+                source = user_location(3)
+            number = call.source_number(source)
+        index = call.rows.begin(self.index, primitive.name, kind, phase, inputs, cause, number,
+                                name_stack())
+        active.append((index, phase, source, number))
         if self.tape is not None:
             self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
         return index
@@ -78,7 +81,7 @@ class LevelState:
         call = self.call
         call.active_steps.pop()
         describer = call.describer
-        outputs = describer.describe_all(out) if multiple else describer.describe_all((out,))
+        outputs = describer.describe_all(out) if multiple else describer.describe_one(out)
         self._finish(index, primitive, params, outputs, None)
         if self.tape is not None:
             self.tape.end(index, out, multiple)
@@ -151,7 +154,7 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
     active = level.call.active_steps
     # User code runs here (a custom rule inside a step, say): its steps keep
     # the step that called it as their cause but find their own source line.
-    barrier = (active[-1][0], active[-1][1], None) if active else None
+    barrier = (active[-1][0], active[-1][1], None, -1) if active else None
     if barrier is not None:
         active.append(barrier)
     _state.levels.append(level)

@@ -275,8 +275,8 @@ class CallBuilder:
         # The steps while recording: rows of numbers (see LevelState.begin_step).
         self.rows = StepRows(self.describer.tuples, self._sources)
         self.full_detail = recorder.detail == "full"
-        # (step index, phase, source) of each step being processed, innermost last
-        self.active_steps: list[tuple[int, str, SourceLocation | None]] = []
+        # (step index, phase, source, its number) of each step being processed, innermost last
+        self.active_steps: list[tuple[int, str, SourceLocation | None, int]] = []
         # Shared by the session's calls: a training loop's steps print each jaxpr once.
         self._jaxprs = recorder.jaxpr_records
         self._jit_summaries = recorder.jit_summaries

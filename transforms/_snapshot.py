@@ -115,6 +115,7 @@ class Describer:
 
         self._forget = forget
         self._tuple_index: dict[tuple, int] = {}
+        self._single_index: dict[int, int] = {}  # id(record) -> the number of (record,)
         self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
         self._concrete: dict[Any, ValueRecord] = {}
         self._arrays: dict[tuple, ValueRecord] = {}  # (class, aval) -> record, or _SMALL
@@ -131,12 +132,24 @@ class Describer:
         share one): a step row of numbers and strings is one the cyclic GC stops tracking.
 
         NB: keyed by the records' ids: records are interned and kept alive by `tuples`."""
+        if len(xs) == 1:
+            return self.describe_one(xs[0])
         recs = tuple(map(self.describe, xs))
         key = tuple(map(id, recs))
         number = self._tuple_index.get(key)
         if number is None:
             number = self._tuple_index[key] = len(self.tuples)
             self.tuples.append(recs)
+        return number
+
+    def describe_one(self, x: Any) -> int:
+        """describe_all((x,))."""
+        rec = self._tracer(x, self.enclosing is not None) if isinstance(x, Tracer) \
+            else self._concrete_record(x)
+        number = self._single_index.get(id(rec))
+        if number is None:
+            number = self._single_index[id(rec)] = len(self.tuples)
+            self.tuples.append((rec,))
         return number
 
     def describe(self, x: Any) -> ValueRecord:
