@@ -98,7 +98,9 @@ def ensure_deps(deps: str | None) -> str:
 def run_file(args: argparse.Namespace, deps: str, test_file: str, mode: str,
              out_dir: str) -> dict:
     tests = os.path.abspath(os.path.join(args.jax_src, "tests"))
-    results = os.path.join(out_dir, f"{os.path.splitext(test_file)[0]}.{mode}.json")
+    # NB: with --stages the record results are a file of their own, beside those without
+    kind = f"{mode}-stages" if mode == "record" and args.stages else mode
+    results = os.path.join(out_dir, f"{os.path.splitext(test_file)[0]}.{kind}.json")
     if mode == "baseline" and args.reuse_baseline and os.path.exists(results):
         return _load(test_file, mode, results, 0.0, reused=True)
     env = dict(os.environ)

@@ -30,15 +30,11 @@ from transforms import _interpreters
 from transforms.model import Lazy
 
 
-@pytest.fixture(params=[False, True], ids=["outside", "recorded"])
+@pytest.fixture(params=[None, False, True], ids=["outside", "recorded", "with_stages"])
 def recording(request):
-    """Runs the test outside any record() block, then inside one.
-
-    Without stages: capturing them (the stages issue) keeps a jit call's
-    function until the block ends, and stage capture is judged on its own.
-    """
-    if request.param:
-        with T.record(stages=False) as session:
+    """Runs the test outside any record() block, then inside one, without and with stages."""
+    if request.param is not None:
+        with T.record(stages=request.param) as session:
             yield session
     else:
         yield None
@@ -508,6 +504,54 @@ def test_jit_of_a_callable_that_cannot_be_weak_referenced_raises_as_jax(where):
     ours, theirs = run("ours"), run("jax")
     assert ours == theirs
     assert ours.startswith("TypeError cannot create weak reference")
+
+
+def test_a_jitted_branch_frees_what_it_closed_over_as_jax_does(recording):
+    """JAX's test_cond_memory_leak: a jitted cond branch's closed-over array is freed at once."""
+    def leak():
+        data = jax.device_put(np.zeros((1024), dtype=np.float32) + 1)
+
+        def g():
+            return jax.lax.cond(True, T.jit(lambda: data[0]), lambda: data[1])  # noqa: F821
+        jg = T.jit(g)
+        jg().block_until_ready()
+        jg.clear_cache()
+        del g, jg, data
+        gc.collect()
+
+    gc.collect()
+    before = len(jax.live_arrays())
+    leak()
+    leak()
+    assert len(jax.live_arrays()) <= before
+
+
+def test_the_jaxprs_a_session_read_do_not_keep_their_constants_alive(recording):
+    big = jnp.arange(1000.0)
+    ref = weakref.ref(big)
+    T.jit(lambda x: x + big)(1.0)  # noqa: F821  # big: a constant of the jaxpr the recorder reads
+    T.grad(lambda x: jnp.sum(T.jit(lambda y: y * big)(x)))(1.0)  # noqa: F821
+    del big
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_backward_pass_frees_each_cotangent_as_jax_does(recording):
+    """JAX's test_backward_pass_ref_dropping: by the third bwd, the first one's output is gone."""
+    refs = []
+
+    @jax.custom_vjp
+    def f(x):
+        return x
+
+    def f_rev(_, g):
+        assert len(refs) != 2 or refs[0]() is None
+        zero = np.zeros(())
+        refs.append(weakref.ref(zero))
+        return (zero,)
+    f.defvjp(lambda x: (x, None), f_rev)
+    T.grad(lambda x: f(f(f(x))))(1.)
+    assert len(refs) == 3  # and stage capture does not run the bwd again
 
 
 def test_a_jitted_call_keeps_neither_its_function_nor_its_arguments_alive(recording):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import logging
 import warnings
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -665,3 +666,20 @@ def test_custom_rules_inside_a_closure_over_jits_values_are_replayed():
     assert [s.name for s in stages if "loss" in s.name] == [
         "loss", "jvp(loss)", "linearize(loss)", "linear(loss)", "transpose(linear(loss))",
         "value_and_grad(loss)"]
+
+
+def test_a_jit_the_program_drops_inside_the_block_keeps_its_stages_and_frees_at_once():
+    """Its stages are read when the program drops it: what JAX frees then is freed then."""
+    x = jnp.ones(10)
+    f = (lambda x: lambda: x * 2)(x)  # x lives in f's closure
+    x_ref = weakref.ref(x)
+    del x
+    with transforms.record() as session:
+        g = transforms.jit(f)
+        g()
+        del f, g
+        assert x_ref() is None  # JAX's cache of the trace (x among its constants) is gone
+        transforms.jit(lambda y: jnp.sin(y))(1.0)  # a temporary, dropped at once
+    for call in session.calls:
+        roles = {s.role: s.available for s in call.stages}
+        assert roles["f"] and roles["hlo"], [(s.name, s.reason) for s in call.stages]

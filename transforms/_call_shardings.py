@@ -6,7 +6,7 @@ fault of ours records nothing, never fails a call.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _sharding
 from ._spec import Options, spec_of
@@ -48,18 +48,31 @@ class _ShardingHook:
     @staticmethod
     def call_shardings(call: CallBuilder, stages: tuple) -> tuple:
         """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
+        return _ShardingHook.stage_shardings(call)(stages)
+
+    @staticmethod
+    def stage_shardings(call: CallBuilder) -> Callable[[tuple], tuple]:
+        """call_shardings of stages that come later, holding the names it needs, not the call."""
         if call.shardings:
-            return call.shardings
+            known = call.shardings
+            return lambda stages: known
         try:
-            compiled = [s for s in stages if s.role == "hlo" and s.shardings]
-            if not compiled:
-                return ()
             names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
-            found = _sharding.named_for_call(compiled[-1].shardings, names,
-                                             _gradient_prefix(call))
-            return _gradients_named(call, found)
+            prefix = _gradient_prefix(call)
+            argnums = _derivative(call)[1].argnums
         except Exception:
-            return ()
+            return lambda stages: ()
+
+        def named(stages: tuple) -> tuple:
+            try:
+                compiled = [s for s in stages if s.role == "hlo" and s.shardings]
+                if not compiled:
+                    return ()
+                found = _sharding.named_for_call(compiled[-1].shardings, names, prefix)
+                return _sharding.gradient_names(found, prefix, argnums, names)
+            except Exception:
+                return ()
+        return named
 
 
 sharding_hook = _ShardingHook()

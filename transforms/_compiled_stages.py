@@ -34,8 +34,16 @@ class DeferredJit:
     the arguments' shardings and the mesh context of the call) is a hit in
     JAX's tracing cache, and lowering and compiling hit jit's own caches: the
     user's Python is not run again (a miss is refused, see `_api`).
+
+    It holds nothing of the user's program: the arguments as types, and a
+    jax.jit of our entry for the user's f (the entry holds f weakly; JAX's
+    caches are keyed on it and on what JAX read of f when that jit was made,
+    so it hits them after f is gone). The recorder reads the stages when the
+    block ends, or as soon as the program drops f (see
+    `SessionRecorder.watch_deferred`): what JAX frees then is freed then.
     """
-    spec: Any
+    kind: str
+    jitted: Any
     point: tuple
     expr: str
     named: str
@@ -55,7 +63,7 @@ class DeferredJit:
             try:
                 return self.inner + tuple(self.stages()) + self.nested
             except Exception as e:  # a fault of ours: recorded on the call
-                return self.inner + (failed_capture(self.spec, e),) + self.nested
+                return self.inner + (failed_capture(self.kind, e),) + self.nested
 
     def stages(self) -> list[Stage]:
         outer, outer_named = f"jit({self.expr})", f"jit({self.named})"
@@ -71,7 +79,7 @@ class DeferredJit:
         try:
             with self.mesh() if self.mesh is not None else contextlib.nullcontext():
                 with refusing_retrace():
-                    traced = self.spec.transformed.trace(*args, **kwargs)
+                    traced = self.jitted.trace(*args, **kwargs)
         except Exception as e:
             error = reason(e)
         seconds = time.perf_counter() - start

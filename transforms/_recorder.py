@@ -18,6 +18,7 @@ import jax
 
 from . import _interpreters as _i
 from . import _stage_plan, _stages
+from ._by_object import ByObject
 from ._call_shardings import sharding_hook
 from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
@@ -48,6 +49,8 @@ def level_kind(trace: Any) -> str:
     return found.level if found is not None else trace_type
 
 
+_EVERY = object()  # resolve every waiting capture
+
 # The most jaxprs a session keeps alive for its records' sake (then it starts again).
 SHARED_JAXPRS = 512
 
@@ -70,10 +73,10 @@ class SessionRecorder:
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
-        # Jaxpr records and jit step summaries by jaxpr object, kept with the object
-        # (so its id is not reused); JAX reuses the jaxprs of jnp functions.
-        self.jaxpr_records: dict[int, tuple[Any, Any]] = {}
-        self.jit_summaries: dict[tuple, tuple] = {}
+        # Jaxpr records and jit step summaries by jaxpr object, while it lives (JAX
+        # reuses the jaxprs of jnp functions; their constants are the user's arrays).
+        self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
+        self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
 
     def begin_call(self, transform: str, fun: Any, options: Options, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -100,10 +103,28 @@ class SessionRecorder:
         calls[-1] = dataclasses.replace(calls[-1], growth=calls[-1].growth + (growth,))
         return True
 
-    def finish_stages(self) -> None:
-        """Capture what waited for JAX to finish a trace (top-level jit calls)."""
+    def finish_stages(self, key: Any = _EVERY) -> None:
+        """Capture what waited for JAX to finish a trace (top-level jit calls): all, or key's."""
         with recording_off():
-            self.stages.resolve(self.session.calls)
+            self.stages.resolve(self.session.calls, key)
+
+    def watch_deferred(self, fun: Any, key: Any) -> None:
+        """Read key's waiting stages as soon as the program drops fun.
+
+        They are read from JAX's caches, which hold the trace (and the
+        constants it closed over) only while the function lives: read then,
+        and what JAX frees at that moment is freed at that moment.
+        """
+        recorder = weakref.ref(self)
+
+        def dropped(_ref: Any) -> None:
+            alive = recorder()
+            if alive is not None:
+                alive.finish_stages(key)
+        try:
+            self.stages.watches[key] = weakref.ref(fun, dropped)
+        except TypeError:  # not weakly referenceable: read when the block ends
+            pass
 
 
 class _SharedStages:
@@ -118,7 +139,7 @@ class _SharedStages:
         self.by_key: dict[Any, tuple] = {}
         self.later: dict[Any, tuple[Any, list]] = {}   # key -> (DeferredJit, [(index, fix)])
         self.captures = 0
-        self._keep: list[Any] = []  # functions in the keys stay alive: ids stay unique
+        self.watches: dict[Any, Any] = {}  # key -> weakref to the function it waits for
 
     def known(self, key: Any) -> bool:
         return key is not None and (key in self.by_key or key in self.later)
@@ -129,20 +150,26 @@ class _SharedStages:
         self.later[key][1].append((index, fix))
         return ()
 
-    def keep(self, key: Any, stages: tuple, owner: Any) -> None:
+    # NB: keys hold the objects they name weakly (_stage_plan.Identity): sharing
+    # stages keeps nothing of the user's program alive.
+    def keep(self, key: Any, stages: tuple) -> None:
         if key is not None:
             self.by_key[key] = stages
-            self._keep.append(owner)
 
-    def wait(self, key: Any, deferred: Any, index: int, fix: Any, owner: Any) -> None:
+    def wait(self, key: Any, deferred: Any, index: int, fix: Any) -> Any:
+        """Wait for the stages under key (its own when None); the key waited under."""
         key = key if key is not None else ("unshared", index)
         self.later[key] = (deferred, [(index, fix)])
-        self._keep.append(owner)
+        return key
 
-    def resolve(self, calls: list) -> None:
+    def resolve(self, calls: list, only: Any = _EVERY) -> None:
+        """Capture the stages waiting (all, or only's) and hand them to their calls."""
         while self.later:
-            key, (deferred, waiting) = next(iter(self.later.items()))
-            del self.later[key]
+            key = next(iter(self.later)) if only is _EVERY else only
+            if key not in self.later:
+                return
+            deferred, waiting = self.later.pop(key)
+            self.watches.pop(key, None)
             stages = deferred.finish()
             if not (isinstance(key, tuple) and key[:1] == ("unshared",)):
                 self.by_key[key] = stages
@@ -151,6 +178,8 @@ class _SharedStages:
                 position = _position_of(calls, index)
                 if position is not None:
                     calls[position] = fix(calls[position], stages)
+            if only is not _EVERY:
+                return
 
 
 def _position_of(calls: list, index: int) -> int | None:
@@ -331,7 +360,7 @@ class CallBuilder:
                 main.mesh = mesh
         except Exception as e:  # a fault of ours: this call keeps a record of it, not stages
             self.stage_plan = None
-            self.shared_stages = (failed_capture(spec, e),)
+            self.shared_stages = (failed_capture(spec.kind, e),)
 
     def watch_level(self, level: LevelState, fun: Any, args: tuple, kwargs: dict) -> Any:
         """A wrapper's function is about to run at `level`: its tape, when stages need one."""
@@ -392,8 +421,12 @@ class CallBuilder:
 
     def _stages_fixer(self) -> Any:
         """How a finished call takes stages resolved later: its shardings follow them."""
+        # NB: the fixer holds no part of this builder: it waits until the block
+        # ends, and the builder holds the user's function and arguments.
+        shardings_of = sharding_hook.stage_shardings(self)
+
         def fix(call: Call, stages: tuple) -> Call:
-            shardings = call.shardings or sharding_hook.call_shardings(self, stages)
+            shardings = call.shardings or shardings_of(stages)
             return dataclasses.replace(call, stages=stages, shardings=shardings)
         return fix
 
@@ -428,13 +461,11 @@ class CallBuilder:
 
     # -- steps ----------------------------------------------------------------
     def jaxpr(self, name: str, jaxpr: Any):
-        # JAX caches the jaxprs of jnp wrappers: print each object once. The
-        # object is kept alive until the call ends so its id is not reused.
-        hit = self._jaxprs.get(id(jaxpr))
-        if hit is None or hit[0] is not jaxpr:
-            hit = (jaxpr, jaxpr_record(name, jaxpr))
-            self._jaxprs[id(jaxpr)] = hit
-        rec = hit[1]
+        # JAX caches the jaxprs of jnp wrappers: print each object once.
+        rec = self._jaxprs.get(jaxpr)
+        if rec is None:
+            rec = jaxpr_record(name, jaxpr)
+            self._jaxprs.put(jaxpr, None, rec)
         return rec if rec.name == name else dataclasses.replace(rec, name=name)
 
     def jit_summary(self, params: dict) -> tuple:
@@ -444,13 +475,13 @@ class CallBuilder:
         layers call one tanh jaxpr), so this is the hottest rule.
         """
         jaxpr = params.get("jaxpr")
-        key: tuple | None = (id(jaxpr), params.get("name"), params.get("donated_invars"))
+        key: tuple | None = (params.get("name"), params.get("donated_invars"))
         try:
-            hit = self._jit_summaries.get(key)  # type: ignore[arg-type]  # not None yet
+            hit = self._jit_summaries.get(jaxpr, key)
         except TypeError:  # params of a shape we do not know: no caching
             hit, key = None, None
-        if hit is not None and hit[0] is jaxpr:
-            return hit[1]
+        if hit is not None:
+            return hit
         pairs, jaxprs = summarize_params("jit", params)
         if jaxprs and (self.full_detail or not is_inline_jit_params(params)):
             subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
@@ -459,7 +490,7 @@ class CallBuilder:
             # (`jaxpr={jaxpr: sin, cos}`), not kept.
             subjaxprs = ()
         if key is not None:
-            self._jit_summaries[key] = (jaxpr, (pairs, subjaxprs))  # jaxpr kept: no id reuse
+            self._jit_summaries.put(jaxpr, key, (pairs, subjaxprs))
         return pairs, subjaxprs
 
     def record_error(self, error: BaseException, level: LevelState | None) -> None:
@@ -527,9 +558,6 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=sharding_hook.call_shardings(self, stages))
-        if len(self._jaxprs) > SHARED_JAXPRS or len(self._jit_summaries) > SHARED_JAXPRS:
-            self._jaxprs.clear()  # they keep their jaxprs alive: a bounded number
-            self._jit_summaries.clear()
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         return call
@@ -552,12 +580,14 @@ class CallBuilder:
         shared.captures += 1
         if captured.later is not None:
             later = captured.later.with_inner(captured.stages, captured.nested)
-            shared.wait(None if failed else self.stage_key, later, self.index,
-                        self._stages_fixer(), self.spec)
+            key = shared.wait(None if failed else self.stage_key, later, self.index,
+                              self._stages_fixer())
+            if self._spec is not None:
+                self.recorder.watch_deferred(self._spec.fun, key)
             return ()
         stages = captured.all_stages()
         if not failed:
-            shared.keep(self.stage_key, stages, self.spec)
+            shared.keep(self.stage_key, stages)
         return stages
 
 

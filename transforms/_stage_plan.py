@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -171,7 +172,7 @@ def chain_key(fun: Any) -> tuple:
         return (spec.kind, spec.options, chain_key(spec.fun))
     code = getattr(fun, "__code__", None)
     if code is None:
-        return ("id", id(fun))
+        return ("id", Identity(fun))
     cells = tuple(_leaf_signature(_cell_value(c)) for c in (getattr(fun, "__closure__", None) or ()))
     defaults = tuple(map(_leaf_signature, getattr(fun, "__defaults__", None) or ()))
     return ("code", code, cells, defaults)
@@ -200,8 +201,37 @@ def _leaf_signature(x: Any) -> Any:
     if x is None or isinstance(x, (bool, int, str, bytes)):
         return ("value", type(x), x)
     if callable(x) or isinstance(x, type):
-        return chain_key(x) if callable(x) else ("id", id(x))
-    return ("id", id(x))
+        return chain_key(x) if callable(x) else ("id", Identity(x))
+    return ("id", Identity(x))
+
+
+class Identity:
+    """An object's identity in a key, without keeping the object alive.
+
+    Equal only to the identity of the same object while it lives (a dead one
+    equals nothing but itself), so a later object at the same address never
+    shares what a dropped one captured. Objects that cannot be weakly
+    referenced are held: their keys cannot be told apart otherwise.
+    """
+    __slots__ = ("_ref", "_id")
+
+    def __init__(self, obj: Any) -> None:
+        self._id = id(obj)
+        try:
+            self._ref: Callable[[], Any] = weakref.ref(obj)
+        except TypeError:
+            self._ref = lambda: obj
+
+    def __hash__(self) -> int:
+        return self._id
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if not isinstance(other, Identity) or other._id != self._id:
+            return False
+        alive = self._ref()
+        return alive is not None and alive is other._ref()
 
 
 def signature(spec: Any, args: tuple, kwargs: dict) -> tuple | None:
@@ -285,15 +315,25 @@ def mesh_context() -> Callable[[], Any] | None:
 
     @contextlib.contextmanager
     def entered() -> Iterator[None]:
+        # NB: a context entered again inside itself is another key for jit's cache:
+        # when the stages are read inside the user's context (the program dropped
+        # the function there), it is not entered again.
         with contextlib.ExitStack() as stack:
-            if legacy is not None:  # the user entered it; re-entering it is ours: no warning
+            if legacy is not None and _i.legacy_mesh() is not legacy:  # ours: no warning
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     stack.enter_context(legacy)
-            if mesh is not None:
+            if mesh is not None and _current_mesh() is not mesh:
                 stack.enter_context(jax.set_mesh(mesh))
             yield
     return entered
+
+
+def _current_mesh() -> Any:
+    try:
+        return jax.sharding.get_mesh()
+    except Exception:  # inside a trace
+        return None
 
 
 def parameter_names(fun: Any) -> list[str]:

@@ -371,8 +371,8 @@ def histogram(primitives: Any) -> tuple[PrimitiveCount, ...]:
     return tuple(PrimitiveCount(p, n) for p, n in ordered)
 
 
-def failed_capture(spec: Any, error: BaseException) -> Stage:
-    label = Label("capture", f"stage capture of {spec.kind}", "")
+def failed_capture(kind: str, error: BaseException) -> Stage:
+    label = Label("capture", f"stage capture of {kind}", "")
     return failed(label, "capture", f"stage capture failed: {reason(error)}")
 
 

@@ -120,7 +120,7 @@ def capture(plan: StagePlan, call_error: str = "") -> Captured:
                 captured.nested.extend(found)
             return captured
         except Exception as e:  # a fault of ours must not fail the user's call: record it
-            return Captured([failed_capture(plan.main.spec, e)])
+            return Captured([failed_capture(plan.main.spec.kind, e)])
 
 
 def _unique(base: str, names: set) -> str:
@@ -152,8 +152,8 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
             point = group.point if i == 0 else plan.points.get(id(chain[i - 1].fun))
             outer_expr, outer_named = f"{spec.kind}({expr})", f"{spec.kind}({named})"
             if spec.entry.compiles and i == 0 and not group.nested:
-                later = DeferredJit(spec, group.point, expr, named, plain_jit, call_error,
-                                    mesh=group.mesh)
+                later = DeferredJit(spec.kind, spec.transformed, group.point, expr, named,
+                                    plain_jit, call_error, mesh=group.mesh)
                 return Captured(stages, later)
             if point is None:
                 blocked = blocked or f"not reached: {spec.kind} did not call its function"

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from . import _interpreters as _i
+from ._by_object import ByObject
 
 # Kinds of recorded steps a tape can bind again; "call" steps (a process_* of a
 # future JAX) carry functions we cannot re-run.
@@ -44,6 +45,13 @@ def abstract(x: Any) -> jax.ShapeDtypeStruct:
     """The value's type as make_jaxpr takes it (weak types kept)."""
     aval: Any = x.aval if isinstance(x, _i.Tracer) else jax.typeof(x)  # a float: weak float32
     return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
+
+
+# NumPy constants up to this size are kept as the tape's own copy, so the
+# program's object is freed when JAX frees it (a custom_vjp bwd returning
+# np.zeros: JAX drops each cotangent as its backward pass goes on).
+_COPIED_CONSTANT_BYTES = 1 << 20
+_COPIES = 4096  # the most copies a tape remembers by object
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,7 @@ class Tape:
         leaves, self.in_tree = jax.tree_util.tree_flatten((args, kwargs))
         self._var: dict[int, int] = {}
         self._keep: list[Any] = []
+        self._copies: ByObject[np.ndarray] = ByObject(_COPIES)
         self.n_vars = 0
         self.in_positions: list[int] = []   # leaf index of each traced input
         self.in_types: list[Any] = []
@@ -130,7 +139,17 @@ class Tape:
                 self._closure_vars.append(n)
                 self.closure_types.append(abstract(x))
                 return ("var", n)
-        return ("const", x)
+        return ("const", self._own_copy(x))
+
+    def _own_copy(self, x: Any) -> Any:
+        """A small NumPy constant as the tape's own copy, one per object (JAX dedups by object)."""
+        if not (isinstance(x, np.ndarray) and x.nbytes <= _COPIED_CONSTANT_BYTES):
+            return x
+        copy = self._copies.get(x)
+        if copy is None:
+            copy = x.copy()
+            self._copies.put(x, None, copy)
+        return copy
 
     def begin(self, step: int, primitive: Any, tracers: Any, params: dict, kind: str,
               rules: tuple, source: str) -> None:
