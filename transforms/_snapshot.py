@@ -132,9 +132,9 @@ class Describer:
         share one): a step row of numbers and strings is one the cyclic GC stops tracking.
 
         NB: keyed by the records' ids: records are interned and kept alive by `tuples`."""
-        if len(xs) == 1:
-            return self.describe_one(xs[0])
-        recs = tuple(map(self.describe, xs))
+        recs = tuple(map(self.describe, xs))  # NB: xs may only iterate (JAX's FlatTree)
+        if len(recs) == 1:
+            return self._single(recs[0])
         key = tuple(map(id, recs))
         number = self._tuple_index.get(key)
         if number is None:
@@ -144,8 +144,10 @@ class Describer:
 
     def describe_one(self, x: Any) -> int:
         """describe_all((x,))."""
-        rec = self._tracer(x, self.enclosing is not None) if isinstance(x, Tracer) \
-            else self._concrete_record(x)
+        return self._single(self._tracer(x, self.enclosing is not None) if isinstance(x, Tracer)
+                            else self._concrete_record(x))
+
+    def _single(self, rec: ValueRecord) -> int:
         number = self._single_index.get(id(rec))
         if number is None:
             number = self._single_index[id(rec)] = len(self.tuples)
