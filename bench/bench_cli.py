@@ -17,7 +17,8 @@
    its records are distinct objects): save and load (every call decoded) <= 3 s CPU each,
    load(lazy=True) for information, and `workbench open` on it in a headless terminal:
    the session's first frame (after the loading frame) within 2 s of the process's start
-   (wall) and peak memory under 2.5x the file's size.
+   (wall) and peak memory under 2.5x the file's size. The baseline, in the same run: the
+   json module alone parsing the file and writing the parsed data back.
 
     .venv/bin/python bench/bench_cli.py [--reps N] [--steps N] [--io-reps N]
 """
@@ -46,6 +47,7 @@ from _common import (  # noqa: E402
 )
 
 import transforms  # noqa: E402
+from transforms._layout import gc_paused  # noqa: E402
 from transforms.model import Call, Session  # noqa: E402
 
 RUN_TARGET = 1.5
@@ -258,6 +260,19 @@ def million_session(base: Session, steps: int) -> Session:
     return Session(calls=calls, jax_version=base.jax_version)
 
 
+def json_baseline(path: str, reps: int) -> tuple[list[float], list[float]]:
+    """The same file through the json module alone (parse it; write the parsed data back),
+    CPU seconds, with the GC paused as load and save pause it: what any reader or writer of
+    this JSON pays before making or reading a record."""
+    with open(path, "rb") as f:
+        text = f.read()
+    with gc_paused():
+        loads = [timed(lambda: json.loads(text)) for _ in range(reps)]
+        data = json.loads(text)
+        dumps = [timed(lambda: json.dumps(data, separators=(",", ":"))) for _ in range(reps)]
+    return loads, dumps
+
+
 def bench_million(session: Session, reps: int) -> int:
     steps = session.step_count
     with tempfile.TemporaryDirectory() as tmp:
@@ -270,6 +285,7 @@ def bench_million(session: Session, reps: int) -> int:
         size = os.path.getsize(path)
         loaded = transforms.load(path, lazy=True)
         assert loaded.step_count == steps and loaded.calls[-1] == session.calls[-1]
+        raw_loads, raw_dumps = json_baseline(path, reps)
         opens = []
         for _ in range(reps):
             done = subprocess.run([sys.executable, "-c", OPEN_PROBE, path], check=True,
@@ -283,9 +299,11 @@ def bench_million(session: Session, reps: int) -> int:
     print(f"  a {steps:,}-step session ({len(session.calls):,} calls, {size / 1e6:.1f} MB of "
           f"JSON, schema version {transforms.SCHEMA_VERSION}), CPU seconds over {reps} runs:")
     print(f"    save (Session.save)          median {median(saves):.3f} s  "
-          f"(range {min(saves):.3f}-{max(saves):.3f})")
+          f"(range {min(saves):.3f}-{max(saves):.3f}); baseline json.dumps of its data "
+          f"{median(raw_dumps):.3f} s: {median(saves) / median(raw_dumps):.2f}x")
     print(f"    load (transforms.load)       median {median(loads):.3f} s  "
-          f"(range {min(loads):.3f}-{max(loads):.3f}), every call decoded")
+          f"(range {min(loads):.3f}-{max(loads):.3f}), every call decoded; baseline json.loads "
+          f"of the file {median(raw_loads):.3f} s: {median(loads) / median(raw_loads):.2f}x")
     print(f"    load(lazy=True)              median {median(lazy_loads):.3f} s  "
           f"(range {min(lazy_loads):.3f}-{max(lazy_loads):.3f}), calls decoded when read")
     print(f"    workbench open, loading frame median {loading:.3f} s wall from process start")

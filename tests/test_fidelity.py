@@ -16,6 +16,7 @@ import subprocess
 import sys
 import traceback
 import weakref
+from array import array
 
 import jax
 import jax.numpy as jnp
@@ -652,7 +653,7 @@ def test_no_reference_cycle_through_our_objects(name):
             gc.garbage.clear()
 
 
-_PLAIN = (str, int, float, bool, type(None), bytes)
+_PLAIN = (str, int, float, bool, type(None), bytes, array)  # array: steps as rows of numbers
 
 
 def _plain_data(value, path="session"):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from itertools import chain, islice, repeat
-from operator import attrgetter
+from itertools import chain, compress, islice, repeat
+from operator import add, attrgetter, is_, itemgetter
 from typing import Any, Callable, NamedTuple, Sequence
 
 # Stored once per file and referenced by index. NB: order matters: inside a table's
@@ -214,12 +214,15 @@ class Writer:
         by_id = self._by_id[table]
 
         def encode(values: Column) -> list:
-            found = list(map(by_id.get, map(id, values)))
+            ids = list(map(id, values))
+            found = list(map(by_id.get, ids))
             if None in found:  # first sightings (and None values): each distinct object once
-                for key, value in dict(zip(map(id, values), values)).items():
+                # NB: only the values not found yet (a column may hold a million steps' values)
+                unseen = list(map(is_, found, repeat(None)))
+                for key, value in dict(zip(compress(ids, unseen), compress(values, unseen))).items():
                     if key not in by_id and value is not None:
                         self._intern(table, value)
-                found = list(map(by_id.get, map(id, values)))
+                found = list(map(by_id.get, ids))
             return found
         return encode
 
@@ -251,10 +254,32 @@ class _RowsWriter:
             self._converters = [self.writer.converter(parse(f.annotation), self.within)
                                 for f in self.fields]
         if is_namedtuple(self.cls):
-            columns: list = list(zip(*records))
-        else:
-            columns = [list(map(attrgetter(f.name), records)) for f in self.fields]
+            return self._tuple_rows(records, self._converters)
+        columns = [list(map(attrgetter(f.name), records)) for f in self.fields]
         return list(zip(*(c(col) for c, col in zip(self._converters, columns))))
+
+    @staticmethod
+    def _tuple_rows(records: Column, converters: list[Converter]) -> list:
+        """NamedTuple records (a million steps): each run of fields written as they are
+        (scalars) is sliced out of the records whole, only the other fields are taken a
+        column at a time and converted; a row is its runs joined (tuple + tuple, in C)."""
+        runs: list[Any] = []
+        i, n = 0, len(converters)
+        while i < n:
+            plain = converters[i] is list
+            j = i + 1
+            while j < n and (converters[j] is list) == plain:
+                j += 1
+            if plain:
+                runs.append(map(itemgetter(slice(i, j)), records))
+            else:
+                runs.append(zip(*[converters[k](list(map(itemgetter(k), records)))
+                                  for k in range(i, j)]))
+            i = j
+        rows = runs[0]
+        for run in runs[1:]:
+            rows = map(add, rows, run)
+        return list(rows)
 
 
 def _skipping_none(inner: Converter) -> Converter:
@@ -271,6 +296,8 @@ def _variadic(item: Converter, container: type) -> Converter:
     """Each cell a sequence: convert all items as one column, then cut it back into cells."""
     def convert(cells: Column) -> list:
         lengths = list(map(len, cells))
+        if not any(lengths):  # e.g. a million steps without sub-jaxprs
+            return [container() for _ in lengths]
         done = iter(item(list(chain.from_iterable(cells))))
         return [container(islice(done, n)) for n in lengths]
     return convert

@@ -1,7 +1,7 @@
 """The live side of each recorded level: what its RecordingTrace reports to.
 
-A LevelState turns each primitive JAX binds at its level into a step row (a Step's
-fields, values as numbers into the call's tables); RuleSpec runs a custom_jvp /
+A LevelState turns each primitive JAX binds at its level into a step row (numbers in the
+call's `_step_rows.StepRows`); RuleSpec runs a custom_jvp /
 custom_vjp rule body as a sub-level; run_level runs a function with a level's
 recorder as JAX's current trace.
 """
@@ -11,38 +11,17 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _interpreters as _i
-from ._interpreters import is_inline_jit_params
+from ._interpreters import is_inline_jit_params, name_stack
 from ._rules import summarize_params
 from ._snapshot import user_location
 from ._state import _state
 from ._text import message
-from .model import SourceLocation, Step
+from .model import SourceLocation
 
 if TYPE_CHECKING:
     from ._recorder import CallBuilder
 
-__all__ = ["ROW_ERROR", "ROW_KIND", "ROW_LEVEL", "LevelState", "RuleSpec", "run_level",
-           "step_of", "steps_of"]
-
-
-# NB: tuple.__new__ makes a NamedTuple without its Python-level __new__.
-_new_step = tuple.__new__
-
-
-def step_of(row: Any, values: list, sources: list) -> Step:
-    """A Step from a step row (see LevelState._step); error events are Steps already."""
-    if type(row) is Step:
-        return row
-    return _new_step(Step, (*row[:ROW_INPUTS], values[row[ROW_INPUTS]], values[row[ROW_OUTPUTS]],
-                            sources[row[ROW_SOURCE]], *row[ROW_SOURCE + 1:]))
-
-
-def steps_of(rows: list, values: list, sources: list) -> tuple[Step, ...]:
-    return tuple([step_of(row, values, sources) for row in rows])
-
-
-# Positions in a Step (and in a step row, which has the same fields in the same order).
-ROW_LEVEL, ROW_KIND, ROW_INPUTS, ROW_OUTPUTS, ROW_SOURCE, ROW_ERROR = 1, 3, 6, 7, 8, 11
+__all__ = ["LevelState", "RuleSpec", "run_level"]
 
 
 class LevelState:
@@ -67,68 +46,69 @@ class LevelState:
         self.backward_source = None
 
     def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str,
-                   rules: tuple = ()) -> tuple:
+                   rules: tuple = ()) -> int:
+        """A step starts: its row (in the call's StepRows); returns its index."""
         call = self.call
-        index = len(call.steps)
-        call.steps.append(None)  # reserved: steps this one causes come after it
         inputs = call.describer.describe_all(tracers)
-        phase = self.phase
-        if call.active_steps:
+        active = call.active_steps
+        if active:
             # A step bound while processing another comes from the same user
             # line, unless user code (a custom rule body) runs in between.
-            cause, cause_phase, source = call.active_steps[-1]
-            if cause_phase == "backward":  # what a backward step emits is backward too
-                phase = cause_phase
+            cause, phase, source, number = active[-1]
+            if phase != "backward":  # what a backward step emits is backward too
+                phase = self.phase
             if source is None:
                 source = user_location(3)
-        elif phase == "backward":
-            # The backward pass runs deep inside JAX, called from one user line:
-            # find it once per pass (a stack walk there costs tens of us).
-            cause, source = None, self.backward_source
-            if source is None:
-                source = self.backward_source = user_location(3)
+                number = call.source_number(source)
         else:
-            cause, source = None, user_location(3)
-        call.active_steps.append((index, phase, source))
+            cause, phase = None, self.phase
+            if phase == "backward":
+                # The backward pass runs deep inside JAX, called from one user line:
+                # find it once per pass (a stack walk there costs tens of us).
+                source = self.backward_source
+                if source is None:
+                    source = self.backward_source = user_location(3)
+            else:
+                source = user_location(3)
+            number = call.source_number(source)
+        index = call.rows.begin(self.index, primitive.name, kind, phase, inputs, cause, number,
+                                name_stack())
+        active.append((index, phase, source, number))
         if self.tape is not None:
             self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
-        return (index, primitive, inputs, params, kind, cause, phase, call.source_number(source),
-                _i.name_stack())
+        return index
 
-    def end_step(self, pending: tuple, out: Any, multiple: bool) -> None:
+    def end_step(self, index: int, primitive: Any, params: dict, out: Any, multiple: bool) -> None:
         call = self.call
         call.active_steps.pop()
         describer = call.describer
-        outputs = describer.describe_all(out) if multiple else describer.describe_all((out,))
-        call.steps[pending[0]] = self._step(pending, outputs, None)
+        outputs = describer.describe_all(out) if multiple else describer.describe_one(out)
+        self._finish(index, primitive, params, outputs, None)
         if self.tape is not None:
-            self.tape.end(pending[0], out, multiple)
+            self.tape.end(index, out, multiple)
 
-    def fail_step(self, pending: tuple, error: BaseException) -> None:
+    def fail_step(self, index: int, primitive: Any, params: dict, error: BaseException) -> None:
         call = self.call
-        if call.active_steps and call.active_steps[-1][0] == pending[0]:
+        if call.active_steps and call.active_steps[-1][0] == index:
             call.active_steps.pop()
-        call.steps[pending[0]] = self._step(pending, call.describer.describe_all(()),
-                                            message(error))
+        self._finish(index, primitive, params, call.describer.describe_all(()),
+                     message(error))
         if self.tape is not None:
-            self.tape.fail(pending[0])
+            self.tape.fail(index)
 
-    def _step(self, pending: tuple, outputs: int, error: str | None) -> tuple:
-        """A step row: a Step's fields with its inputs, outputs and source as numbers (into
-        the describer's tuples and the call's sources). NB: a tuple of numbers and strings
-        is untracked by the cyclic GC after its first pass: a big call costs its passes
-        nothing (Steps are made when the call finishes)."""
-        index, primitive, inputs, params, kind, cause, phase, source, names = pending
+    def _finish(self, index: int, primitive: Any, params: dict, outputs: int,
+                error: str | None) -> None:
+        """The rest of a step's row: outputs, params (as text pairs) and sub-jaxprs."""
         name = primitive.name
-        inline = False
+        call = self.call
         if name == "jit" or name == "pjit":
-            pairs, subjaxprs = self.call.jit_summary(params)
+            pairs, subjaxprs = call.jit_summary(params)
             inline = is_inline_jit_params(params)
         else:
             pairs, jaxprs = summarize_params(name, params)
-            subjaxprs = tuple([self.call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
-        return (index, self.index, name, kind, phase, pairs, inputs, outputs, source, names,
-                subjaxprs, error, cause, inline)
+            subjaxprs = tuple([call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
+            inline = False
+        call.rows.end(index, outputs, pairs, subjaxprs, inline, error)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
         return self.call.rule_spec(kind, self, fun)
@@ -175,7 +155,7 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
     active = level.call.active_steps
     # User code runs here (a custom rule inside a step, say): its steps keep
     # the step that called it as their cause but find their own source line.
-    barrier = (active[-1][0], active[-1][1], None) if active else None
+    barrier = (active[-1][0], active[-1][1], None, -1) if active else None
     if barrier is not None:
         active.append(barrier)
     _state.levels.append(level)

@@ -22,7 +22,7 @@ from ._by_object import ByObject
 from ._call_shardings import sharding_hook
 from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
-from ._levels import ROW_ERROR, ROW_KIND, ROW_LEVEL, LevelState, RuleSpec, step_of, steps_of
+from ._levels import LevelState, RuleSpec
 from ._rules import summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
 from ._spec import Options, TransformSpec, chain_of, function_name
@@ -32,6 +32,7 @@ from ._state import _block_key as _block_key
 from ._state import _blocks as _blocks
 from ._state import active_session as active_session
 from ._state import recording_off as recording_off
+from ._step_rows import StepRows, steps_from
 from ._tape import TapePair
 from ._text import message as error_message
 from ._trees import tree_text
@@ -295,18 +296,17 @@ class CallBuilder:
         self.source = user_location(2)
         self.levels: list[Level] = []
         self.level_states: list[LevelState] = []
-        # Step rows while recording (see LevelState.end_step), Step records for error events,
-        # None for a step still running.
-        self.steps: list[Any] = []
         self._sources: list[SourceLocation | None] = []
         self._source_numbers: dict[int, int] = {}
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
         self.describer.enclosing = _i.enclosing_traces(_i.current_trace())
+        # The steps while recording: rows of numbers (see LevelState.begin_step).
+        self.rows = StepRows(self.describer.tuples, self._sources)
         self.full_detail = recorder.detail == "full"
-        # (step index, phase, source) of each step being processed, innermost last
-        self.active_steps: list[tuple[int, str, SourceLocation | None]] = []
+        # (step index, phase, source, its number) of each step being processed, innermost last
+        self.active_steps: list[tuple[int, str, SourceLocation | None, int]] = []
         # Shared by the session's calls: a training loop's steps print each jaxpr once.
         self._jaxprs = recorder.jaxpr_records
         self._jit_summaries = recorder.jit_summaries
@@ -451,6 +451,7 @@ class CallBuilder:
                                  parent.index if parent is not None else None,
                                  trace_type, function, options.pairs if options else ()))
         self.level_of_trace[id(jax_trace)] = index
+        self.describer.levels_changed()
         state = LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
         # Kept until the call finishes: a custom_vjp bwd runs after its level ends.
         self.level_states.append(state)
@@ -504,26 +505,25 @@ class CallBuilder:
         # An error JAX raises before any user code runs (a bad argument) is at the call site.
         source = traceback_location(error.__traceback__) or self.source
         if level is not None:
-            event = Step(len(self.steps), level.index, type(error).__name__, kind="error",
-                         phase=level.phase, source=source, error=error_message(error),
-                         cause=step)
-            self.steps.append(event)
+            self.rows.event(level.index, type(error).__name__, "error", level.phase,
+                            self.describer.describe_all(()), self.source_number(source),
+                            error_message(error), step)
         facts = self.trees.error_fields(error, self.levels, self.built_steps(), level_index,
                                         step, source, self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), error_message(error),
                                        level_index, step, source, **facts))
 
     def failed_step(self, error: BaseException) -> int | None:
-        for i in range(len(self.steps) - 1, -1, -1):
-            row = self.steps[i]  # rows and Steps share the field order
-            if row is not None and row[ROW_KIND] != "error" and row[ROW_ERROR] is not None:
+        rows = self.rows
+        for i in range(len(rows) - 1, -1, -1):
+            if rows.finished(i) and rows.failed(i) and rows.kind(i) != "error":
                 return i
         return None
 
     def last_step_at(self, level: int) -> int | None:
-        for i in range(len(self.steps) - 1, -1, -1):
-            row = self.steps[i]
-            if row is not None and row[ROW_LEVEL] == level and row[ROW_KIND] != "error":
+        rows = self.rows
+        for i in range(len(rows) - 1, -1, -1):
+            if rows.finished(i) and rows.level(i) == level and rows.kind(i) != "error":
                 return i
         return None
 
@@ -536,10 +536,7 @@ class CallBuilder:
 
     def built_steps(self) -> list[Step | None]:
         """The steps as records (rows made into Steps), None for those still running."""
-        return [None if row is None else self._build(row) for row in self.steps]
-
-    def _build(self, row: Any) -> Step:
-        return step_of(row, self.describer.tuples, self._sources)
+        return self.rows.built()
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
@@ -549,13 +546,12 @@ class CallBuilder:
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
             self.shardings += sharding_hook.outputs(self, outputs)
-        rows = [s for s in self.steps if s is not None]
+        rows = self.rows
         if self.describer.leaked:
-            self.trees.note_leaks([self._build(row) for row in rows], self.describer.leaked)
+            self.trees.note_leaks(list(rows.steps()), self.describer.leaked)
         # NB: Steps are made when first read, not here: a big call would otherwise make
         # (and the cyclic GC then walk) a record per step before anyone looks at them.
-        steps: Any = Lazy(len(rows), partial(steps_of, rows, self.describer.tuples,
-                                             self._sources))
+        steps: Any = Lazy(rows.finished_count(), partial(steps_from, *rows.parts()))
         stages = self._stages(failed)
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,

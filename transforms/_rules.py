@@ -6,6 +6,7 @@ sub-jaxprs to keep. Primitives without a rule get `default_rule`.
 from __future__ import annotations
 
 import enum
+import marshal
 from typing import Any, Callable
 
 import numpy as np
@@ -166,14 +167,46 @@ RULES: dict[str, Rule] = {
 
 
 _interned_pairs: BoundedCache = BoundedCache(50_000)
+# The pairs of param sets of plain data, by _params_key: most steps repeat a few.
+_summaries: BoundedCache = BoundedCache(50_000)
+_KEYED_SCALARS = frozenset({int, bool, float, type(None), str})
+_KEYED_OBJECTS = (np.dtype, enum.Enum)
+
+
+def _params_key(primitive_name: str, params: dict) -> tuple | None:
+    """A key for params of plain data only (None for any other: a jaxpr, a function, a
+    sharding...), exact about types: a tuple by its `marshal` bytes, which tell 0, False
+    and 0.0 apart (Python's == does not), a scalar with its type."""
+    key: list[Any] = [primitive_name]
+    append = key.append
+    for name, value in params.items():
+        kind = type(value)
+        if kind is tuple:
+            try:
+                value = marshal.dumps(value)
+            except ValueError:  # holds something marshal does not write (a dtype...)
+                return None
+        elif kind not in _KEYED_SCALARS and not isinstance(value, _KEYED_OBJECTS):
+            return None
+        append(name)
+        append(kind)
+        append(value)
+    return tuple(key)
 
 
 def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, SubJaxprs]:
     if not params:
         return (), []
+    key = _params_key(primitive_name, params)
+    if key is not None:
+        hit = _summaries.get(key)
+        if hit is not None:
+            return hit, []
     pairs, jaxprs = RULES.get(primitive_name, default_rule)(params)
     # Most steps repeat a few param sets: share one tuple (memory per step).
     shared = _interned_pairs.get(pairs)
     if shared is None:
         shared = _interned_pairs.put(pairs, pairs)
+    if key is not None and not jaxprs:
+        _summaries.put(key, shared)
     return shared, jaxprs

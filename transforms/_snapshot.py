@@ -62,47 +62,79 @@ def _aval_text_uncached(aval: Any) -> str:
 
 
 class _Seen(weakref.ref):
-    """A described tracer: its record, and its key in the cache (dropped when it dies)."""
+    """A leaked tracer's own record, and its key in the cache (dropped when it dies)."""
     __slots__ = ("key", "rec")
     key: int
     rec: ValueRecord
 
 
+class _TraceSeen(weakref.ref):
+    """One JAX trace whose tracers a call met: its level, and the records of its tracers
+    by their facts. Dropped from the describer when the trace dies (its id is then free)."""
+    __slots__ = ("key", "level", "unowned", "tracer_type", "shape", "parts", "records")
+    key: int
+    level: int | None
+    unowned: bool             # no level of the call: its tracers may have leaked
+    tracer_type: type | None  # the tracer class met first (traces make one class)
+    shape: str
+    parts: tuple
+    records: dict
+
+
 class Describer:
-    """Describes values for one call, reusing a record while its tracer is alive.
+    """Describes values for one call: a tracer by its facts (its class, trace, aval and,
+    for a tower, what it wraps), each distinct description one shared record.
 
-    The output tracer of one step is the input of the next: describing it once
-    keeps recording cheap and the records shared (small memory per step).
+    The output tracer of one step is the input of the next: equal facts give the same
+    record, so steps share their records (small memory per step).
 
-    NB: the cyclic GC walks every tracked object kept alive at each full pass, so the
-    recording keeps few: a cache entry per *live* tracer (one weakref each, removed when
-    the tracer dies), and the inputs and outputs of steps as shared tuples.
+    NB: the cyclic GC walks every tracked object kept alive at each full pass, and a big
+    trace keeps tens of thousands of tracers alive: the describer keeps nothing per
+    tracer (no weak reference, no cache entry), only an entry per JAX trace met (a weak
+    reference, removed when the trace dies) holding the records of its tracers by facts.
     """
 
     def __init__(self, level_of_trace: dict[int, int]):
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
-        self._cache: dict[int, _Seen] = {}
-        cache = self._cache
+        self._traces: dict[int, _TraceSeen] = {}
+        traces = self._traces
+
+        def forget_trace(seen: Any) -> None:
+            key = seen.key
+            if traces.get(key) is seen:
+                del traces[key]
+
+        self._forget_trace = forget_trace
+        self._leaks: dict[int, _Seen] = {}
+        leaks = self._leaks
 
         def forget(seen: Any) -> None:
             key = seen.key
-            if cache.get(key) is seen:
-                del cache[key]
+            if leaks.get(key) is seen:
+                del leaks[key]
 
         self._forget = forget
         self._tuple_index: dict[tuple, int] = {}
+        self._single_index: dict[int, int] = {}  # id(record) -> the number of (record,)
         self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
-        self._interned: dict[tuple, ValueRecord] = {}
-        self._concrete: dict[ValueRecord, ValueRecord] = {}
+        self._concrete: dict[Any, ValueRecord] = {}
+        self._arrays: dict[tuple, ValueRecord] = {}  # (class, aval) -> record, or _SMALL
+        self._small: dict[tuple, ValueRecord] = {}   # (class, aval, bytes) -> record
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
+
+    def levels_changed(self) -> None:
+        """A level was added: the traces met so far are looked up again."""
+        self._traces.clear()
 
     def describe_all(self, xs: Any) -> int:
         """The records of a step's inputs or outputs, as a number in `tuples` (equal tuples
         share one): a step row of numbers and strings is one the cyclic GC stops tracking.
 
         NB: keyed by the records' ids: records are interned and kept alive by `tuples`."""
-        recs = tuple(map(self.describe, xs))
+        recs = tuple(map(self.describe, xs))  # NB: xs may only iterate (JAX's FlatTree)
+        if len(recs) == 1:
+            return self._single(recs[0])
         key = tuple(map(id, recs))
         number = self._tuple_index.get(key)
         if number is None:
@@ -110,82 +142,195 @@ class Describer:
             self.tuples.append(recs)
         return number
 
-    def _remember(self, x: Any, rec: ValueRecord) -> None:
-        seen = _Seen(x, self._forget)
-        seen.key, seen.rec = id(x), rec
-        self._cache[seen.key] = seen
+    def describe_one(self, x: Any) -> int:
+        """describe_all((x,))."""
+        return self._single(self._tracer(x, self.enclosing is not None) if isinstance(x, Tracer)
+                            else self._concrete_record(x))
+
+    def _single(self, rec: ValueRecord) -> int:
+        number = self._single_index.get(id(rec))
+        if number is None:
+            number = self._single_index[id(rec)] = len(self.tuples)
+            self.tuples.append((rec,))
+        return number
 
     def describe(self, x: Any) -> ValueRecord:
         """A step's input or output, a call's argument or result."""
         if isinstance(x, Tracer):
-            hit = self._cache.get(id(x))
-            if hit is not None and hit() is x:
-                return hit.rec
-            rec = self._describe_tracer(x)
-            if rec.level is None and self.enclosing is not None and self._has_leaked(x):
-                # A leaked tracer: its own record (never shared), so steps using it are found.
-                rec = rec._replace()
-                if len(self.leaked) < 10:
-                    self.leaked.append(rec)
-                self._remember(x, rec)
-            elif rec.children:
-                # NB: a tracer with parts is remembered (describing it again describes them);
-                # a plain one (a jaxpr tracer) costs less to describe again than to keep.
-                self._remember(x, rec)
-            return rec
-        rec = describe_concrete(x)
+            return self._tracer(x, self.enclosing is not None)
+        return self._concrete_record(x)
+
+    def _concrete_record(self, x: Any) -> ValueRecord:
+        """A concrete value's record: an array's by its class and aval (and, when small, its
+        bytes), made once per call; anything else described each time."""
+        if not isinstance(x, _PYTHON_SCALARS):
+            aval = getattr(x, "aval", None)
+            if aval is not None:
+                key = (type(x), aval)
+                try:
+                    rec = self._arrays.get(key)
+                except TypeError:  # an aval kind that cannot be hashed
+                    return self._shared(describe_concrete(x))
+                if rec is not None and rec is not _SMALL:
+                    return rec
+                if rec is None and getattr(x, "size", SMALL_VALUE_SIZE + 1) > SMALL_VALUE_SIZE:
+                    rec = self._arrays[key] = self._shared(describe_concrete(x))
+                    return rec
+                self._arrays[key] = _SMALL
+                return self._small_array(x, key)
+        return self._shared(describe_concrete(x))
+
+    def _shared(self, rec: ValueRecord) -> ValueRecord:
         # Equal concrete descriptions (the same literal, the same small value) share a record.
         return self._concrete.setdefault(rec, rec)
+
+    def _small_array(self, x: Any, key: tuple) -> ValueRecord:
+        """A small array: its record by its bytes (its value printed once per call)."""
+        try:
+            value = np.asarray(x)
+            by_bytes = (*key, value.tobytes())
+            rec = self._small.get(by_bytes)
+        except Exception:  # e.g. a deleted or donated buffer: described as it is
+            return self._shared(describe_concrete(x))
+        if rec is None:
+            rec = self._small[by_bytes] = self._shared(describe_concrete(x))
+        return rec
 
     def _has_leaked(self, x: Tracer) -> bool:
         trace = trace_of(x)
         return id(trace) not in (self.enclosing or ()) or trace_has_ended(trace)
 
-    def _describe_part(self, x: Any) -> ValueRecord:
+    def _see(self, trace: Any) -> _TraceSeen:
+        try:
+            seen = _TraceSeen(trace, self._forget_trace)
+        except TypeError:  # a trace kind that cannot be weakly referenced: not kept
+            seen = _TraceSeen(_Unreferenced(), None)
+        else:
+            self._traces[id(trace)] = seen
+        seen.key = id(trace)
+        seen.level = level = self.level_of_trace.get(id(trace))
+        seen.unowned = level is None
+        seen.tracer_type = None
+        seen.shape, seen.parts = "tracer", ()
+        seen.records = {}
+        return seen
+
+    def _tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
+        """The hot path of recording, one call per tracer met (and per part of a tower):
+        a tracer of its trace's usual class whose facts were met before, kept flat."""
+        seen = self._traces.get(id(trace_of(x)))
+        if seen is not None and type(x) is seen.tracer_type and not (check_leak and seen.unowned):
+            parts = seen.parts
+            key: Any
+            if parts is _BATCHED:
+                val, bdim = batched_parts(x)
+                key = (x.aval, bdim, id(self._tracer(val, False) if isinstance(val, Tracer)
+                                        else self._concrete_record(val)))
+            elif parts:  # primal and tangent
+                primal, tangent = autodiff_parts(x)
+                key = (x.aval,
+                       id(self._tracer(primal, False) if isinstance(primal, Tracer)
+                          else self._concrete_record(primal)),
+                       id(self._tracer(tangent, False) if isinstance(tangent, Tracer)
+                          else self._concrete_record(tangent)))
+            else:
+                key = x.aval
+            try:
+                rec = seen.records.get(key)
+            except TypeError:  # an aval kind that cannot be hashed
+                rec = None
+            if rec is not None:
+                return rec
+        return self._new_tracer(x, check_leak)
+
+    def _new_tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
+        """A tracer whose facts were not met before (or a leaked one): its record."""
+        trace = trace_of(x)
+        seen = self._traces.get(id(trace))
+        if seen is None:
+            seen = self._see(trace)
+        if check_leak and seen.unowned and self._has_leaked(x):
+            return self._leaked_record(x, seen)
+        tracer_type = type(x)
+        if seen.tracer_type is None:
+            seen.tracer_type = tracer_type
+            seen.shape = _tracer_shape(tracer_type, trace)
+            seen.parts = _PARTS.get(seen.shape) or ()
+        try:
+            return self._describe_tracer(x, seen)
+        except TypeError:  # an aval kind that cannot be hashed: keyed by its text
+            return self._describe_tracer(x, seen, True)
+
+    def _part(self, x: Any) -> ValueRecord:
         """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
         if isinstance(x, Tracer):
-            hit = self._cache.get(id(x))
-            if hit is not None and hit() is x:
-                return hit.rec
-            rec = self._describe_tracer(x)
-            self._remember(x, rec)
-            return rec
-        rec = describe_concrete(x)
-        return self._concrete.setdefault(rec, rec)
+            return self._tracer(x, False)
+        return self._concrete_record(x)
 
-    def _describe_tracer(self, x: Tracer) -> ValueRecord:
-        # The hot path of recording: one call per new tracer, so kept flat.
-        trace = trace_of(x)
+    def _describe_tracer(self, x: Tracer, seen: _TraceSeen, by_text: bool = False) -> ValueRecord:
+        """A tracer's record, made once per distinct facts in its trace's table: keyed as
+        `_tracer` looks them up (a tracer of another class than the trace's usual one
+        with its class in front)."""
         tracer_type = type(x)
-        shape = tracer_shapes.get((tracer_type, type(trace))) or tracer_shape(tracer_type, type(trace))
-        aval = x.aval
-        aval_str = _aval_texts.get(aval) or aval_text(aval)
-        level = self.level_of_trace.get(id(trace))
+        aval = aval_text(x.aval) if by_text else x.aval
+        prefix: tuple
+        if tracer_type is seen.tracer_type:
+            shape, parts, prefix = seen.shape, seen.parts, ()
+        else:  # a second tracer class on one trace
+            shape = _tracer_shape(tracer_type, trace_of(x))
+            parts, prefix = _PARTS.get(shape) or (), (tracer_type,)
+        key: Any
         children: tuple[tuple[str, ValueRecord], ...]
-        key: tuple
-        parts = _PARTS.get(shape)  # what a tracer of this kind wraps (kinds.TRACES)
+        bdim = None
         if parts is _BATCHED:
             val, bdim = batched_parts(x)
-            children = (("val", self._describe_part(val)),)
-            key = (tracer_type, aval_str, level, bdim, id(children[0][1]))
+            child = self._part(val)
+            key = (*prefix, aval, bdim, id(child))
+            children = (("val", child),)
         elif parts:  # primal and tangent
             primal, tangent = autodiff_parts(x)
-            children = (("primal", self._describe_part(primal)),
-                        ("tangent", self._describe_part(tangent)))
-            bdim = None
-            key = (tracer_type, aval_str, level, id(children[0][1]), id(children[1][1]))
+            first, second = self._part(primal), self._part(tangent)
+            key = (*prefix, aval, id(first), id(second))
+            children = (("primal", first), ("tangent", second))
         else:
+            key = (*prefix, aval) if prefix else aval
             children = ()
-            bdim = None
-            key = (tracer_type, aval_str, level)
-        # Equal descriptions share one record: cheaper to make and to keep.
-        # Children are interned too, so their ids identify them.
-        rec = self._interned.get(key)
+        rec = seen.records.get(key)
         if rec is None:
-            rec = self._interned[key] = ValueRecord(
-                shape, tracer_type.__name__, aval_str, level,
+            # NB: a record keeps its children alive, so their ids in the keys stay theirs.
+            text = aval if isinstance(aval, str) else (_aval_texts.get(aval) or aval_text(aval))
+            rec = seen.records[key] = ValueRecord(
+                shape, tracer_type.__name__, text, seen.level,
                 bdim if isinstance(bdim, int) else None, None, children)
         return rec
+
+    def _leaked_record(self, x: Tracer, seen: _TraceSeen) -> ValueRecord:
+        """A leaked tracer: its own record (never shared), so steps using it are found."""
+        hit = self._leaks.get(id(x))
+        if hit is not None and hit() is x:
+            return hit.rec
+        rec = self._describe_tracer(x, seen, True)._replace()
+        if len(self.leaked) < 10:
+            self.leaked.append(rec)
+        try:
+            remembered = _Seen(x, self._forget)
+        except TypeError:
+            return rec
+        remembered.key, remembered.rec = id(x), rec
+        self._leaks[id(x)] = remembered
+        return rec
+
+
+class _Unreferenced:
+    """Stands for a trace that cannot be weakly referenced (its records are not kept)."""
+
+
+def _tracer_shape(tracer_type: type, trace: Any) -> str:
+    return tracer_shapes.get((tracer_type, type(trace))) or tracer_shape(tracer_type, type(trace))
+
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+_SMALL = ValueRecord("array", "", "")  # marks an array small enough to keep its value
 
 
 _PARTS = {kind: t.children for kind, t in TRACES_BY_TRACER.items()}

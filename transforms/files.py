@@ -19,7 +19,7 @@ def new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomically(path: str | os.PathLike, text: str) -> None:
+def write_atomically(path: str | os.PathLike, text: str | bytes) -> None:
     """Write `text` to what `path` names: a regular file atomically, a FIFO or device by streaming.
 
     A symlink is followed (its target is written, the link stays); a regular file (or
@@ -27,22 +27,27 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
     all; a FIFO, a terminal or another device is written into, never replaced (as
     root, replacing /dev/null would break the machine); a folder raises
     IsADirectoryError. An OSError (disk full, read-only) leaves no temp file behind.
+    Text is written as UTF-8 (bytes as they are).
     """
+    # NB: encoded at once and written unbuffered: a text stream encodes a 100 MB dump in
+    # small chunks, a fifth of a big save.
+    data = text.encode("utf-8") if isinstance(text, str) else text
     path = os.path.realpath(os.fspath(path))
     kind = special_file_kind(path)
     if kind == "directory":
         raise IsADirectoryError(errno.EISDIR, "is a directory", path)
     if kind:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(path, "wb") as f:
+            f.write(data)
         return
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
+        with os.fdopen(fd, "wb", buffering=0) as f:
+            view = memoryview(data)
+            while view:  # NB: a raw write may write less than asked
+                view = view[f.write(view):]
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -18,16 +18,24 @@ _name_stack_texts: BoundedCache = BoundedCache(10_000)
 _name_stacks_seen: BoundedCache = BoundedCache(64)  # id(stack) -> (stack, text)
 
 
+_last_name_stack: list[Any] = [None, ""]  # the stack seen last and its text
+
+
 def name_stack() -> str:
     """The current name stack, e.g. `vmap(transpose(jvp()))`, printed once per value."""
     stack = source_info_util.current_name_stack()
+    last = _last_name_stack
+    if stack is last[0]:  # consecutive steps mostly share one
+        return last[1]
     hit = _name_stacks_seen.get(id(stack))
     if hit is not None and hit[0] is stack:
+        last[0], last[1] = stack, hit[1]
         return hit[1]
     text = _name_stack_texts.get(stack)
     if text is None:
         text = _name_stack_texts.put(stack, str(stack))
     _name_stacks_seen.put(id(stack), (stack, text))  # keeps the stack alive: its id stays its own
+    last[0], last[1] = stack, text
     return text
 
 

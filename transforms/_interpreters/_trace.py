@@ -92,7 +92,7 @@ class RecordingTrace(Trace):
             # Evaluate the wrapper's body here so users see sin/mul, not jit[name=sin].
             with set_current_trace(self):
                 return eval_jaxpr(params["jaxpr"], list(tracers))
-        pending = level.begin_step(primitive, tracers, params, "primitive")
+        index = level.begin_step(primitive, tracers, params, "primitive")
         try:
             if self.parent_current:
                 with set_current_trace(self.parent):
@@ -100,9 +100,9 @@ class RecordingTrace(Trace):
             else:
                 out = self.parent.process_primitive(primitive, tracers, params)
         except BaseException as e:
-            level.fail_step(pending, e)
+            level.fail_step(index, primitive, params, e)
             raise
-        level.end_step(pending, out, primitive.multiple_results)
+        level.end_step(index, primitive, params, out, primitive.multiple_results)
         return out
 
     def process_call(self, call_primitive, f, tracers, params, /):
@@ -110,32 +110,32 @@ class RecordingTrace(Trace):
         # NB: we stay current: EvalTrace's impl runs `f` with the current
         # trace, so the body's primitives are recorded at this level.
         level = self.level
-        pending = level.begin_step(call_primitive, tracers, params, "call")
+        index = level.begin_step(call_primitive, tracers, params, "call")
         try:
             out = self.parent.process_call(call_primitive, f, tracers, params)
         except BaseException as e:
-            level.fail_step(pending, e)
+            level.fail_step(index, call_primitive, params, e)
             raise
-        level.end_step(pending, out, True)
+        level.end_step(index, call_primitive, params, out, True)
         return out
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
         level = self.level
-        pending = level.begin_step(primitive, tracers, params, "custom_jvp_call", (fun, jvp))
+        index = level.begin_step(primitive, tracers, params, "custom_jvp_call", (fun, jvp))
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
         jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
         try:
             with set_current_trace(self.parent):
                 out = self.parent.process_custom_jvp_call(primitive, fun, jvp, tracers, **params)
         except BaseException as e:
-            level.fail_step(pending, e)
+            level.fail_step(index, primitive, params, e)
             raise
-        level.end_step(pending, out, True)
+        level.end_step(index, primitive, params, out, True)
         return out
 
     def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, /, **params):
         level = self.level
-        pending = level.begin_step(primitive, tracers, params, "custom_vjp_call", (fun, fwd, bwd))
+        index = level.begin_step(primitive, tracers, params, "custom_vjp_call", (fun, fwd, bwd))
         fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
         fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
         bwd = _record_rule(bwd, level.rule_spec("custom_vjp_bwd", bwd))
@@ -144,9 +144,9 @@ class RecordingTrace(Trace):
                 out = self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, tracers,
                                                           **params)
         except BaseException as e:
-            level.fail_step(pending, e)
+            level.fail_step(index, primitive, params, e)
             raise
-        level.end_step(pending, out, True)
+        level.end_step(index, primitive, params, out, True)
         return out
 
     def stage_value(self, val):
@@ -173,14 +173,14 @@ def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> 
     def forward(primitive, *args, **params):
         tracers = next((a for a in reversed(args) if isinstance(a, (list, tuple))), ())
         step_params = params or next((a for a in args if isinstance(a, dict)), {})
-        pending = level.begin_step(primitive, tracers, step_params, "call")
+        index = level.begin_step(primitive, tracers, step_params, "call")
         try:
             with set_current_trace(trace.parent):
                 out = method(primitive, *args, **params)
         except BaseException as e:
-            level.fail_step(pending, e)
+            level.fail_step(index, primitive, step_params, e)
             raise
-        level.end_step(pending, out, True)
+        level.end_step(index, primitive, step_params, out, True)
         return out
     forward.__name__ = name
     return forward
