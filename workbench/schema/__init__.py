@@ -73,17 +73,14 @@ def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]
                        for name in _codec.SHARED}}
     session_fields["calls"] = _described(builder.type_schema("list[Call]", None),
                                           "one Call row per outermost transformed invocation")
-    span = {"type": "array", "prefixItems": [{"type": "integer", "minimum": 0}] * 3,
-            "minItems": 3, "maxItems": 3}
+    # NB: not enforced: a reader that finds the index does not hold reads the text whole
+    # (transforms.dump), so any lazy_at leaves a dump readable; its shape is described.
     session_fields["lazy_at"] = {
-        "type": "object", "additionalProperties": False, "required": ["fields", "spans"],
         "description": "where each call's big parts are in the text, so a reader can decode "
-                       "them when it needs them; written last",
-        "properties": {
-            "fields": {"const": list(_layout.LAZY_FIELDS)},
-            "spans": {"type": "array", "description": "per call, per field: [start, end, "
-                      "count], the array's character offsets and its length",
-                      "items": {"type": "array", "items": span}}}}
+                       "them when it needs them; written last. An object {\"fields\": "
+                       f"{list(_layout.LAZY_FIELDS)}, \"spans\": per call, per field, [start, "
+                       "end, count]: the array's character offsets and its length}. Advisory: "
+                       "a reader that finds it does not hold reads the text whole."}
     return {
         "$schema": DRAFT,
         "$id": f"https://jax-transform-workbench/schema/session/v{model.SCHEMA_VERSION}.json",
