@@ -11,7 +11,7 @@ import sys
 import sysconfig
 import weakref
 from types import FrameType
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -81,6 +81,17 @@ class _TraceSeen(weakref.ref):
     records: dict
 
 
+def _forgetter(table: dict) -> Callable[[Any], None]:
+    """A weakref callback dropping `seen` from table (unless a newer entry took its key).
+
+    NB: it holds the table, not the describer: no cycle through the weak references."""
+    def forget(seen: Any) -> None:
+        key = seen.key
+        if table.get(key) is seen:
+            del table[key]
+    return forget
+
+
 class Describer:
     """Describes values for one call: a tracer by its facts (its class, trace, aval and,
     for a tower, what it wraps), each distinct description one shared record.
@@ -97,23 +108,9 @@ class Describer:
     def __init__(self, level_of_trace: dict[int, int]):
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
         self._traces: dict[int, _TraceSeen] = {}
-        traces = self._traces
-
-        def forget_trace(seen: Any) -> None:
-            key = seen.key
-            if traces.get(key) is seen:
-                del traces[key]
-
-        self._forget_trace = forget_trace
+        self._forget_trace = _forgetter(self._traces)
         self._leaks: dict[int, _Seen] = {}
-        leaks = self._leaks
-
-        def forget(seen: Any) -> None:
-            key = seen.key
-            if leaks.get(key) is seen:
-                del leaks[key]
-
-        self._forget = forget
+        self._forget = _forgetter(self._leaks)
         self._tuple_index: dict[tuple, int] = {}
         self._single_index: dict[int, int] = {}  # id(record) -> the number of (record,)
         self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
