@@ -9,9 +9,11 @@ make_jaxpr of the same transformation, and JAX's own compile of a sharded jit.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import warnings
 import weakref
+from typing import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -106,6 +108,57 @@ def test_jits_cache_sees_the_same_hits_and_misses(caplog):
     assert our_size == plain_size == 3
     assert our_misses == plain_misses
     assert [len(c.stages) for c in session.calls] == [5, 5, 5]
+
+
+# (case, a program calling T's transforms with a jit inside another transformation; each
+# run makes its functions afresh, so JAX's caches hold nothing of an earlier run's)
+INNER_JITS = [
+    ("jit", lambda T: T.jit(lambda x: jnp.sin(x) * 2)(X)),
+    ("grad_jit", lambda T: T.grad(T.jit(lambda x: jnp.sin(x)))(3.0)),
+    ("grad_jit_twice", lambda T: [T.grad(T.jit(lambda x: jnp.cos(x)))(x) for x in (3.0, 4.0)]),
+    ("vjp_checkpoint_jit", lambda T: [T.vjp(jax.checkpoint(T.jit(lambda x: 2 * x)), 1.0)[0]
+                                      for _ in range(5)]),
+    ("vmap_jit", lambda T: T.vmap(T.jit(lambda x: jnp.tanh(x)))(XS)),
+    ("jit_with_inner_jit", lambda T: T.jit(lambda x: T.jit(lambda y: jnp.exp(y))(x) + 1)(X)),
+    ("jit_value_and_grad_jit", lambda T: T.jit(T.value_and_grad(
+        lambda x: jnp.sum(T.jit(lambda y: jnp.sin(y))(x))))(X)),
+]
+
+
+@contextlib.contextmanager
+def _jax_counts() -> Iterator[Callable[[], dict]]:
+    """JAX's own counters (its test suite's): lowerings and compilations since entered."""
+    from jax._src import test_util as jtu
+    with jtu.count_jit_and_pmap_lowerings() as lowerings, \
+            jtu.count_jit_compilation_cache_miss() as compilations:
+        yield lambda: {"lowerings": lowerings(), "compilations": compilations()}
+
+
+@pytest.mark.parametrize("program", [c[1] for c in INNER_JITS], ids=[c[0] for c in INNER_JITS])
+def test_jax_lowers_and_compiles_as_often_as_without_the_workbench(program):
+    # a jit inside a transformation is never lowered by itself in JAX, so stage capture
+    # must not lower it; a top-level jit's stages are JAX's own lowering, from its caches
+    with transforms.record() as session:  # JAX's caches are keyed on the block: all in one
+        program(jax)  # JAX's own jits (jnp's) lowered under this key, for both sides
+        with _jax_counts() as plain:
+            program(jax)
+        plain_counts = plain()
+        with _jax_counts() as ours:
+            program(transforms)
+    assert session.calls and all(c.stages for c in session.calls)
+    assert plain_counts["lowerings"] > 0
+    assert ours() == plain_counts  # read after the block's end, which reads a jit's stages
+
+
+def test_a_jit_inside_grad_says_what_jax_compiles_instead():
+    with transforms.record() as session:
+        transforms.grad(transforms.jit(jnp.sin))(3.0)
+    hlo = find_stage(session.calls[0].stages, "hlo(jit(f))")
+    assert not hlo.available
+    assert hlo.reason == ("JAX does not compile jit(sin) by itself inside grad: it compiles its "
+                          "forward and backward parts (in the linearize and transpose stages); a "
+                          "call of jit(sin) outside any transformation has these stages")
+    assert find_stage(session.calls[0].stages, "transpose(linear(jit(f)))").available
 
 
 def test_a_default_record_keeps_stages():

@@ -312,7 +312,10 @@ def test_outermost_stage_is_jaxs_own_jaxpr(name):
     case = CASES_BY_NAME[name]
     args = as_arrays(case.args)
     stages = stages_of(case.build(transforms), *args, **case.kwargs)
-    assert all(s.available for s in stages), [(s.name, s.reason) for s in stages]
+    # a jit inside another transformation has no compiled views: JAX never compiles it alone
+    missing = [(s.name, s.reason) for s in stages if not s.available
+               and not (s.transform == "jit" and s.reason.startswith("JAX does not compile"))]
+    assert not missing
     last = stages[-1]
     assert last.role == "transformed"
     assert last.jaxpr.text == str(jax.make_jaxpr(case.build(jax))(*args, **case.kwargs))

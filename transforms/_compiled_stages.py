@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 from . import _sharding
 from ._interpreters import jax_own
 from ._stage_records import Label, built, capturing, failed, failed_capture, reason, steps_of_group
-from ._staging import group_closures, with_extras
 from ._state import refusing_retrace
+from .kinds import kind_of
 from .model import Metric, Stage
 
 # cost_analysis() keys shown first, in this order; the rest follow sorted.
@@ -90,40 +90,46 @@ class DeferredJit:
             with steps_of_group(self.steps):
                 stages.append(failed(f_label, method, error, seconds) if traced is None
                               else built(f_label, traced.jaxpr, method, seconds))
+        # under the key the call ran with: JAX's lowering and compilation caches hit
         with self.mesh() if self.mesh is not None else contextlib.nullcontext():
-            stages += compiled_stages(traced, error, outer, outer_named)
+            with refusing_retrace():
+                stages += compiled_stages(traced, error, outer, outer_named)
         return stages
 
 
 def nested_jit_stages(spec: Any, h: Callable | None, point: tuple | None, expr: str,
-                      named: str, blocked: str) -> tuple[list[Stage], Callable | None]:
-    """A jit inside another transformation: JAX traced it at these types; lower and compile."""
+                      named: str, blocked: str, enclosing: str
+                      ) -> tuple[list[Stage], Callable | None]:
+    """A jit inside another transformation: its compiled views say what JAX compiles instead.
+
+    JAX never lowers such a jit by itself (inside grad it compiles the jit's forward
+    and backward parts, inside another jit the whole), so lowering it here would be
+    a compilation the program never had, which JAX's caches and lowering counts
+    would see. The jit (a jax.jit of the replay) is what the enclosing stages trace.
+    """
     outer, outer_named = f"jit({expr})", f"jit({named})"
     if h is None or point is None:
         return compiled_stages(None, blocked or "not reached", outer, outer_named), None
-    jitted = jax_own.jit(h, **spec.options.given)
-    args, kwargs = point
-    traced, error = None, ""
-    try:
-        closures = group_closures()
-        if closures:
-            traced = jax_own.jit(with_extras(h, len(closures), 0)).trace(*args, *closures, **kwargs)
-        else:
-            traced = jitted.trace(*args, **kwargs)
-    except Exception as e:
-        error = reason(e)
-    return compiled_stages(traced, error, outer, outer_named), jitted
+    instead = kind_of(enclosing).compiles_a_jit_inside
+    why = (f"JAX does not compile {outer_named} by itself inside {enclosing}: it compiles "
+           f"{instead}; a call of {outer_named} outside any transformation has these stages")
+    return [failed(label, "", why) for label in _compiled_labels(outer, outer_named)], \
+        jax_own.jit(h, **spec.options.given)
 
 
 # --- compiled views: StableHLO, optimised HLO, cost, memory ----------------------
 
-def compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Stage]:
-    labels = [
+def _compiled_labels(expr: str, named: str) -> list[Label]:
+    return [
         Label(f"stablehlo({expr})", f"StableHLO of {named}", "stablehlo", "jit"),
         Label(f"hlo({expr})", f"optimised HLO of {named}", "hlo", "jit"),
         Label(f"cost({expr})", f"cost analysis of {named}", "cost", "jit"),
         Label(f"memory({expr})", f"memory analysis of {named}", "memory", "jit"),
     ]
+
+
+def compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Stage]:
+    labels = _compiled_labels(expr, named)
     if traced is None:
         return [failed(label, "", f"not reached: jit tracing failed ({error})") for label in labels]
     stablehlo, hlo, cost, memory = labels

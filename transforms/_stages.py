@@ -164,7 +164,8 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
             if point is None:
                 blocked = blocked or f"not reached: {spec.kind} did not call its function"
             if spec.entry.compiles:
-                jit_stages, h = nested_jit_stages(spec, h, point, expr, named, blocked)
+                jit_stages, h = nested_jit_stages(spec, h, point, expr, named, blocked,
+                                                    plan.main.spec.kind)
                 stages += jit_stages
             else:
                 at = group.live if i == 0 and group.live is not None else point

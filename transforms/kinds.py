@@ -78,6 +78,9 @@ class TransformKind:
     transparent: bool = False
     # Its transformed stage's outputs are its function's outputs, leaf for leaf.
     keeps_output_leaves: bool = False
+    # What JAX compiles of a jit called inside it (JAX never compiles that jit alone
+    # there), in the words that end "it compiles ...".
+    compiles_a_jit_inside: str = "the program it makes of that jit, inside its own"
 
     @property
     def public(self) -> bool:
@@ -131,31 +134,38 @@ class TransformKind:
 
 _REVERSE = ("jvp", "linearized", "linear", "transposed")
 _GRADIENT = Derivative("gradient")
+_FORWARD_BACKWARD = "its forward and backward parts (in the linearize and transpose stages)"
+_ITS_JVP = "its JVP (in the jvp stage)"
 
 KINDS: Mapping[str, TransformKind] = {k.name: k for k in (
     TransformKind("grad", "wrapper", backward_at_enclosing=True, ad_stages=_REVERSE,
-                  derivative=_GRADIENT, outputs="derivative", executes_program=True),
+                  derivative=_GRADIENT, outputs="derivative", executes_program=True,
+                  compiles_a_jit_inside=_FORWARD_BACKWARD),
     TransformKind("value_and_grad", "wrapper", backward_at_enclosing=True, ad_stages=_REVERSE,
                   derivative=Derivative("gradient", at=1), outputs="derivative",
-                  executes_program=True),
-    TransformKind("vmap", "wrapper", executes_program=True, keeps_output_leaves=True),
-    TransformKind("jit", "wrapper", compiles=True, transparent=True, keeps_output_leaves=True),
+                  executes_program=True, compiles_a_jit_inside=_FORWARD_BACKWARD),
+    TransformKind("vmap", "wrapper", executes_program=True, keeps_output_leaves=True,
+                  compiles_a_jit_inside="its batched version (in the vmap stage)"),
+    TransformKind("jit", "wrapper", compiles=True, transparent=True, keeps_output_leaves=True,
+                  compiles_a_jit_inside="it as a part of the enclosing jit's program (in that "
+                                        "jit's StableHLO and HLO stages)"),
     TransformKind("jvp", "called", inputs=(("primals", "input"), ("tangents", "tangent")),
-                  outputs="primal_tangent"),
+                  outputs="primal_tangent", compiles_a_jit_inside=_ITS_JVP),
     TransformKind("vjp", "called", backward_at_enclosing=True, ad_stages=_REVERSE,
-                  outputs="primal_first"),
+                  outputs="primal_first", compiles_a_jit_inside=_FORWARD_BACKWARD),
     # linearize's own stage is the linearized one.
-    TransformKind("linearize", "called", ad_stages=("jvp", "linear"), outputs="primal_first"),
+    TransformKind("linearize", "called", ad_stages=("jvp", "linear"), outputs="primal_first",
+                  compiles_a_jit_inside="its primal part (in the linearize stage)"),
     TransformKind("jacfwd", "wrapper", ad_stages=("jvp",),
                   derivative=Derivative("jacobian", nesting=1), outputs="derivative",
-                  executes_program=True),
+                  executes_program=True, compiles_a_jit_inside=_ITS_JVP),
     TransformKind("jacrev", "wrapper", backward_at_enclosing=True, ad_stages=_REVERSE,
                   derivative=Derivative("jacobian", nesting=1), outputs="derivative",
-                  executes_program=True),
+                  executes_program=True, compiles_a_jit_inside=_FORWARD_BACKWARD),
     # hessian is jacfwd(jacrev(f)): its reverse part is f's.
     TransformKind("hessian", "wrapper", backward_at_enclosing=True, ad_stages=_REVERSE,
                   derivative=Derivative("hessian", nesting=2), outputs="derivative",
-                  executes_program=True),
+                  executes_program=True, compiles_a_jit_inside=_FORWARD_BACKWARD),
     TransformKind("vjp_backward", "returned", backward_call=True,
                   inputs=(("cotangent", "cotangent"),), outputs="cotangents"),
     # One tangent per primal, named as the primal.
