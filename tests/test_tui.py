@@ -148,6 +148,22 @@ async def test_search_in_stage_text():
 
 
 @sync
+async def test_a_jits_stages_open_on_its_jaxpr_and_the_stablehlo_it_lowers_to():
+    with transforms.record() as session:
+        transforms.jit(lambda x: jnp.sum(x ** 2))(jnp.arange(3.0))
+    app = build_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        pane = app.screen.query_one(StagesPane)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert (pane.left.stage.name, pane.right.stage.name) == ("f", "stablehlo(jit(f))")
+        assert "stablehlo.reduce" in "\n".join(pane.right.lines)
+        assert ("side by side: f and stablehlo(jit(f)) (no equations to align: "
+                "stablehlo(jit(f)) is compiled text)") in _text(pane.query_one("#stage-head"))
+
+
+@sync
 async def test_step_selects_its_equation_and_back():
     app = build_app(seed_logistic())
     async with app.run_test(size=SIZE) as pilot:

@@ -50,7 +50,8 @@ def function_program(stages: Sequence[Stage], name: str) -> int:
 def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
     """Before and after, as indices: a function and its whole transformed program
     (transforms.diff.default_pair, which is None where no function has two jaxpr stages:
-    then the first jaxpr stage against the last transformed one; (0, 0) for no stages)."""
+    then a jit's one jaxpr against the StableHLO it lowers to, else the first jaxpr stage
+    against the last transformed one; (0, 0) for no stages)."""
     pair = default_pair(stages)
     if pair is not None:
         return pair
@@ -59,4 +60,7 @@ def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
     jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
     if not jaxprs:
         return 0, len(stages) - 1
+    lowered = [i for i, s in enumerate(stages) if s.available and s.text and i > jaxprs[0]]
+    if len(jaxprs) == 1 and lowered:
+        return jaxprs[0], lowered[0]
     return jaxprs[0], whole_program(stages, jaxprs)

@@ -8,7 +8,7 @@ import os
 from typing import Any, Iterable
 
 from transforms.kinds import PUBLIC_KINDS
-from transforms.model import Call, Level, Session, Step
+from transforms.model import Call, Level, Session, Stage, Step
 
 from .. import safe_text
 
@@ -154,3 +154,17 @@ def sanitize(text: object, limit: int = 4000) -> str:
 def first_line(text: object) -> str:
     """The first line of a text, made safe (workbench/safe_text.py)."""
     return safe_text.first_line(text, 4000)
+
+
+# --- stages -------------------------------------------------------------------------
+
+def side_by_side(before: Stage, after: Stage) -> str:
+    """The stages view's head for a pair with a compiled text in it (a jaxpr against the
+    StableHLO it lowers to): shown side by side, nothing to align; "" for two jaxprs or an
+    unavailable stage (whose reason the diff gives)."""
+    texts = [s for s in (before, after) if s.jaxpr is None and s.available and s.text]
+    if not texts or any(s.jaxpr is None and s not in texts for s in (before, after)):
+        return ""
+    what = f"{texts[0].name} is" if len(texts) == 1 else "both are"
+    return (f"side by side: {before.name} and {after.name} (no equations to align: "
+            f"{what} compiled text)")

@@ -18,6 +18,7 @@ from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import Status
 from ...model import composed_label, first_line
+from ...texts import side_by_side
 from .diff_list import DiffList
 from .stage_text import StageText
 
@@ -179,7 +180,7 @@ class StagesPane(Vertical):
         if found is None and self.call is not None:
             before, after = self.call.stages[a], self.call.stages[b]
             try:
-                found = diff_stages(before, after)
+                found = side_by_side(before, after) or diff_stages(before, after)
             except ValueError as e:  # a compiled or unavailable stage: nothing to align
                 found = str(e)
             except Exception as e:  # the diff must not take the view down
