@@ -26,7 +26,7 @@ from jax import lax
 from jax.ad_checkpoint import checkpoint_name
 
 import transforms as T
-from transforms import _interpreters
+from transforms import _interpreters, _returned
 from transforms.model import Lazy
 
 
@@ -552,6 +552,49 @@ def test_a_backward_pass_frees_each_cotangent_as_jax_does(recording):
     f.defvjp(lambda x: (x, None), f_rev)
     T.grad(lambda x: f(f(f(x))))(1.)
     assert len(refs) == 3  # and stage capture does not run the bwd again
+
+
+def _vjp_through_a_custom_bwd(M):
+    """M.vjp of a loss through a custom_vjp; what it keeps, by weak references."""
+    @jax.custom_vjp
+    def g(x):
+        return jnp.sin(x)
+    g.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda c, t: (c * t,))
+
+    def loss(x):
+        return jnp.sum(g(x) * 2)
+    x = jnp.arange(3.0) + 1
+    refs = [weakref.ref(x), weakref.ref(loss)]
+    _, pullback = M.vjp(loss, x)
+    return pullback, refs
+
+
+@pytest.mark.parametrize("runs", [False, True], ids=["dropped", "run"])
+def test_a_vjp_waiting_for_its_pullbacks_bwd_keeps_only_what_jaxs_pullback_keeps(runs):
+    """Its transpose stage waits for the bwd the pullback runs: the wait is held by the
+    pullback, with tapes and types only (the arguments and the function go as JAX's own
+    pullback lets them go), and goes when the pullback goes, or once it has run."""
+    pullback, refs = _vjp_through_a_custom_bwd(jax)
+    gc.collect()
+    theirs = [r() is not None for r in refs]
+    del pullback
+    with T.record():
+        pullback, refs = _vjp_through_a_custom_bwd(T)
+        gc.collect()
+        ours = [r() is not None for r in refs]
+        waiting = [r.origin.pending for r in _returned._ORIGINS.values()
+                   if r.origin.pending is not None]
+        assert len(waiting) == 1 and waiting[0].open
+        pending, plan = weakref.ref(waiting[0]), weakref.ref(waiting[0].plan)
+        del waiting
+        if runs:
+            pullback(1.0)
+            assert pending() is not None and not pending().open
+        else:
+            del pullback
+        gc.collect()
+        assert plan() is None and (runs or pending() is None)
+    assert ours == theirs == [False, False]
 
 
 def test_a_jitted_call_keeps_neither_its_function_nor_its_arguments_alive(recording):

@@ -122,7 +122,18 @@ INNER_JITS = [
     ("jit_with_inner_jit", lambda T: T.jit(lambda x: T.jit(lambda y: jnp.exp(y))(x) + 1)(X)),
     ("jit_value_and_grad_jit", lambda T: T.jit(T.value_and_grad(
         lambda x: jnp.sum(T.jit(lambda y: jnp.sin(y))(x))))(X)),
+    ("vjp_pullback_custom_bwd_jit", lambda T: _pullback_through_a_custom_bwd(T)),
 ]
+
+
+def _pullback_through_a_custom_bwd(T):
+    """A jit inside a custom_vjp's bwd, which only the pullback runs (its stages wait for it)."""
+    @jax.custom_vjp
+    def g(x):
+        return jnp.sin(x)
+    g.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)),
+             lambda c, t: (T.jit(lambda u: c * u)(t),))
+    return T.vjp(lambda x: jnp.sum(T.jit(lambda y: g(y) * 2)(x)), X)[1](1.0)
 
 
 @contextlib.contextmanager
@@ -643,6 +654,113 @@ def test_a_rule_that_did_not_run_is_not_run_for_a_stage():
         "did not run at this call at these argument types (a bwd rule runs in the backward "
         "pass: after jax.vjp, when its pullback is called, later than the vjp call's stages "
         "are made), and stages never run the user's Python again")
+
+
+def _pullback_stages(session) -> list:
+    return [find_stage(c.stages, "transpose(linear(f))") for c in session.calls]
+
+
+@pytest.mark.parametrize("cotangent", [1.0, jnp.float32(1.0)], ids=["python_float", "array"])
+def test_a_bwd_rule_its_pullback_ran_completes_the_vjp_calls_stages(tmp_path, cotangent):
+    """The bwd runs when the pullback is called, after the vjp call's stages were made:
+    its run, kept as a tape, completes them (as JAX's own jaxprs, at the cotangent the
+    pullback was given), in the vjp call, in the pullback's call and in a dump."""
+    loss, runs = custom_loss()
+    with transforms.record() as session:
+        _, pullback = transforms.vjp(loss, X, Y)
+        pullback(cotangent)
+    assert runs["g_bwd"] == 1  # once, by JAX's pullback; no stage ran it
+    forward, backward = session.calls
+    assert backward.transform == "vjp_backward" and forward.stages is backward.stages
+    expected = {k: v for k, v in _linear_oracle(custom_loss()[0], (X, Y)).items()
+                if k != "linearize(f)"}
+    expected["transpose(linear(f))"] = jax.make_jaxpr(
+        jax.vjp(custom_loss()[0], X, Y)[1])(cotangent)
+    note = ("staged at the cotangent the pullback was called with (float32[] weakly typed), "
+            "the types its custom rules ran at, not at the outputs' types")
+    assert find_stage(forward.stages, "transpose(linear(f))").note == (
+        note if isinstance(cotangent, float) else "")
+    path = tmp_path / "session.json"
+    session.save(path)
+    for calls in (session.calls, load(path).calls):
+        for call in calls:
+            for name, closed in expected.items():
+                stage = find_stage(call.stages, name)
+                assert stage.available, (name, stage.reason)
+                assert stage.jaxpr.text == str(closed), name
+    assert "custom_vjp_bwd" in {level.kind for level in backward.levels}
+
+
+def test_the_issue_repro_every_stage_of_vjp_and_its_pullback_is_available():
+    @jax.custom_vjp
+    def g(x):
+        return jnp.sin(x)
+
+    def g_fwd(x):
+        return jnp.sin(x), jnp.cos(x)
+
+    def g_bwd(c, t):
+        return (c * t,)
+    g.defvjp(g_fwd, g_bwd)
+
+    def loss(x):
+        return jnp.sum(g(x) * 2)
+    with transforms.record() as session:
+        _, pullback = transforms.vjp(loss, X)
+        pullback(1.0)
+    assert [s.name for s in session.calls[0].stages if not s.available] == []
+    assert session.calls[1].stages is session.calls[0].stages
+    stage = find_stage(session.calls[0].stages, "transpose(linear(f))")
+    assert stage.jaxpr.text == str(jax.make_jaxpr(jax.vjp(loss, X)[1])(1.0))
+    # the bwd's equation (the last) names no step of the vjp call: its steps are the pullback's
+    assert stage.jaxpr.text.splitlines()[-2].strip().startswith("f:f32[3] = mul b e")
+    assert stage.eqn_steps[-1] == -1 and all(0 <= n for n in stage.eqn_steps[:-1])
+
+
+def test_a_pullback_completes_the_stages_every_call_of_its_signature_holds():
+    """Two vjp calls of one signature share their stages, captured by the first: its
+    pullback completes them for every call holding them, and for later calls."""
+    loss, runs = custom_loss()
+    with transforms.record() as session:
+        _, first = transforms.vjp(loss, X, Y)
+        _, second = transforms.vjp(loss, X + 1, Y)
+        second(1.0)  # its bwd is not the one the first call's stages replay (JAX's own
+        # WrappedFun for each vjp call): nothing is completed by it
+        assert not any(s.available for s in _pullback_stages(session))
+        first(1.0)
+        transforms.vjp(loss, X, Y)  # a later call shares the completed ones
+    assert runs["g_bwd"] == 2
+    assert [c.parent for c in session.calls] == [None, None, 1, 0, None]
+    assert len({id(c.stages) for c in session.calls}) == 1
+    expected = str(jax.make_jaxpr(jax.vjp(custom_loss()[0], X, Y)[1])(1.0))
+    assert all(s.available and s.jaxpr.text == expected for s in _pullback_stages(session))
+
+
+def test_a_pullback_that_fails_leaves_the_stage_waiting():
+    @jax.custom_vjp
+    def g(x):
+        return jnp.sin(x)
+    calls = []
+
+    def g_bwd(c, t):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("bwd failed")
+        return (c * t,)
+    g.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), g_bwd)
+    with transforms.record() as session:
+        _, pullback = transforms.vjp(lambda x: jnp.sum(g(x)), X)
+        with pytest.raises(ValueError, match="bwd failed"):
+            pullback(1.0)
+        assert not any(s.available for s in _pullback_stages(session))
+        pullback(1.0)
+    assert len(calls) == 2
+    forward, failed, backward = session.calls
+    assert failed.errors and not backward.errors
+    stage = find_stage(forward.stages, "transpose(linear(f))")
+    assert stage.available and stage.jaxpr.text == str(jax.make_jaxpr(
+        jax.vjp(lambda x: jnp.sum(g(x)), X)[1])(1.0))
+    assert backward.stages is forward.stages is failed.stages  # one tuple for the signature
 
 
 def test_a_rule_given_one_array_twice_is_not_replayed():

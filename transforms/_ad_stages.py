@@ -12,15 +12,20 @@ import jax
 
 from . import _interpreters as _i
 from ._interpreters import jax_own
-from ._stage_records import Label, built, failed, noted, reason, rule_notes, stage_of
+from ._stage_records import Label, built, failed, noted, reason, rule_notes, stage_of, wanted
 from ._staging import group_closures, held_values, make_jaxpr_with_extras, name_like
 from .model import Stage
 
 # --- autodiff stages -----------------------------------------------------------
 
 def ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str, named_in: str,
-              blocked: str, at_values: bool = False) -> list[Stage]:
+              blocked: str, at_values: bool = False, cotangent: tuple | None = None
+              ) -> list[Stage]:
     """jvp, linearize, linear and transpose stages of h at the point.
+
+    `cotangent`: the types of the arguments a pullback was called with (see
+    _stages.PendingStages): the backward pass is staged at them, where they are of the
+    primal outputs' structure; else at the primal outputs' types.
 
     `at_values`: f branched in Python, so its program is the branch taken at
     the call's values: the linear and backward maps are JAX's at those values
@@ -50,9 +55,13 @@ def ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str, 
         return [failed(labels[r], "", reason(e)) for r in roles]
     stages = [p.jvp_stage(labels["jvp"])] if "jvp" in roles else []
     if "linear" in roles:
-        stages += p.linearize_stages(labels, roles)
+        if wanted(labels["linear"].name) or wanted(labels["linearized"].name):
+            stages += p.linearize_stages(labels, roles)
+        else:  # neither is made again (PendingStages): placeholders, never kept
+            stages += [failed(labels[r], "", "not made again") for r in roles
+                       if r in ("linearized", "linear")]
     if "transposed" in roles:
-        stages.append(p.transposed_stage(labels["transposed"]))
+        stages.append(p.transposed_stage(labels["transposed"], cotangent))
     return stages
 
 
@@ -154,7 +163,7 @@ class _Point:
             labels["linear"], "", f"not reached: jax.linearize failed ({first.reason})")
         return [first, linear] if "linearized" in roles else [linear]
 
-    def transposed_stage(self, label: Label) -> Stage:
+    def transposed_stage(self, label: Label, cotangent: tuple | None = None) -> Stage:
         """The backward pass as `jax.vjp(f, *primals)[1]` stages it.
 
         NB: its own linearization, not a transpose of linearize's linear map:
@@ -172,7 +181,9 @@ class _Point:
 
         def forward(*primals):
             out = jax_own.vjp(self.fun, *primals, has_aux=self.has_aux)
-            inside["stage"] = stage_of(label, method, lambda: jax.make_jaxpr(out[1])(out[0]))
+            ct, note = _cotangent(out[0], cotangent)
+            inside["stage"] = noted(stage_of(label, method, lambda: jax.make_jaxpr(out[1])(ct)),
+                                    [note] if note else [])
             return out[0]
         name_like(forward, self.fun)
 
@@ -183,3 +194,26 @@ class _Point:
             if "stage" not in inside:
                 return failed(label, method, reason(e), time.perf_counter() - start)
         return dataclasses.replace(inside["stage"], seconds=time.perf_counter() - start)
+
+
+def _cotangent(out: Any, given: tuple | None) -> tuple[Any, str]:
+    """What the backward pass is staged at: the cotangent a pullback was given (its types),
+    when it has the outputs' structure and leaves of their shapes, else the outputs; and a
+    note when the two differ (a Python scalar: weakly typed)."""
+    if given is None or len(given) != 1:
+        return out, ""
+    leaves, tree = jax.tree_util.tree_flatten(out)
+    ct_leaves, ct_tree = jax.tree_util.tree_flatten(given[0])
+    if ct_tree != tree or not all(  # type: ignore[operator]
+            isinstance(c, jax.ShapeDtypeStruct) and c.shape == o.shape
+            for c, o in zip(ct_leaves, leaves)):
+        return out, ""
+    types = [jax.typeof(o) for o in leaves]
+    differ = [c for c, t in zip(ct_leaves, types)
+              if (c.dtype, c.weak_type) != (t.dtype, getattr(t, "weak_type", False))]
+    if not differ:
+        return out, ""
+    shown = ", ".join(f"{c.dtype}{list(c.shape)}" + (" weakly typed" if c.weak_type else "")
+                      for c in differ)
+    return given[0], (f"staged at the cotangent the pullback was called with ({shown}), the "
+                      f"types its custom rules ran at, not at the outputs' types")

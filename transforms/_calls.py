@@ -58,10 +58,11 @@ def run_recorded_level(call: CallBuilder, fun: Callable, kind: str, options: Opt
 
 
 def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
-           args: tuple, kwargs: dict, forward: int | None = None) -> Any:
+           args: tuple, kwargs: dict, forward: int | None = None, late: Any = None) -> Any:
     """Call a JAX-transformed function, opening a recorded Call when none is open.
 
-    `forward` is the index of the call a backward call belongs to (a vjp's).
+    `forward` is the index of the call a backward call belongs to (a vjp's); `late`, that
+    call's stages waiting for the rules this one runs (_stages.PendingStages).
     """
     session = _state.session
     if session is None:
@@ -74,6 +75,7 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
         call.nested_returned(spec, args, kwargs, out)
         return out
     call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
+    call.late = late
     call.spec = TransformSpec(kind, fun, transformed, options)
     forward_call = session.call_by_index(forward) if forward is not None else None
     if forward_call is not None:  # None: dropped by record(max_steps=...)

@@ -132,13 +132,20 @@ class RuleSpec:
 
     def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
         call, parent = self._call(), self._parent()
-        if call is None or parent is None or _state.call is not call:
-            return f(*args, **kwargs)  # the rule ran after its call finished (e.g. a later bwd)
-        jax_trace = _i.current_trace()
-        level = call.new_level(self.kind, jax_trace, parent, self.function)
-        level.set_phase("rule")
-        call.watch_rule_level(level)
-        tape = call.watch_rule(level, self.kind, self.fun, args)
+        current = _state.call
+        if call is None or parent is None or current is not call:
+            # The rule runs after its call finished (a bwd in vjp's pullback): a level of
+            # the call running it when that call's stages wait for it, else unrecorded.
+            later, tape = (current.late_rule(self.kind, self.fun, self.function, args)
+                           if current is not None else (None, None))
+            if later is None:
+                return f(*args, **kwargs)
+            level = later
+        else:
+            level = call.new_level(self.kind, _i.current_trace(), parent, self.function)
+            level.set_phase("rule")
+            call.watch_rule_level(level)
+            tape = call.watch_rule(level, self.kind, self.fun, args)
         if tape is None:
             return run_level(level, f, args, kwargs)
         try:

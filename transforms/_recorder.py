@@ -74,6 +74,8 @@ class SessionRecorder:
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
+        # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
+        self._handed: dict[int, Any] = {}
         # Jaxpr records and jit step summaries by jaxpr object, while it lives (JAX
         # reuses the jaxprs of jnp functions; their constants are the user's arrays).
         self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
@@ -95,6 +97,24 @@ class SessionRecorder:
         calls = self.session.calls
         position = _position_of(calls, index)
         return calls[position] if position is not None else None
+
+    def hand_over(self, index: int, pending: Any) -> None:
+        self._handed[index] = pending
+
+    def take_handed(self, index: int) -> Any:
+        """The PendingStages call `index` made for its pullback (None: none), no longer held here."""
+        return self._handed.pop(index, None)
+
+    def completed(self, old: tuple, new: tuple, key: Any) -> None:
+        """A pullback's rules completed a signature's stages: every call holding them takes
+        the new ones, and so do later calls sharing them."""
+        self.stages.completions += 1
+        if key is not None and self.stages.by_key.get(key) is old:
+            self.stages.by_key[key] = new
+        calls = self.session.calls
+        for position, call in enumerate(calls):
+            if call.stages is old:
+                calls[position] = dataclasses.replace(call, stages=new)
 
     def add_growth(self, growth: Growth) -> bool:
         """Keep growth on the call recorded last; False when no call was recorded yet."""
@@ -140,6 +160,7 @@ class _SharedStages:
         self.by_key: dict[Any, tuple] = {}
         self.later: dict[Any, tuple[Any, list]] = {}   # key -> (DeferredJit, [(index, fix)])
         self.captures = 0
+        self.completions = 0  # stages completed after a pullback ran a rule they waited for
         self.watches: dict[Any, Any] = {}  # key -> weakref to the function it waits for
 
     def known(self, key: Any) -> bool:
@@ -327,6 +348,11 @@ class CallBuilder:
         self.stage_key: Any = None
         self.stage_plan: Any = None      # _stage_plan.StagePlan: this call captures its stages
         self.shared_stages: tuple | None = None  # another call's, with the same signature
+        # A vjp call's stages waiting for its pullback's rules (_stages.PendingStages), for the
+        # pullback; and in a pullback's call, the forward call's, completed when it finishes.
+        self.pending: Any = None
+        self.late: Any = None
+        self.cotangent: tuple | None = None  # a pullback's arguments' types, for `late`
         self.shardings = sharding_hook.inputs(self, leaves, args, kwargs)
 
     # -- stages ------------------------------------------------------------------
@@ -347,6 +373,8 @@ class CallBuilder:
                 # a pullback or pushforward: the forward call's stages, at the primal's types
                 forward = self.recorder.call_by_index(self.parent)
                 self.shared_stages = forward.stages if forward is not None else ()
+                if self.late is not None:  # the cotangent's types: its rules run at them
+                    self.cotangent = _stage_plan.abstract_point(*args)[0]
                 return
             self.stage_key = key = _stage_plan.signature(spec, *args)
             if self.recorder.stages.known(key):
@@ -403,6 +431,19 @@ class CallBuilder:
         if tape is not None:
             level.tape = tape if level.tape is None else TapePair(level.tape, tape)
         return tape
+
+    def late_rule(self, kind: str, fun: Any, function: str, args: tuple) -> tuple[Any, Any]:
+        """A rule of the forward call runs in this pullback call: (its level, its tape), or
+        (None, None) when no stage waits for it."""
+        late = self.late
+        if late is None or kind not in late.waits_for:
+            return None, None
+        levels = _levels.get() or []
+        parent = levels[-1] if levels else None
+        level = self.new_level(kind, _i.current_trace(), parent, function)
+        level.set_phase("rule")
+        level.tape = tape = late.start_rule(kind, fun, args)
+        return level, tape
 
     def nested_transform(self, spec: Any, args: tuple, kwargs: dict) -> None:
         """A transformation called inside this call gets stages of its own."""
@@ -561,10 +602,20 @@ class CallBuilder:
                     shardings=sharding_hook.call_shardings(self, stages))
         self.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
+        if self.pending is not None and not failed:
+            self.recorder.hand_over(self.index, self.pending)
+        self.pending = None
         return call
 
 
     def _stages(self, failed: bool) -> tuple:
+        late, self.late = self.late, None
+        if late is not None:  # a pullback: the forward call's stages, completed by its rules
+            old = late.stages
+            new = late.settle(failed, self.cotangent)
+            if new is not None:
+                self.recorder.completed(old, new, late.key)
+                return new
         if self.shared_stages is not None:
             return self.shared_stages
         plan, self.stage_plan = self.stage_plan, None
@@ -589,6 +640,8 @@ class CallBuilder:
         stages = captured.all_stages()
         if not failed:
             shared.keep(self.stage_key, stages)
+            if kind_of(self.transform).returns_pullback and _stages.PendingStages.needed(plan):
+                self.pending = _stages.PendingStages(plan, stages, self.stage_key)
         return stages
 
 

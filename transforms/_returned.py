@@ -48,6 +48,9 @@ class _Origin(NamedTuple):
     call_index: int             # the forward call's index there
     fun: _FunctionRef           # the user's function
     options: Options            # the forward call's options
+    # Its stages waiting for a rule its pullback runs (_stages.PendingStages): held here only,
+    # so they go when the pullback goes (emptied once it has run)
+    pending: Any = None
 
 
 class _Recorded(NamedTuple):
@@ -67,8 +70,10 @@ def invoke_keeping_origin(kind: str, fun: Any, options: Options, run: Callable, 
     out = invoke(kind, fun, options, run, primals, kwargs)
     if not top_level or session is None:
         return out
-    wrap(out[1], _Origin(weakref.ref(session), len(session.session.calls) - 1,
-                         _FunctionRef(fun), options))
+    calls = session.session.calls
+    pending = session.take_handed(calls[-1].index) if calls else None
+    wrap(out[1], _Origin(weakref.ref(session), len(calls) - 1, _FunctionRef(fun), options,
+                         pending))
     return out
 
 
@@ -126,5 +131,7 @@ def _call_recorded(partial: _RecordingPartial, found: _Recorded, *args, **kwargs
     """Run a pushforward or backward function as a Call whose parent is the forward call."""
     origin, num_consts = found.origin, found.num_consts
     run = functools.partial(functools.partial.__call__, partial, *args[:num_consts])
+    forward = _forward_index(origin)
+    pending = origin.pending if forward is not None else None
     return invoke(found.kind, origin.fun.get(), origin.options, run, args[num_consts:], kwargs,
-                  forward=_forward_index(origin))
+                  forward=forward, late=pending if pending is not None and pending.open else None)

@@ -5,6 +5,7 @@ placed and the mesh it ran under.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import _interpreters as _i
 from ._derivative_trees import signature_parameters
-from ._spec import chain_of, function_name, spec_of
+from ._spec import TransformSpec, chain_of, function_name, spec_of
 from ._tape import RuleTapes, StagedSteps, Tape, abstract, is_array_like
 
 # --- what a call's capture needs, gathered while the call runs -----------------------
@@ -76,6 +77,9 @@ class StagePlan:
             self.main.live = (args, kwargs)
         self.groups = [self.main]
         self.rules = RuleTapes()  # what the custom rules that ran bound: replayed, not re-run
+        # The types of the arguments a pullback was called with: its backward pass is staged
+        # at them (PendingStages), else at the primal outputs' types.
+        self.cotangent: tuple | None = None
         self.points: dict[int, tuple] = {}
         self._funs: list[Any] = []  # alive while the plan is: their ids stay unique
         self._waiting: dict[int, list[Group]] = {}
@@ -160,6 +164,60 @@ class StagePlan:
             if group.tape is not None:
                 group.tape.release()
         self.rules.release()
+
+    def detach(self) -> None:
+        """Keep only what the main group's capture reads again later (for a pullback's
+        late rule): its tapes and types, with each function of its chain a `FunctionFacts`
+        (names, parameters), so nothing of the user's program stays alive through it."""
+        old = chain_of(self.main.spec)
+        spec = _detached(self.main.spec)
+        new = chain_of(spec)
+        self.points = {id(n.fun): self.points[id(o.fun)] for o, n in zip(old, new)
+                       if id(o.fun) in self.points}
+        self.main.spec = spec
+        self.main.live = None
+        self.groups = [self.main]
+        self._funs = [s.fun for s in new]  # alive while the plan is: their ids stay unique
+        self._waiting.clear()
+        self._nested_keys.clear()
+        self._in_chains.clear()
+
+
+class FunctionFacts:
+    """Stands for a function of a detached plan: its names and parameters (defaults
+    not kept), and for one of our wrappers its spec, detached too. Never called."""
+
+    def __init__(self, fun: Any, spec: TransformSpec | None):
+        name = getattr(fun, "__name__", None)
+        self.__qualname__ = function_name(fun)
+        self.__name__ = name if isinstance(name, str) else self.__qualname__
+        self.__signature__ = _bare_signature(fun)
+        if spec is not None:
+            self.__transform_spec__ = spec
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"stages never run {self.__qualname__} again")
+
+
+def _bare_signature(fun: Any) -> inspect.Signature | None:
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # builtins, odd callables
+        return None
+    return signature.replace(
+        parameters=[p.replace(default=None if p.default is not p.empty else p.empty,
+                              annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty)
+
+
+def _detached(spec: TransformSpec) -> TransformSpec:
+    """The chain of spec with FunctionFacts for functions, from the innermost outwards."""
+    inner: TransformSpec | None = None
+    for s in reversed(chain_of(spec)):
+        fun = FunctionFacts(s.fun, inner)
+        inner = TransformSpec(s.kind, fun, fun, s.options)  # transformed: no capture reads it
+    assert inner is not None
+    return inner
 
 
 def _f_args_of(spec: Any, args: tuple) -> tuple:

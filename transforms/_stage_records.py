@@ -88,6 +88,8 @@ def built(label: Label, closed: Any, method: str, seconds: float) -> Stage:
 
 def stage_of(label: Label, method: str, make: Callable[[], Any]) -> Stage:
     """Run `make` (returning a jaxpr) and record it, or its failure."""
+    if not wanted(label.name):
+        return failed(label, method, "not made again")
     start = time.perf_counter()
     with rule_notes() as notes:
         try:
@@ -95,6 +97,25 @@ def stage_of(label: Label, method: str, make: Callable[[], Any]) -> Stage:
         except Exception as e:  # this stage failed for these inputs; the others go on
             return failed(label, method, reason(e), time.perf_counter() - start)
     return noted(built(label, closed, method, time.perf_counter() - start), notes)
+
+
+# The names of the stages a capture makes again (PendingStages); None: every stage.
+_wanted: frozenset[str] | None = None
+
+
+def wanted(name: str) -> bool:
+    return _wanted is None or name in _wanted
+
+
+@contextlib.contextmanager
+def only_stages(names: frozenset[str]) -> Iterator[None]:
+    """A capture makes only these stages; the others are placeholders, never kept."""
+    global _wanted
+    prev, _wanted = _wanted, names
+    try:
+        yield
+    finally:
+        _wanted = prev
 
 
 # What the group being captured notes while its rules are replayed (a custom

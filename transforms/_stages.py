@@ -46,6 +46,7 @@ from ._stage_records import (
     group_notes,
     histogram,
     joined_notes,
+    only_stages,
     reason,
     stage_of,
     steps_of_group,
@@ -124,6 +125,71 @@ def capture(plan: StagePlan, call_error: str = "") -> Captured:
             return Captured([failed_capture(plan.main.spec.kind, e)])
 
 
+class PendingStages:
+    """A vjp call's stages that wait for a custom_vjp bwd rule its pullback runs later.
+
+    Made when the call's capture needed a bwd that had not run (`RuleTapes.not_run`);
+    held by the pullback (`_returned._Origin`) and by no record of the session, so it goes
+    when the pullback goes, and is emptied once the pullback has run: the bwd's run is
+    kept as a tape of its own (`start_rule`), and `complete` captures the call's own chain
+    again from the tapes, the stages that were unavailable taking the new ones. The plan
+    is detached (`StagePlan.detach`): tapes and types, no arguments' values and no user
+    function. Stages it holds are the tuple the calls of this signature hold.
+    """
+
+    def __init__(self, plan: StagePlan, stages: tuple, key: Any):
+        plan.detach()
+        self.plan: StagePlan | None = plan
+        self.stages = stages
+        self.key = key
+        self.waits_for = frozenset(plan.rules.not_run)
+
+    @classmethod
+    def needed(cls, plan: StagePlan) -> bool:
+        """A rule a stage needed had not run (a bwd), and nothing else needs the
+        call's values: f did not branch on them (its linear maps are JAX's at those values)."""
+        tape = plan.main.tape
+        return bool("custom_vjp_bwd" in plan.rules.not_run and tape is not None
+                    and tape.replayable and not tape.branches())
+
+    @property
+    def open(self) -> bool:
+        return self.plan is not None
+
+    def start_rule(self, kind: str, fun: Any, args: tuple) -> Tape | None:
+        """A rule runs in the pullback: its tape, when a stage waits for it."""
+        plan = self.plan
+        if plan is None or kind not in self.waits_for:
+            return None
+        return plan.rules.start(kind, fun, args, late=True)
+
+    def settle(self, failed: bool, cotangent: tuple | None) -> tuple | None:
+        """The pullback call is over: the stages made again now that its rules ran, or None.
+
+        The backward pass is staged at the cotangent the pullback was called with (its
+        arguments' types), the types the rules ran at: a Python scalar is weakly typed,
+        which changes the program JAX runs (and stages), not only the bwd's types.
+        """
+        plan = self.plan
+        if plan is None or not plan.rules.late_tapes():
+            return None
+        if failed:  # as if the rules had not run: a later call of the pullback may complete
+            plan.rules.forget_late()
+            return None
+        self.plan = None
+        plan.cotangent = cotangent
+        old = self.stages
+        waiting = frozenset(s.name for s in old if not s.available)
+        try:  # only the stages that were unavailable are made again
+            with recording_off(), capturing(), only_stages(waiting):
+                fresh = _capture_group(plan.main, plan, "", set()).stages
+        except Exception:  # a fault of ours: the stages stay as they were
+            return None
+        new = tuple(s if s.available or i >= len(fresh) or fresh[i].name != s.name
+                    or not fresh[i].available else fresh[i] for i, s in enumerate(old))
+        return new if any(a is not b for a, b in zip(old, new)) else None
+
+
 def _unique(base: str, names: set) -> str:
     name, n = base, 1
     while any(s == name or s.endswith(f"({name})") for s in names):
@@ -170,7 +236,8 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
             else:
                 at = group.live if i == 0 and group.live is not None else point
                 stages += ad_stages(spec, h, at, expr, named, blocked,
-                                    at_values=bool(tape is not None and tape.branches()))
+                                    at_values=bool(tape is not None and tape.branches()),
+                                    cotangent=plan.cotangent if i == 0 else None)
                 stage, h = _transform_stage(spec, h, point, outer_expr, outer_named, blocked,
                                             call_error if i == 0 else "",
                                             group.outer_tape if i == 0 else None)

@@ -118,6 +118,9 @@ class Tape:
         self.problem = ""   # why the tape cannot be replayed ("" when it can)
         self.signature: tuple | None = None  # a rule's: its arguments' types and static values
         self.finished = False
+        # A rule that ran in a later call (a bwd in vjp's pullback): its steps are that
+        # call's, not the capturing call's, so its equations name no step.
+        self.late = False
 
     # -- filled while the call runs --------------------------------------------------
     def _new_var(self, x: Any) -> int:
@@ -287,6 +290,8 @@ class Tape:
         """(traceback, step) of each entry: a replay binds the entry under that traceback
         (`_i.staged_at`), so the equations a stage stages from it carry it. At a jit trace's
         level also (variable, step): the variables its equations wrote (`_i.staged_var`)."""
+        if self.late:
+            return []
         found = [(e.where.traceback, e.step) for e in self.entries]
         found += [(v, e.step) for e in self.entries for v in e.staged]
         return found
@@ -368,6 +373,8 @@ class RuleTapes:
         self._tapes: dict[tuple, Tape] = {}
         self._by_fun: dict[tuple, list[Tape]] = {}
         self.notes: list[str] = []  # substituted bodies, in the order they were staged
+        # Kinds of rules a stage needed that had not run (a bwd before vjp's pullback runs).
+        self.not_run: set[str] = set()
 
     def _key(self, kind: str, fun: Any, args: tuple) -> tuple | None:
         identity = _i.rule_identity(fun)
@@ -380,13 +387,17 @@ class RuleTapes:
             return None
         return key
 
-    def start(self, kind: str, fun: Any, args: tuple) -> Tape | None:
-        """A rule is about to run in the call: a tape on its first run at these types."""
+    def start(self, kind: str, fun: Any, args: tuple, late: bool = False) -> Tape | None:
+        """A rule is about to run in the call: a tape on its first run at these types.
+
+        `late`: it runs in a later call (a bwd in vjp's pullback), after the capture.
+        """
         key = self._key(kind, fun, args)
         if key is None or key in self._tapes:
             return None
         tape = self._tapes[key] = Tape(rule_name(fun), args, {}, rules=self)
         tape.signature = key[2]
+        tape.late = late
         self._by_fun.setdefault(key[:2], []).append(tape)
         return tape
 
@@ -411,6 +422,8 @@ class RuleTapes:
             found = self._primal_part(entry, args)
             if found is not None:
                 return found
+        if tape is None:
+            self.not_run.add(kind)
         why = _unusable(tape) if tape is not None else \
             "it did not run at this call at these argument types" + _NOT_RUN_HINTS.get(kind, "")
         raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
@@ -451,6 +464,15 @@ class RuleTapes:
     def release(self) -> None:
         for tape in self._tapes.values():
             tape.release()
+
+    def late_tapes(self) -> list[Tape]:
+        return [t for t in self._tapes.values() if t.late]
+
+    def forget_late(self) -> None:
+        """Drop the tapes of rules that ran late (their call failed): as if they never ran."""
+        for key in [k for k, t in self._tapes.items() if t.late]:
+            tape = self._tapes.pop(key)
+            self._by_fun.get(key[:2], []).remove(tape)
 
     def tapes(self) -> list[Tape]:
         """Every rule tape of the call (their entries name the steps they were)."""

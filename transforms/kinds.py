@@ -81,6 +81,9 @@ class TransformKind:
     # What JAX compiles of a jit called inside it (JAX never compiles that jit alone
     # there), in the words that end "it compiles ...".
     compiles_a_jit_inside: str = "the program it makes of that jit, inside its own"
+    # It returns a pullback that runs the backward pass later, in a call of its own: a
+    # custom_vjp bwd rule runs there, after this call's stages were captured.
+    returns_pullback: bool = False
 
     @property
     def public(self) -> bool:
@@ -152,7 +155,8 @@ KINDS: Mapping[str, TransformKind] = {k.name: k for k in (
     TransformKind("jvp", "called", inputs=(("primals", "input"), ("tangents", "tangent")),
                   outputs="primal_tangent", compiles_a_jit_inside=_ITS_JVP),
     TransformKind("vjp", "called", backward_at_enclosing=True, ad_stages=_REVERSE,
-                  outputs="primal_first", compiles_a_jit_inside=_FORWARD_BACKWARD),
+                  outputs="primal_first", compiles_a_jit_inside=_FORWARD_BACKWARD,
+                  returns_pullback=True),
     # linearize's own stage is the linearized one.
     TransformKind("linearize", "called", ad_stages=("jvp", "linear"), outputs="primal_first",
                   compiles_a_jit_inside="its primal part (in the linearize stage)"),
