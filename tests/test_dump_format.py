@@ -204,3 +204,59 @@ def test_title_and_metadata_round_trip_and_show_prints_the_title(tmp_path, capsy
 def test_the_dump_is_smaller_than_version_1():
     assert (os.path.getsize(DATA / "session_v1.as_v2.json")
             < 0.6 * os.path.getsize(DATA / "session_v1.json"))
+
+
+def _node_by_node(nodes: tuple) -> bool:
+    """The tree check's rules, one node at a time, as written before it read columns."""
+    count = len(nodes)
+    for position, node in enumerate(nodes):
+        if node.index != position:
+            return False
+        if position == 0:
+            if node.parent is not None:
+                return False
+        elif node.parent is None or not 0 <= node.parent < position \
+                or position not in nodes[node.parent].children:
+            return False
+        if not 0 <= node.depth <= min(position, _check.MAX_TREE_DEPTH):
+            return False
+        if any(not position < c < count or nodes[c].parent != position for c in node.children):
+            return False
+    return True
+
+
+def test_the_tree_check_reading_columns_agrees_with_the_node_by_node_rules():
+    import random
+
+    from transforms.model import TreeNode
+    rng = random.Random(7)
+    verdicts = set()
+    for _ in range(3000):
+        count = rng.randint(1, 7)
+        parents = [None] + [rng.randrange(i) for i in range(1, count)]
+        children = [[i for i in range(count) if parents[i] == p] for p in range(count)]
+        depth = [0] * count
+        for i in range(1, count):
+            depth[i] = depth[parents[i]] + 1
+        fields = {"index": list(range(count)), "parent": parents, "depth": depth,
+                  "children": children}
+        for _ in range(rng.randint(0, 2)):  # break a field of a node, or not
+            name, i = rng.choice(sorted(fields)), rng.randrange(count)
+            if name == "children":
+                fields[name][i] = fields[name][i] + [rng.randint(-1, count)]
+            elif name == "parent":
+                fields[name][i] = rng.choice([None, -1, rng.randint(0, count)])
+            else:
+                fields[name][i] = rng.randint(-1, count)
+        nodes = tuple(TreeNode(fields["index"][i], fields["parent"][i], fields["depth"][i],
+                               "", "", "leaf", "int", children=tuple(fields["children"][i]))
+                      for i in range(count))
+        expected = _node_by_node(nodes)
+        verdicts.add(expected)
+        tree = dataclasses.make_dataclass("T", ["nodes"])(nodes)
+        if expected:
+            _check._tree(tree, "t")
+        else:
+            with pytest.raises(_codec.DumpFormatError):
+                _check._tree(tree, "t")
+    assert verdicts == {True, False}

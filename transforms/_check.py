@@ -42,6 +42,7 @@ def check_session(session: Any, tables: dict[str, list] | None = None) -> None:
 
 def _calls(session: Any, tables: dict[str, list]) -> None:
     # NB: call indices may repeat (sessions joined, one per process): readers take the first.
+    stages_seen: set[int] = set()  # ids of the stages checked: the session keeps them alive
     for position, call in enumerate(session.calls):
         where = f"calls[{position}]"
         _bounded(call.index, f"{where}.index")
@@ -60,7 +61,9 @@ def _calls(session: Any, tables: dict[str, list]) -> None:
         for i, record in enumerate(call.shardings):
             _sharding(record, f"{where}.shardings[{i}]")
         for i, stage in enumerate(call.stages):
-            _stage(stage, f"{where}.stages[{i}]")
+            if id(stage) not in stages_seen:  # shared stages (one object) are checked once
+                stages_seen.add(id(stage))
+                _stage(stage, f"{where}.stages[{i}]")
         for i, growth in enumerate(call.growth):
             for j, series in enumerate(growth.series):
                 for k, point in enumerate(series.points):
@@ -136,24 +139,49 @@ def _steps(steps: tuple, level_ids: set[int], where: str) -> set[int]:
 def _tree(tree: Any, where: str) -> None:
     """Nodes in preorder: node i at position i, parents before children, links both ways."""
     nodes = tree.nodes
+    if _tree_holds(nodes):
+        return
+    for position in range(len(nodes)):  # the first bad node, with its message
+        _bad_node(nodes, position, f"{where}.nodes[{position}]")
+    raise DumpFormatError(f"{where}: the nodes' links do not hold")  # NB: not reached
+
+
+def _tree_holds(nodes: Any) -> bool:
+    """_bad_node's checks, a column at a time (a big dump has millions of nodes)."""
     count = len(nodes)
-    for position, node in enumerate(nodes):
-        at = f"{where}.nodes[{position}]"
-        if node.index != position:
-            raise DumpFormatError(f"{at}.index: {_num(node.index)}, expected {position}")
-        if position == 0:
-            if node.parent is not None:
-                raise DumpFormatError(f"{at}.parent: the root has a parent")
-        elif node.parent is None or not 0 <= node.parent < position:
-            raise DumpFormatError(f"{at}.parent: {_num(node.parent)} is not a node before it")
-        elif position not in nodes[node.parent].children:
-            raise DumpFormatError(f"{at}.parent: node {node.parent} does not list it as a child")
-        if not 0 <= node.depth <= min(position, MAX_TREE_DEPTH):
-            raise DumpFormatError(f"{at}.depth: {_num(node.depth)} is out of range")
-        for child in node.children:
-            if not position < child < count or nodes[child].parent != position:
-                raise DumpFormatError(f"{at}.children: {_num(child)} is not a child node "
-                                      f"after it")
+    if not count:
+        return True
+    if list(map(attrgetter("index"), nodes)) != list(range(count)):
+        return False
+    parents = list(map(attrgetter("parent"), nodes))
+    if parents[0] is not None or not all(p is not None and 0 <= p < i
+                                         for i, p in enumerate(parents[1:], 1)):
+        return False
+    if not all(0 <= d <= i for i, d in enumerate(map(attrgetter("depth"), nodes[:MAX_TREE_DEPTH]))) \
+            or not all(0 <= n.depth <= MAX_TREE_DEPTH for n in nodes[MAX_TREE_DEPTH:]):
+        return False
+    # each node listed by its parent, each listed child's parent the node: the same links
+    listed = {(i, c) for i, n in enumerate(nodes) for c in n.children}
+    return listed == {(p, i) for i, p in enumerate(parents) if i}
+
+
+def _bad_node(nodes: Any, position: int, at: str) -> None:
+    node, count = nodes[position], len(nodes)
+    if node.index != position:
+        raise DumpFormatError(f"{at}.index: {_num(node.index)}, expected {position}")
+    if position == 0:
+        if node.parent is not None:
+            raise DumpFormatError(f"{at}.parent: the root has a parent")
+    elif node.parent is None or not 0 <= node.parent < position:
+        raise DumpFormatError(f"{at}.parent: {_num(node.parent)} is not a node before it")
+    elif position not in nodes[node.parent].children:
+        raise DumpFormatError(f"{at}.parent: node {node.parent} does not list it as a child")
+    if not 0 <= node.depth <= min(position, MAX_TREE_DEPTH):
+        raise DumpFormatError(f"{at}.depth: {_num(node.depth)} is out of range")
+    for child in node.children:
+        if not position < child < count or nodes[child].parent != position:
+            raise DumpFormatError(f"{at}.children: {_num(child)} is not a child node "
+                                  f"after it")
 
 
 def _pair(pair: Any, where: str) -> None:
@@ -244,8 +272,10 @@ def _subjaxpr_nesting(eqns: Iterable[Any], where: str) -> None:
 
 
 def _histogram(histogram: tuple, where: str) -> None:
+    # NB: the message only for a bad bar: a million-step dump has a million bars
     for bar in histogram:
-        _bounded(bar.count, f"{where}.histogram ({_short(bar.primitive)})")
+        if not 0 <= bar.count <= MAX_INDEX:
+            _bounded(bar.count, f"{where}.histogram ({_short(bar.primitive)})")
 
 
 # --- shared values ---------------------------------------------------------------------

@@ -201,7 +201,10 @@ class Writer:
             item = expr.args[0]
             if scalar_types(item) is not None:
                 return list  # json writes tuples of scalars as arrays
-            return _variadic(self.converter(item, within), list)
+            inner = self.converter(item, within)
+            if inner is list:  # tuples of tuples of scalars (a step's params): as they are
+                return list
+            return _variadic(inner, list)
         if expr.name == "tuple":
             if all(scalar_types(a) is not None for a in expr.args):
                 return list
