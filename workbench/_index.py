@@ -60,7 +60,9 @@ def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
     jaxprs = [i for i, s in enumerate(stages) if s.jaxpr is not None]
     if not jaxprs:
         return 0, len(stages) - 1
-    lowered = [i for i, s in enumerate(stages) if s.available and s.text and i > jaxprs[0]]
-    if len(jaxprs) == 1 and lowered:
-        return jaxprs[0], lowered[0]
+    if len(jaxprs) == 1:  # a plain jit: its jaxpr against the first compiled text after it
+        lowered = next((i for i, s in enumerate(stages) if i > jaxprs[0] and s.jaxpr is None
+                        and s.available and s.text), None)
+        if lowered is not None:
+            return jaxprs[0], lowered
     return jaxprs[0], whole_program(stages, jaxprs)

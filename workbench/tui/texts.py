@@ -162,8 +162,8 @@ def side_by_side(before: Stage, after: Stage) -> str:
     """The stages view's head for a pair with a compiled text in it (a jaxpr against the
     StableHLO it lowers to): shown side by side, nothing to align; "" for two jaxprs or an
     unavailable stage (whose reason the diff gives)."""
-    texts = [s for s in (before, after) if s.jaxpr is None and s.available and s.text]
-    if not texts or any(s.jaxpr is None and s not in texts for s in (before, after)):
+    texts = [s for s in (before, after) if s.jaxpr is None]
+    if not texts or not all(s.available and s.text for s in texts):
         return ""
     what = f"{texts[0].name} is" if len(texts) == 1 else "both are"
     return (f"side by side: {before.name} and {after.name} (no equations to align: "
