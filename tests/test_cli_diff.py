@@ -143,7 +143,7 @@ def test_schema_command_prints_the_generated_schema():
     printed = json.loads(done.stdout)
     assert printed == schema.session_schema()
     assert printed["properties"]["schema_version"]["maximum"] >= 1
-    assert set(printed["$defs"]) >= {"Call", "Step", "Level",
+    assert set(printed["$defs"]) >= {"Call", "Step shape", "Level",
                                      "Stage in tables[tuple[Stage, ...]]",
                                      "ValueRecord in tables[ValueRecord]"}
     assert printed["properties"]["fields"]["properties"]["Step"]["const"][:3] == [
@@ -157,7 +157,8 @@ def test_the_validator_reports_paths(tmp_path):
     assert schema.validate(data) == []
     call = data["calls"][0]
     where = {name: i for i, name in enumerate(data["fields"]["Call"])}
-    call[where["steps"]][0][0] = "zero"
+    call[where["steps"]][0] = "zero"  # a step: a step shape's number (or [index, number])
+    data["tables"]["Step"][0][0] = "one"  # a step shape's level
     call[where["levels"]][0].append("extra")
     call[where["function"]] = 3
     data["tables"]["ValueRecord"] = [["array"]]
@@ -166,7 +167,9 @@ def test_the_validator_reports_paths(tmp_path):
     width = {name: len(names) for name, names in data["fields"].items()}
     assert (f"$.calls[0][{where['levels']}][0]: expected at most {width['Level']} items, "
             f"got {width['Level'] + 1}") in problems
-    assert f'$.calls[0][{where["steps"]}][0][0]: expected integer, got "zero"' in problems
+    assert (f'$.calls[0][{where["steps"]}][0]: "zero" matches none of integer | array'
+            in problems)
+    assert '$.tables.Step[0][0]: expected integer, got "one"' in problems
     assert (f"$.tables.ValueRecord[0]: expected at least {width['ValueRecord']} items, got 1"
             in problems)
 

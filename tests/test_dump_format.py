@@ -174,7 +174,7 @@ def test_a_loaded_version_1_dump_saves_as_version_2(tmp_path):
     old = transforms.load(DATA / "session_v1.json")
     path = tmp_path / "upgraded.json"
     old.save(path)
-    assert json.loads(path.read_text())["schema_version"] == transforms.SCHEMA_VERSION == 3
+    assert json.loads(path.read_text())["schema_version"] == transforms.SCHEMA_VERSION == 4
     assert transforms.load(path).calls == old.calls
 
 

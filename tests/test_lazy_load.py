@@ -1,5 +1,6 @@
-"""Schema version 3: a dump ends with an index of where each call's steps, trees and pairs
-are, so `load(path, lazy=True)` decodes a call's parts when first read (issue 18, item 2)."""
+"""Schema version 3 on: a dump ends with an index of where each call's steps, trees and pairs
+are, so `load(path, lazy=True)` decodes a call's parts when first read (issue 18, item 2).
+Version 4 writes a call's steps as numbers into tables["Step"] (transforms/_step_shapes.py)."""
 from __future__ import annotations
 
 import json
@@ -9,8 +10,9 @@ import pytest
 from test_tui_support import sync
 
 import transforms as T
+from transforms import _layout
 from transforms.dump import LAZY_FIELDS, SessionLoadError
-from transforms.model import Lazy
+from transforms.model import RECORD_TYPES, Lazy
 from workbench.tui.model import Outline
 
 
@@ -45,7 +47,7 @@ def test_lazy_load_decodes_a_call_only_when_read_and_equals_the_eager_load(dump,
     eager = T.load(dump)
     assert all(type(getattr(c, f)) is tuple for c in eager.calls for f in LAZY_FIELDS)
     assert eager.calls == lazy.calls == recorded.calls
-    assert eager.schema_version == lazy.schema_version == T.SCHEMA_VERSION == 3
+    assert eager.schema_version == lazy.schema_version == T.SCHEMA_VERSION == 4
 
 
 def test_the_dump_is_plain_json_with_the_index_last(dump, recorded):
@@ -93,50 +95,68 @@ def test_an_index_of_any_shape_is_read_whole_and_valid_to_the_schema(tmp_path, d
     assert cli.main(["schema", "--validate", str(bad)]) == 0
 
 
-def test_a_malformed_step_row_is_an_error_when_its_call_is_read(tmp_path, dump):
-    text = dump.read_text()
-    start, stop, _ = json.loads(text[text.rindex('"lazy_at":') + 10:-1])["spans"][2][0]
-    rows = json.loads(text[start:stop])
-    rows[0][0] = "not an index"
-    bad = tmp_path / "bad-row.json"
-    part = json.dumps(rows, separators=(",", ":"))
-    assert len(part) == stop - start + len('"not an index"') - len(str(0))
-    fixed = text[:start] + part + text[stop:]
-    # keep the file's own index true: shift the spans after the edit
-    shift = len(part) - (stop - start)
-    data = json.loads(fixed[:fixed.rindex(',"lazy_at":')] + "}")
-    spans = json.loads(text[text.rindex('"lazy_at":') + 10:-1])
-    for row in spans["spans"]:
+def _index(text: str) -> dict:
+    return json.loads(text[text.rindex(',"lazy_at":') + len(',"lazy_at":'):-1])
+
+
+def _with_part(text: str, call: int, field: int, part: list) -> str:
+    """The dump with one call's steps (trees, pairs) replaced, its index kept true (the
+    spans after the edit shifted)."""
+    index = _index(text)
+    start, stop, _ = index["spans"][call][field]
+    new = json.dumps(part, separators=(",", ":"))
+    shift = len(new) - (stop - start)
+    for row in index["spans"]:
         for span in row:
             if span[0] > start:
                 span[0] += shift
             if span[1] >= stop:
                 span[1] += shift
-    bad.write_text(fixed[:fixed.rindex(',"lazy_at":')] + ',"lazy_at":'
-                   + json.dumps(spans, separators=(",", ":")) + "}")
-    assert len(data["calls"]) == 5
+    index["spans"][call][field][2] = len(part)
+    edited = text[:start] + new + text[stop:]
+    return (edited[:edited.rindex(',"lazy_at":')] + ',"lazy_at":'
+            + json.dumps(index, separators=(",", ":")) + "}")
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_malformed_step_row_is_an_error_when_its_call_is_read(tmp_path, recorded, version):
+    text = _layout.json_text(recorded, RECORD_TYPES, version)
+    start, stop, _ = _index(text)["spans"][2][0]
+    rows = json.loads(text[start:stop])
+    if version == 3:
+        rows[0][0] = "not an index"
+    else:  # a step is a shape's number, or [index, shape number]
+        rows[0] = "not a step"
+    bad = tmp_path / "bad-row.json"
+    bad.write_text(_with_part(text, 2, 0, rows))
+    assert len(T.load(bad, lazy=True).calls) == 5
     lazy = T.load(bad, lazy=True)
     assert len(lazy.calls[2].steps) == len(rows)
     lazy.calls[1].steps[0]  # the others read fine
-    with pytest.raises(SessionLoadError, match=r"calls\[2\]\.steps"):
+    message = r"calls\[2\]\.steps" + ("" if version == 3 else r"\[0\]: expected a step shape")
+    with pytest.raises(SessionLoadError, match=message):
         lazy.calls[2].steps[0]
-    with pytest.raises(SessionLoadError, match=r"calls\[2\]\.steps"):
+    with pytest.raises(SessionLoadError, match=message):
         T.load(bad)
 
 
-def test_the_consistency_checks_run_on_a_lazy_part_when_it_is_decoded(tmp_path, dump):
+@pytest.mark.parametrize("version", [3, 4])
+def test_the_consistency_checks_run_on_a_lazy_part_when_it_is_decoded(tmp_path, recorded,
+                                                                      version):
     """A step row that decodes but breaks a load-time check (_check: a step index twice):
     the lazy load opens and reads the other calls, the call raises when read, and the
     whole load refuses the file, with the same message."""
-    text = dump.read_text()
-    start, stop, _ = json.loads(text[text.rindex('"lazy_at":') + 10:-1])["spans"][2][0]
+    text = _layout.json_text(recorded, RECORD_TYPES, version)
+    start, stop, _ = _index(text)["spans"][2][0]
     rows = json.loads(text[start:stop])
-    assert (rows[0][0], rows[1][0]) == (0, 1)
-    rows[1][0] = 0  # same length: the index still holds
-    part = json.dumps(rows, separators=(",", ":"))
-    assert len(part) == stop - start
+    if version == 3:
+        assert (rows[0][0], rows[1][0]) == (0, 1)
+        rows[1][0] = 0
+    else:  # the index written out: [index, shape number]
+        assert all(type(r) is int for r in rows)
+        rows[1] = [0, rows[1]]
     bad = tmp_path / "twice.json"
-    bad.write_text(text[:start] + part + text[stop:])
+    bad.write_text(_with_part(text, 2, 0, rows))
     lazy = T.load(bad, lazy=True)
     assert not lazy.calls[2].steps.decoded  # the whole-session checks left it alone
     tuple(lazy.calls[1].steps)
@@ -147,13 +167,28 @@ def test_the_consistency_checks_run_on_a_lazy_part_when_it_is_decoded(tmp_path, 
         T.load(bad)
 
 
-def test_version_2_dumps_still_load(tmp_path, recorded):
+@pytest.mark.parametrize("version", [2, 3])
+def test_older_versions_still_load(tmp_path, recorded, version):
+    """Versions 2 (no index) and 3 (the index): steps as rows, eagerly and lazily."""
+    text = _layout.json_text(recorded, RECORD_TYPES, version)
+    data = json.loads(text)
+    assert ("lazy_at" in data) == (version == 3) and "Step" not in data["tables"]
+    old = tmp_path / "old.json"
+    old.write_text(text)
+    for lazy in (False, True):
+        loaded = T.load(old, lazy=lazy)
+        assert loaded.schema_version == version and loaded.calls == recorded.calls
+
+
+def test_a_version_4_dump_labelled_3_is_refused(tmp_path, recorded):
+    """Its steps are numbers, not rows: read as version 3, they are malformed."""
     data = recorded.to_json_dict()
-    data["schema_version"] = 2
-    old = tmp_path / "v2.json"
-    old.write_text(json.dumps(data))
-    loaded = T.load(old, lazy=True)
-    assert loaded.schema_version == 2 and loaded.calls == recorded.calls
+    data["schema_version"] = 3
+    del data["tables"]["Step"]
+    bad = tmp_path / "relabelled.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(SessionLoadError, match=r"expected a Step row"):
+        T.load(bad)
 
 
 def test_a_huge_session_opens_with_its_calls_folded_and_undecoded(dump, monkeypatch):

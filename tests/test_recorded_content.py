@@ -543,11 +543,19 @@ _BAD_FILES = [
     ("version_zero", ["schema version 0 does not exist"]),
     ("version_not_int", ["schema_version"]),
     ("calls_not_a_list", ["malformed", "calls: expected an array"]),
-    ("step_field_wrong_type", ["malformed", "Step.index: expected int, got 'zero'"]),
+    ("step_field_wrong_type", ["malformed", "tables['Step'][0].level: expected int, got 'zero'"]),
+    ("step_index_wrong_type", ["malformed", "Call.steps[0] (call 0): expected a step shape's number "
+                                            "or [index, shape number], got ['zero', 0]"]),
     ("missing_calls", ["malformed", "no 'calls'"]),
     ("missing_tables", ["malformed", "no 'tables'"]),
-    ("step_row_too_short", ["malformed", "Step: a row has 13 values, fields['Step'] names 14"]),
-    ("step_row_not_an_array", ["malformed", "Step: expected a Step row (an array)"]),
+    ("step_row_too_short", ["malformed", "tables['Step'][0]: a step shape has 12 values, "
+                                         "fields['Step'] without 'index' names 13"]),
+    ("step_row_not_an_array", ["malformed", "Call.steps[0] (call 0): expected a step shape's number "
+                                            "or [index, shape number], got {'index': 0}"]),
+    ("step_shape_not_an_array", ["malformed", "tables['Step'][0]: expected a step shape (an "
+                                              "array), got 5"]),
+    ("step_shape_out_of_range", ["malformed", "Call.steps (call 0): step shape 999 is outside "
+                                              "tables['Step']"]),
     ("required_field_not_listed", ["malformed", "fields['Step'] lacks 'index'"]),
     ("unknown_field_listed", ["malformed", "Step has no field 'colour'"]),
     ("unknown_record_type", ["malformed", "unknown record type 'Sharding9'"]),
@@ -555,12 +563,12 @@ _BAD_FILES = [
     ("unknown_top_level_key", ["malformed", "unexpected top-level key 'extra'"]),
     ("table_not_an_array", ["malformed", "tables['ValueRecord']: expected an array"]),
     ("value_record_not_a_row", ["malformed", "ValueRecord: expected a ValueRecord row"]),
-    ("index_out_of_range", ["malformed", "Step.inputs: index 9999 is outside "
+    ("index_out_of_range", ["malformed", "tables['Step'][0].inputs: index 9999 is outside "
                                          "tables['tuple[ValueRecord, ...]']"]),
-    ("index_negative", ["malformed", "Step.inputs: index -1 is outside"]),
-    ("index_a_string", ["malformed", "Step.inputs: expected an index into "
+    ("index_negative", ["malformed", "tables['Step'][0].inputs: index -1 is outside"]),
+    ("index_a_string", ["malformed", "tables['Step'][0].inputs: expected an index into "
                                      "tables['tuple[ValueRecord, ...]'], got '0'"]),
-    ("index_a_bool", ["malformed", "Step.source: expected an index into "
+    ("index_a_bool", ["malformed", "tables['Step'][0].source: expected an index into "
                                    "tables['SourceLocation'] or null, got True"]),
     ("index_in_a_table_out_of_range", ["malformed", "index 555 is outside tables['ValueRecord']"]),
     ("version_bool", ["schema_version"]),
@@ -575,8 +583,18 @@ def _position(data: dict, cls: str, field: str) -> int:
     return data["fields"][cls].index(field)
 
 
+def _steps(data: dict) -> list:
+    """The first call's steps: numbers into tables["Step"] (schema version 4)."""
+    return data["calls"][0][_position(data, "Call", "steps")]
+
+
 def _first_step(data: dict) -> list:
-    return data["calls"][0][_position(data, "Call", "steps")][0]
+    """The first step's shape: its row in tables["Step"], the Step's fields but `index`."""
+    return data["tables"]["Step"][_steps(data)[0]]
+
+
+def _shape_position(data: dict, field: str) -> int:
+    return [n for n in data["fields"]["Step"] if n != "index"].index(field)
 
 
 @pytest.mark.parametrize("problem, fragments", _BAD_FILES, ids=[p for p, _ in _BAD_FILES])
@@ -621,15 +639,21 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
     elif problem == "calls_not_a_list":
         good["calls"] = {"a": 1}
     elif problem == "step_field_wrong_type":
-        step[_position(good, "Step", "index")] = "zero"
+        step[_shape_position(good, "level")] = "zero"
+    elif problem == "step_index_wrong_type":
+        _steps(good)[0] = ["zero", _steps(good)[0]]
     elif problem == "missing_calls":
         del good["calls"]
     elif problem == "missing_tables":
         del good["tables"]
     elif problem == "step_row_too_short":
-        del step[_position(good, "Step", "index")]
+        del step[_shape_position(good, "level")]
     elif problem == "step_row_not_an_array":
-        good["calls"][0][_position(good, "Call", "steps")][0] = {"index": 0}
+        _steps(good)[0] = {"index": 0}
+    elif problem == "step_shape_not_an_array":
+        good["tables"]["Step"][_steps(good)[0]] = 5
+    elif problem == "step_shape_out_of_range":
+        _steps(good)[0] = 999
     elif problem == "required_field_not_listed":
         good["fields"]["Step"].remove("index")
     elif problem == "unknown_field_listed":
@@ -645,13 +669,13 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
     elif problem == "value_record_not_a_row":
         good["tables"]["ValueRecord"][0] = 5
     elif problem == "index_out_of_range":
-        step[_position(good, "Step", "inputs")] = 9999
+        step[_shape_position(good, "inputs")] = 9999
     elif problem == "index_negative":
-        step[_position(good, "Step", "inputs")] = -1
+        step[_shape_position(good, "inputs")] = -1
     elif problem == "index_a_string":
-        step[_position(good, "Step", "inputs")] = "0"
+        step[_shape_position(good, "inputs")] = "0"
     elif problem == "index_a_bool":
-        step[_position(good, "Step", "source")] = True
+        step[_shape_position(good, "source")] = True
     elif problem == "index_in_a_table_out_of_range":
         good["tables"]["tuple[ValueRecord, ...]"][0] = [555]
     elif problem == "version_bool":
@@ -674,6 +698,48 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
     for fragment in fragments:
         assert fragment in message, (fragment, message)
     assert isinstance(info.value, ValueError)
+
+
+# Version 3 wrote each step as a row (what the loader still reads): its rows' problems.
+_BAD_V3_STEP_ROWS = [
+    ("step_field_wrong_type", ["malformed", "Step.index: expected int, got 'zero'"]),
+    ("step_row_too_short", ["malformed", "Step: a row has 13 values, fields['Step'] names 14"]),
+    ("step_row_not_an_array", ["malformed", "Step: expected a Step row (an array)"]),
+    ("index_out_of_range", ["malformed", "Step.inputs: index 9999 is outside "
+                                         "tables['tuple[ValueRecord, ...]']"]),
+    ("index_a_bool", ["malformed", "Step.source: expected an index into "
+                                   "tables['SourceLocation'] or null, got True"]),
+    ("a_step_table", ["malformed", "unknown table 'Step'"]),
+]
+
+
+@pytest.mark.parametrize("problem, fragments", _BAD_V3_STEP_ROWS,
+                         ids=[p for p, _ in _BAD_V3_STEP_ROWS])
+def test_a_version_3_dump_with_a_bad_step_row_is_refused(tmp_path, problem, fragments):
+    from transforms import _layout
+    from transforms.model import RECORD_TYPES
+    good = json.loads(_layout.json_text(_rich_session(), RECORD_TYPES, 3))
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps(good))
+    assert transforms.load(path).schema_version == 3
+    step = _steps(good)[0]
+    if problem == "step_field_wrong_type":
+        step[_position(good, "Step", "index")] = "zero"
+    elif problem == "step_row_too_short":
+        del step[_position(good, "Step", "index")]
+    elif problem == "step_row_not_an_array":
+        _steps(good)[0] = {"index": 0}
+    elif problem == "index_out_of_range":
+        step[_position(good, "Step", "inputs")] = 9999
+    elif problem == "index_a_bool":
+        step[_position(good, "Step", "source")] = True
+    elif problem == "a_step_table":  # version 4's
+        good["tables"]["Step"] = []
+    path.write_text(json.dumps(good))
+    with pytest.raises(transforms.SessionLoadError) as info:
+        transforms.load(path)
+    for fragment in fragments:
+        assert fragment in str(info.value), (fragment, str(info.value))
 
 
 # --- scopes, nesting, lifetime ------------------------------------------------------

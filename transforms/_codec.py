@@ -20,7 +20,7 @@ import dataclasses
 import functools
 from itertools import chain, compress, islice, repeat
 from operator import add, attrgetter, is_, itemgetter
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
 # Stored once per file and referenced by index. NB: order matters: inside a table's
 # entries, a shared annotation listed *earlier* is a reference; the others (a type
@@ -46,6 +46,19 @@ Converter = Callable[[Column], list]
 
 class DumpFormatError(ValueError):
     """The dump's data does not match the record classes (a wrong type, a bad index...)."""
+
+
+class Layout(Protocol):
+    """A layout of one annotation other than rows, with a table of its own after SHARED
+    (schema version 4's steps: transforms/_step_shapes.py)."""
+    annotation: str
+    table: str
+
+    def writer(self, writer: Writer) -> Converter: ...
+
+    def reader(self, reader: Reader, entries: Any) -> Callable[[str], Converter]:
+        """Decodes (and checks) the table's entries; returns a converter per `where`."""
+        ...
 
 
 # --- annotations as small trees ------------------------------------------------------
@@ -168,9 +181,12 @@ def scalar_types(expr: TypeExpr) -> set[type] | None:
 class Writer:
     """Encodes columns of values by annotation, filling the shared tables (one per save)."""
 
-    def __init__(self, registry: dict[str, type]):
+    def __init__(self, registry: dict[str, type], layouts: Sequence[Layout] = ()):
         self.registry = registry
         self.tables: dict[str, list] = {name: [] for name in SHARED}
+        self.tables.update((layout.table, []) for layout in layouts)
+        self._layouts = {layout.annotation: layout for layout in layouts}
+        self._special: dict[str, Converter] = {}
         self._by_id: dict[str, dict[int, int]] = {name: {} for name in SHARED}
         self._by_value: dict[str, dict[Any, int]] = {name: {} for name in SHARED}
         self._keep: list[Any] = []  # interned objects stay alive, so their ids stay unique
@@ -187,6 +203,11 @@ class Writer:
     def converter(self, expr: TypeExpr, within: str | None) -> Converter:
         if scalar_types(expr) is not None:
             return list
+        if within is None and str(expr) in self._layouts:
+            text = str(expr)
+            if text not in self._special:
+                self._special[text] = self._layouts[text].writer(self)
+            return self._special[text]
         if is_reference(expr, within):
             return self._reference(str(expr))
         optional = expr.optional_part
@@ -320,20 +341,23 @@ def _fixed(parts: list[Converter]) -> Converter:
 class Reader:
     """Decodes columns by annotation, checking every value; tables decoded up front."""
 
-    def __init__(self, registry: dict[str, type], fields: Any, tables: Any):
+    def __init__(self, registry: dict[str, type], fields: Any, tables: Any,
+                 layouts: Sequence[Layout] = ()):
         self.registry = registry
         self.file_fields = self._checked_fields(fields)
         self.tables: dict[str, list] = {}
+        self._special: dict[str, Callable[[str], Converter]] = {}
         # written inline by writers older than their table
         self._inline = {name for name in SHARED_LATER
                         if not (isinstance(tables, dict) and name in tables)}
         self._rows: dict[tuple[str, str | None], _RowsReader] = {}
         if not isinstance(tables, dict):
             raise DumpFormatError(f"'tables' must be an object, got {_kind(tables)}")
-        unknown = sorted(set(tables) - set(SHARED))
+        known = (*SHARED, *(layout.table for layout in layouts))
+        unknown = sorted(set(tables) - set(known))
         if unknown:
             raise DumpFormatError(f"unknown table {unknown[0]!r} (this workbench reads "
-                                  f"{', '.join(SHARED)})")
+                                  f"{', '.join(known)} in this version)")
         for name in SHARED:  # in order: a table refers only to tables before it
             entries = tables.get(name, [])
             if not isinstance(entries, list):
@@ -341,6 +365,8 @@ class Reader:
                                       f"{_kind(entries)}")
             self.tables[name] = self.converter(parse(name), name,
                                                f"tables[{name!r}]")(entries)
+        for layout in layouts:  # after SHARED: their entries refer to those tables
+            self._special[layout.annotation] = layout.reader(self, tables.get(layout.table, []))
 
     def decode(self, annotation: str, values: Any, where: str) -> list:
         if not isinstance(values, list):
@@ -368,6 +394,8 @@ class Reader:
         types = scalar_types(expr)
         if types is not None:
             return _checked_scalars(types, str(expr), where)
+        if within is None and str(expr) in self._special:
+            return self._special[str(expr)](where)
         if is_reference(expr, within) and str(expr) not in self._inline:
             return self._reference(str(expr), where)
         optional = expr.optional_part

@@ -1,6 +1,7 @@
 """The dump's text layout, both ways, with no record class imported (the model hands its
-table of classes in): the schema tag and version, the JSON data of a Session, and version 3's
-`lazy_at` index of where each call's big parts are, written and split.
+table of classes in): the schema tag and version, the JSON data of a Session, version 3's
+`lazy_at` index of where each call's big parts are, written and split, and the codec's
+layouts of each version (4: steps as numbers into step shapes, transforms/_step_shapes.py).
 
 `transforms.model.Session` writes through here (save, to_json_text); `transforms.dump` reads.
 """
@@ -13,30 +14,45 @@ import json
 from typing import Any, Iterator, NamedTuple
 
 from . import _check, _codec
+from ._step_shapes import STEP_SHAPES
 
 __all__ = ["INDEX_KEY", "LAZY_FIELDS", "SCHEMA_NAME", "SCHEMA_VERSION", "Indexed", "gc_paused",
-           "json_data", "json_text", "split_indexed"]
+           "json_data", "json_text", "layouts", "split_indexed"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+# The layouts other than rows, from the version that brought them in: 4, a call's steps as
+# numbers into tables["Step"] (transforms/_step_shapes.py).
+LAYOUTS_SINCE: tuple[tuple[int, _codec.Layout], ...] = ((4, STEP_SHAPES),)
 SCHEMA_NAME = "jax-transform-workbench/session"
 
 
-def json_data(session: Any, types: dict[str, type]) -> dict[str, Any]:
+def json_data(session: Any, types: dict[str, type],
+              version: int = SCHEMA_VERSION) -> dict[str, Any]:
     """The dump as JSON data (without the lazy_at index): see transforms/_codec.py for the
-    layout; `types`: the record classes by name."""
-    writer = _codec.Writer(types)
+    layout; `types`: the record classes by name. `version`: an older layout can be written
+    (2 or 3: steps as rows), for tests of the readers of older dumps."""
+    if not 2 <= version <= SCHEMA_VERSION:
+        raise ValueError(f"transforms._layout: cannot write schema version {version}")
+    writer = _codec.Writer(types, layouts(version))
     body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
             for f in dataclasses.fields(session) if f.name != "schema_version"}
-    return {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION,
+    return {"schema": SCHEMA_NAME, "schema_version": version,
             **{k: v for k, v in body.items() if k != "calls"},
             "fields": writer.fields_json(), "tables": writer.tables,
             "calls": body["calls"]}
 
 
-def json_text(session: Any, types: dict[str, type]) -> str:
-    """The dump's text, as Session.save() writes it: JSON, with the lazy_at index last."""
+def layouts(version: int) -> tuple[_codec.Layout, ...]:
+    """The codec's layouts (other than rows) of a dump of this schema version."""
+    return tuple(layout for since, layout in LAYOUTS_SINCE if version >= since)
+
+
+def json_text(session: Any, types: dict[str, type], version: int = SCHEMA_VERSION) -> str:
+    """The dump's text, as Session.save() writes it: JSON, with the lazy_at index last
+    (from version 3; `version` as for json_data)."""
     with gc_paused():
-        return _indexed_text(json_data(session, types))
+        data = json_data(session, types, version)
+        return _indexed_text(data) if version >= 3 else _dumps(data)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """Reading session dumps: `load(path)`, `loads(text)`, and SessionLoadError naming what is
-wrong. Versions 2 and 3 are decoded here (transforms/_codec.py's rows and tables, then
-transforms/_check.py's consistency checks), version 1 by transforms/_dump_v1.py.
+wrong. Versions 2 to 4 are decoded here (transforms/_codec.py's rows and tables, version 4's
+steps by transforms/_step_shapes.py, then transforms/_check.py's consistency checks), version
+1 by transforms/_dump_v1.py.
 
 Writing is Session.save() (transforms/model.py, through transforms/_layout.py); `save` here
 is the same, as a function. Loading never executes anything: it only builds records.
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 from . import _check, _codec, _dump_v1, _jaxpr_text
 from ._layout import LAZY_FIELDS as LAZY_FIELDS
-from ._layout import SCHEMA_NAME, SCHEMA_VERSION, Indexed, gc_paused, split_indexed
+from ._layout import SCHEMA_NAME, SCHEMA_VERSION, Indexed, gc_paused, layouts, split_indexed
 from .model import RECORD_TYPES, Call, EqnRecord, Lazy, Session, SourceLocation, Stage
 
 __all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "save"]
@@ -224,7 +225,8 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
                and not (k == "lazy_at" and data.get("schema_version", 2) >= 3)]
     if unknown:
         raise ValueError(f"unexpected top-level key {unknown[0]!r}")
-    reader = _codec.Reader(RECORD_TYPES, data["fields"], data["tables"])
+    reader = _codec.Reader(RECORD_TYPES, data["fields"], data["tables"],
+                           layouts(data["schema_version"]))
     values = {name: reader.decode(str(fields[name].type), [data[name]], name)[0]
               for name in fields if name in data}
     session = _with_text_facts(Session(**values, schema_version=data["schema_version"]),

@@ -576,8 +576,9 @@ def _validate(paths: list[str], schema: Any) -> int:
     """Each dump through the loader (its checks), then the schema of the dump's own layout.
 
     So `schema --validate` accepts exactly the files `transforms.load` reads: a dump
-    written by an older workbench (fewer fields, named in its `fields` header) is checked
-    against the schema of that layout, and a version 1 dump is read by the old decoder."""
+    written by an older workbench (fewer fields, named in its `fields` header; steps as
+    rows, versions 2 and 3) is checked against the schema of that layout, and a version 1
+    dump is read by the old decoder."""
     from transforms.model import SCHEMA_VERSION
     code = EXIT_OK
     for path in paths:
@@ -590,7 +591,8 @@ def _validate(paths: list[str], schema: Any) -> int:
             print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
                   f"still reads; the schema describes version {SCHEMA_VERSION})")
             continue
-        problems = schema.validate(data, schema.session_schema(data["fields"]))
+        problems = schema.validate(data, schema.session_schema(data["fields"],
+                                                               data["schema_version"]))
         if problems:
             code = EXIT_BAD_INPUT
             _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))

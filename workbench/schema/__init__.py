@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from transforms import _codec, _layout, model
+from transforms import _codec, _layout, _step_shapes, model
 
 SCHEMA_FILE = Path(__file__).with_name("session.schema.json")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -38,21 +38,29 @@ def record_classes() -> dict[str, type]:
     return found
 
 
-def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def session_schema(header: dict[str, list[str]] | None = None,
+                   version: int | None = None) -> dict[str, Any]:
     """The schema for this version's dumps, built from the record classes and the codec's rules.
 
     `header`: a dump's own `fields` (its rows' field order), for a dump written by an
     older workbench whose records had fewer fields: the loader reads those too (missing
     fields take their defaults), so `schema --validate` checks them against the schema
-    of their own layout. Default: this workbench's layout (the checked-in schema)."""
-    builder = _SchemaBuilder(record_classes(), header)
+    of their own layout. `version`: a dump's schema_version (2 to this workbench's; 2 and 3
+    write steps as rows, 4 as step shapes). Default: this workbench's layout (the checked-in
+    schema)."""
+    version = model.SCHEMA_VERSION if version is None else version
+    if not 2 <= version <= model.SCHEMA_VERSION:
+        raise ValueError(f"workbench.schema: no schema for version {version} (2 to "
+                         f"{model.SCHEMA_VERSION})")
+    layouts = _layout.layouts(version)
+    builder = _SchemaBuilder(record_classes(), header,
+                             {layout.annotation for layout in layouts})
     session_fields = {
         "schema": {"const": model.SCHEMA_NAME,
                    "description": "identifies a workbench session dump"},
-        "schema_version": {"type": "integer", "minimum": model.SCHEMA_VERSION,
-                           "maximum": model.SCHEMA_VERSION,
+        "schema_version": {"type": "integer", "minimum": version, "maximum": version,
                            "description": "the layout's version; readers refuse newer ones "
-                                          "(transforms.load also reads version 1)"},
+                                          "(transforms.load also reads versions 1 to 3)"},
     }
     comments = _field_comments(model.Session)
     for f in dataclasses.fields(model.Session):
@@ -66,11 +74,14 @@ def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]
         "properties": {name: {"const": builder.field_order(name)}
                        for name in sorted(builder.classes) if builder.field_order(name)
                        or header is None}}
+    tables = {name: {"type": "array", "items": builder.type_schema(name, name)}
+              for name in _codec.SHARED}
+    for layout in layouts:  # version 4's step shapes
+        tables[layout.table] = builder.layout_table(layout.table)
     session_fields["tables"] = {
         "type": "object", "additionalProperties": False,
         "description": "values stored once and referenced by index: tables[annotation][i]",
-        "properties": {name: {"type": "array", "items": builder.type_schema(name, name)}
-                       for name in _codec.SHARED}}
+        "properties": tables}
     session_fields["calls"] = _described(builder.type_schema("list[Call]", None),
                                           "one Call row per outermost transformed invocation")
     # NB: not enforced: a reader that finds the index does not hold reads the text whole
@@ -81,12 +92,15 @@ def session_schema(header: dict[str, list[str]] | None = None) -> dict[str, Any]
                        f"{list(_layout.LAZY_FIELDS)}, \"spans\": per call, per field, [start, "
                        "end, count]: the array's character offsets and its length}. Advisory: "
                        "a reader that finds it does not hold reads the text whole."}
+    if version < 3:
+        del session_fields["lazy_at"]
     return {
         "$schema": DRAFT,
-        "$id": f"https://jax-transform-workbench/schema/session/v{model.SCHEMA_VERSION}.json",
-        "title": f"{model.SCHEMA_NAME} (schema version {model.SCHEMA_VERSION})",
-        "description": _doc(model.Session) + " " + _LAYOUT + " Generated from "
-                       "transforms/model.py and transforms/_codec.py.",
+        "$id": f"https://jax-transform-workbench/schema/session/v{version}.json",
+        "title": f"{model.SCHEMA_NAME} (schema version {version})",
+        "description": _doc(model.Session) + " " + _LAYOUT
+                       + (" " + _STEP_SHAPES if layouts else "") + " Generated from "
+                       "transforms/model.py, transforms/_codec.py and transforms/_step_shapes.py.",
         "type": "object",
         "properties": session_fields,
         "required": ["schema", "schema_version", "fields", "tables", "calls"],
@@ -101,6 +115,13 @@ _LAYOUT = ("Layout: a record is a row, an array of its field values in the order
            "table's entries, only tables listed before it are referenced; the rest is inline).")
 
 
+_STEP_SHAPES = ("A call's steps (version 4) are an array with one item per step: a number "
+                "into tables['Step'], whose entries are step shapes (a Step row without its "
+                "`index`, its `cause` written as the offset `index - cause`), the step's "
+                "index being the previous step's plus one (the first's 0); or, for a step "
+                "whose index is not that, [index, shape number].")
+
+
 def schema_text() -> str:
     return json.dumps(session_schema(), indent=2, sort_keys=False) + "\n"
 
@@ -108,9 +129,11 @@ def schema_text() -> str:
 class _SchemaBuilder:
     """Walks the annotations as the codec encodes them, one $defs row schema per record."""
 
-    def __init__(self, classes: dict[str, type], header: dict[str, list[str]] | None = None):
+    def __init__(self, classes: dict[str, type], header: dict[str, list[str]] | None = None,
+                 layouts: set[str] | frozenset[str] = frozenset()):
         self.classes = classes
         self.header = header
+        self.layouts = layouts  # annotations not written as rows (version 4's steps)
         self.defs: dict[str, Any] = {}
 
     def field_order(self, name: str) -> list[str]:
@@ -122,7 +145,33 @@ class _SchemaBuilder:
     def type_schema(self, text: str, within: str | None) -> dict[str, Any]:
         return self._schema(_codec.parse(text), within)
 
+    def layout_table(self, table: str) -> dict[str, Any]:
+        """The schema of a layout's own table: version 4's step shapes."""
+        assert table == _step_shapes.TABLE, table
+        order = [n for n in self.field_order("Step") if n != "index"]
+        key = "Step shape"
+        self.defs[key] = self._row_schema("Step", order, None, {
+            "cause": "the step whose processing bound this one, as the offset back from the "
+                     "step's index (index - cause); null for none"}, implied=("index",))
+        self.defs[key]["description"] = (
+            "A step shape: the fields of a Step row but `index`, in the order of "
+            "fields['Step'] without it; a call's steps are numbers into tables['Step'].")
+        return {"type": "array", "items": {"$ref": f"#/$defs/{key}"},
+                "description": "step shapes, shared by the steps of every call"}
+
+    def _steps_schema(self) -> dict[str, Any]:
+        return {"type": "array", "description": _STEP_SHAPES, "items": {"anyOf": [
+            {"type": "integer", "minimum": 0,
+             "description": "a step shape's number; the index follows the previous step's"},
+            {"type": "array", "prefixItems": [
+                {"title": "index", "type": "integer", "minimum": 0},
+                {"title": "shape", "type": "integer", "minimum": 0}],
+             "minItems": 2, "maxItems": 2, "description": "[index, shape number]"}]}}
+
     def _schema(self, expr: Any, within: str | None) -> dict[str, Any]:
+        if within is None and str(expr) in self.layouts:
+            assert str(expr) == _step_shapes.ANNOTATION, expr
+            return self._steps_schema()
         if _codec.is_reference(expr, within):
             return {"type": "integer", "minimum": 0,
                     "description": f"an index into tables[{str(expr)!r}]"}
@@ -149,25 +198,33 @@ class _SchemaBuilder:
         key = name if within is None else f"{name} in tables[{within}]"
         if key not in self.defs:
             self.defs[key] = {}  # placeholder: records nest in themselves
-            cls = self.classes[name]
-            comments = _field_comments(cls)
-            by_name = {f.name: f for f in _codec.record_fields(cls)}
-            order = self.field_order(name)
-            items = []
-            for field_name in order:
-                item = self._schema(_codec.parse(by_name[field_name].annotation), within)
-                items.append({"title": field_name,
-                              **_described(item, comments.get(field_name, ""))})
-            # A field the rows lack must have a default (the loader refuses the file
-            # otherwise): no row of such a class can be valid.
-            required_missing = any(not f.has_default and f.name not in order
-                                   for f in by_name.values())
-            self.defs[key] = {
-                "type": "array", "description": f"{_doc(cls)} A row: the fields in the order "
-                                                f"of fields[{name!r}].",
-                "prefixItems": items, "minItems": len(items) + required_missing,
-                "maxItems": len(items)}
+            self.defs[key] = self._row_schema(name, self.field_order(name), within)
         return key
+
+
+    def _row_schema(self, name: str, order: list[str], within: str | None,
+                    meanings: dict[str, str] | None = None,
+                    implied: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A row of the class: its fields in `order`, described by their comments (or
+        `meanings`); `implied`: fields the row leaves out that are not missing (a step
+        shape's index)."""
+        cls = self.classes[name]
+        comments = {**_field_comments(cls), **(meanings or {})}
+        by_name = {f.name: f for f in _codec.record_fields(cls)}
+        items = []
+        for field_name in order:
+            item = self._schema(_codec.parse(by_name[field_name].annotation), within)
+            items.append({"title": field_name,
+                          **_described(item, comments.get(field_name, ""))})
+        # A field the rows lack must have a default (the loader refuses the file
+        # otherwise): no row of such a class can be valid.
+        required_missing = any(not f.has_default and f.name not in (*order, *implied)
+                               for f in by_name.values())
+        return {
+            "type": "array", "description": f"{_doc(cls)} A row: the fields in the order "
+                                            f"of fields[{name!r}].",
+            "prefixItems": items, "minItems": len(items) + required_missing,
+            "maxItems": len(items)}
 
 
 def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:

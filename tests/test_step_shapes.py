@@ -1,0 +1,223 @@
+"""Schema version 4: a call's steps as numbers into tables["Step"], the step shapes
+(transforms/_step_shapes.py). Read back into exactly the records a row would have made."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from test_dump_format import _assert_same
+
+import transforms
+from transforms import _check, _codec, _layout
+from transforms.model import (
+    RECORD_TYPES,
+    Call,
+    JaxprRecord,
+    Lazy,
+    Level,
+    Session,
+    SourceLocation,
+    Step,
+    ValueRecord,
+)
+from workbench import cli, schema
+
+LEVELS = (Level(0, "outer", "outer", 0, None, "EvalTrace"),
+          Level(1, "vmap", "vmap#1", 1, 0, "BatchTrace"))
+
+
+def _random_steps(rng: random.Random, count: int, positional: bool, valid: bool) -> tuple:
+    """Steps drawn from a few values of each field (so shapes repeat), each value a new
+    object now and then (so identity and value differ), indices 0, 1, 2... or not."""
+    def pick(options):
+        value = rng.choice(options)
+        return tuple(value) if isinstance(value, tuple) and rng.random() < 0.3 else value
+
+    values = (ValueRecord("array", "ArrayImpl", "f32[3]"),
+              ValueRecord("batched", "BatchTracer", "f32[]", level=1, batch_dim=0,
+                          children=(("val", ValueRecord("array", "ArrayImpl", "f32[3]")),)))
+    sources = (None, SourceLocation("m.py", 3, "loss"), SourceLocation("m.py", 4, "loss"))
+    jaxpr = JaxprRecord("f", "{ lambda ; a. let b = sin a in (b,) }", 1)
+    indices = list(range(count))
+    if not positional:
+        indices = sorted(rng.sample(range(3 * count + 5), count)) if valid else \
+            [rng.randrange(-2, count + 3) for _ in range(count)]
+        if rng.random() < 0.5:
+            rng.shuffle(indices)
+    steps = []
+    for i in indices:
+        earlier = [j for j in indices if j != i]
+        cause = rng.choice([None, None, rng.choice(earlier)] if earlier else [None])
+        if not valid and rng.random() < 0.2:
+            cause = rng.randrange(-3, 3 * count + 3)
+        steps.append(Step(
+            index=i, level=rng.choice((0, 1)), primitive=rng.choice(("sin", "mul", "pjit")),
+            kind=rng.choice(("primitive", "call")), phase=rng.choice(("forward", "backward")),
+            params=pick(((), (("name", "'f'"),), (("axes", "(0,)"), ("x", "1")))),
+            inputs=pick(((values[0],), (values[1], values[0]), ())),
+            outputs=pick(((values[1],), ())), source=rng.choice(sources),
+            name_stack=rng.choice(("", "vmap(jvp())")), subjaxprs=pick(((), (jaxpr,))),
+            error=rng.choice((None, None, "ValueError: no")), cause=cause,
+            inline=rng.random() < 0.5))
+    return tuple(steps)
+
+
+def _session(rng: random.Random, calls: int, valid: bool = True) -> Session:
+    return Session(calls=[
+        Call(n, "vmap", "loss", SourceLocation("m.py", 1, "loss"), levels=LEVELS,
+             steps=_random_steps(rng, rng.randint(0, 12), rng.random() < 0.6, valid))
+        for n in range(calls)], jax_version="0.0")
+
+
+def _through_json(column: list, version: int = transforms.SCHEMA_VERSION) -> list:
+    writer = _codec.Writer(RECORD_TYPES, _layout.layouts(version))
+    encoded = writer.encode("tuple[Step, ...]", column)  # a column: each call's steps
+    doc = json.loads(json.dumps({"fields": writer.fields_json(), "tables": writer.tables,
+                                 "column": encoded}))
+    reader = _codec.Reader(RECORD_TYPES, doc["fields"], doc["tables"],
+                           _layout.layouts(version))
+    return reader.decode("tuple[Step, ...]", doc["column"], "column")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_any_steps_come_back_exactly_the_same(seed):
+    """Any indices (gaps, out of order, twice, negative) and any causes, as version 3's rows
+    would bring them back: the codec does not check what _check checks."""
+    rng = random.Random(seed)
+    column = [_random_steps(rng, rng.randint(0, 30), rng.random() < 0.5, rng.random() < 0.5)
+              for _ in range(rng.randint(1, 4))]
+    _assert_same(_through_json(column), column)
+    _assert_same(_through_json(column), _through_json(column, 3))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_session_saves_loads_and_saves_the_same_bytes(tmp_path, seed):
+    session = _session(random.Random(seed), 6)
+    path = tmp_path / "s.json"
+    session.save(path)
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 4 and "Step" in data["tables"]
+    loaded = transforms.load(path)
+    _assert_same(loaded.calls, session.calls)
+    assert transforms.load(path, lazy=True).calls == session.calls
+    again = tmp_path / "again.json"
+    loaded.save(again)  # the same values, other objects: the same bytes
+    assert again.read_bytes() == path.read_bytes()
+    assert schema.validate(data) == []
+
+
+def test_steps_repeated_across_calls_are_one_shape_each_and_a_number_per_step():
+    base = _random_steps(random.Random(1), 8, positional=True, valid=True)
+    steps = tuple(s._replace(index=s.index + 8 * k,
+                             cause=None if s.cause is None else s.cause + 8 * k)
+                  for k in range(5) for s in base)  # a loop's body, five times
+    session = Session(calls=[Call(n, "vmap", "loss", None, levels=LEVELS, steps=steps)
+                             for n in range(30)])
+    data = session.to_json_dict()
+    shapes = {(s.level, s.primitive, s.kind, s.phase, s.params, s.inputs, s.outputs, s.source,
+               s.name_stack, s.subjaxprs, s.error,
+               None if s.cause is None else s.index - s.cause, s.inline) for s in steps}
+    assert len(data["tables"]["Step"]) == len(shapes) <= 8
+    at = data["fields"]["Call"].index("steps")
+    assert all(type(n) is int for call in data["calls"] for n in call[at])
+    assert [len(call[at]) for call in data["calls"]] == [40] * 30
+    # a cause is written as the offset back from its step
+    cause = [n for n in data["fields"]["Step"] if n != "index"].index("cause")
+    offsets = {data["tables"]["Step"][n][cause] for n in data["calls"][0][at]}
+    assert offsets == {None if s.cause is None else s.index - s.cause for s in steps}
+
+
+def test_steps_not_numbered_from_zero_write_their_index():
+    steps = tuple(Step(i, 0, "sin") for i in (0, 1, 5, 6, 2))
+    data = Session(calls=[Call(0, "jit", "f", None, levels=LEVELS[:1], steps=steps)]
+                   ).to_json_dict()
+    assert data["calls"][0][data["fields"]["Call"].index("steps")] == [0, 0, [5, 0], 0, [2, 0]]
+
+
+def test_lazy_steps_save_as_the_steps_they_decode_to():
+    steps = _random_steps(random.Random(2), 20, positional=True, valid=True)
+    plain = Session(calls=[Call(0, "vmap", "loss", None, levels=LEVELS, steps=steps)])
+    lazy = Session(calls=[Call(0, "vmap", "loss", None, levels=LEVELS,
+                               steps=Lazy(20, lambda: steps))])  # type: ignore[arg-type]
+    assert lazy.to_json_text() == plain.to_json_text()
+
+
+def test_older_layouts_validate_against_their_own_schema(tmp_path):
+    session = _session(random.Random(3), 3)
+    for version in (2, 3, 4):
+        data = json.loads(_layout.json_text(session, RECORD_TYPES, version))
+        assert schema.validate(data, schema.session_schema(data["fields"], version)) == []
+        if version < 4:  # rows where version 4 has numbers
+            assert schema.validate(data) != []
+        path = tmp_path / f"v{version}.json"
+        path.write_text(json.dumps(data))
+        assert cli.main(["schema", "--validate", str(path)]) == 0
+        assert transforms.load(path).calls == session.calls
+
+
+def _saved(session: Session) -> dict:
+    return json.loads(session.to_json_text())
+
+
+def _refused(tmp_path, data: dict) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data, separators=(",", ":")))
+    with pytest.raises(transforms.SessionLoadError) as info:
+        transforms.load(path)
+    return str(info.value)
+
+
+def _small() -> Session:
+    steps = (Step(0, 1, "sin"), Step(1, 0, "sin", cause=0), Step(2, 1, "cos"))
+    return Session(calls=[Call(0, "vmap", "f", None, levels=LEVELS, steps=steps)])
+
+
+def test_a_cause_offset_pointing_nowhere_is_refused_by_the_checks(tmp_path):
+    data = _saved(_small())
+    cause = [n for n in data["fields"]["Step"] if n != "index"].index("cause")
+    (shape,) = [s for s in data["tables"]["Step"] if s[cause] is not None]
+    shape[cause] = 5  # step 1's cause: step -4
+    assert "a step's cause -4 is not a step of the call" in _refused(tmp_path, data)
+    shape[cause] = "1"
+    assert "tables['Step'][1].cause: expected int | None, got '1'" in _refused(tmp_path, data)
+
+
+@pytest.mark.parametrize("position, item, message", [
+    (1, True, "Call.steps[1]: expected a step shape's number or [index, shape number], "
+              "got True"),
+    (1, [1, True], "got [1, True]"),
+    (1, [1, 0, 0], "got [1, 0, 0]"),
+    (1, -1, "step shape -1 is outside tables['Step'] (3 entries)"),
+    (1, [7, 3], "step shape 3 is outside tables['Step'] (3 entries)"),
+    (1, [0, 0], "Step.index 0 appears twice"),
+    (0, [-1, 0], "a step index is out of range (-1..1)"),
+])
+def test_a_bad_step_is_refused_naming_it(tmp_path, position, item, message):
+    data = _saved(_small())
+    data["calls"][0][data["fields"]["Call"].index("steps")][position] = item
+    assert message in _refused(tmp_path, data)
+
+
+def test_a_step_shape_table_of_the_wrong_shape_is_refused(tmp_path):
+    data = _saved(_small())
+    data["tables"]["Step"] = {"0": []}
+    assert "tables['Step']: expected an array, got an object" in _refused(tmp_path, data)
+    data = _saved(_small())
+    data["tables"]["Step"][1].append(0)
+    assert ("tables['Step'][1]: a step shape has 14 values, fields['Step'] without 'index' "
+            "names 13") in _refused(tmp_path, data)
+
+
+def test_the_checks_still_see_every_step(tmp_path, monkeypatch):
+    """What _check refuses in a version 4 dump (a step at a level the call lacks) is
+    found when the dump loads, eagerly or when the lazy call is read."""
+    data = _saved(_small())
+    level = [n for n in data["fields"]["Step"] if n != "index"].index("level")
+    data["tables"]["Step"][1][level] = 9
+    assert "a step is at level 9, which the call does not have" in _refused(tmp_path, data)
+    lazy = transforms.load(tmp_path / "bad.json", lazy=True)
+    with pytest.raises(transforms.SessionLoadError, match="level 9"):
+        lazy.calls[0].steps[0]
+    monkeypatch.setattr(_check, "CHECKS", [])
+    assert transforms.load(tmp_path / "bad.json").calls[0].steps[1].level == 9
