@@ -221,3 +221,57 @@ def test_the_checks_still_see_every_step(tmp_path, monkeypatch):
         lazy.calls[0].steps[0]
     monkeypatch.setattr(_check, "CHECKS", [])
     assert transforms.load(tmp_path / "bad.json").calls[0].steps[1].level == 9
+
+
+# --- calls that wrote the same parts (a loop's calls) ----------------------------------
+
+def _loop(calls: int) -> Session:
+    steps = (Step(0, 1, "sin"), Step(1, 0, "sin", cause=0), Step(2, 1, "cos"))
+    return Session(calls=[Call(n, "vmap", "f", None, levels=LEVELS, steps=steps)
+                          for n in range(calls)])
+
+
+def test_calls_that_wrote_the_same_steps_share_them_once_loaded(tmp_path):
+    path = tmp_path / "loop.json"
+    _loop(4).save(path)
+    for lazy in (False, True):
+        calls = transforms.load(path, lazy=lazy).calls
+        parts = [tuple(c.steps) for c in calls]
+        assert parts == [tuple(_loop(1).calls[0].steps)] * 4
+        assert len({id(step) for p in parts for step in p}) == 3
+
+
+def test_shared_steps_are_still_checked_against_each_calls_levels(tmp_path):
+    """The same steps text in two calls, the second without level 1: its steps refer to a
+    level it lacks, and the load says so for that call."""
+    session = _loop(3)
+    session.calls[2] = Call(2, "vmap", "f", None, levels=LEVELS[:1],
+                            steps=session.calls[0].steps)
+    path = tmp_path / "levels.json"
+    session.save(path)
+    with pytest.raises(transforms.SessionLoadError,
+                       match=r"calls\[2\]\.steps: a step is at level 1, which the call does not"):
+        transforms.load(path)
+    lazy = transforms.load(path, lazy=True)
+    assert len(lazy.calls[1].steps) == 3
+    with pytest.raises(transforms.SessionLoadError, match=r"calls\[2\]\.steps: a step is at"):
+        lazy.calls[2].steps[0]
+
+
+def test_a_bad_part_written_twice_is_refused_for_each_call(tmp_path):
+    session = _loop(3)
+    text = session.to_json_text()
+    spans = json.loads(text[text.rindex(',"lazy_at":') + len(',"lazy_at":'):-1])["spans"]
+    for call in (0, 2):  # the same length: the index still holds
+        start, stop, _ = spans[call][0]
+        text = text[:start] + text[start:stop].replace("0", "9", 1) + text[stop:]
+    path = tmp_path / "twice.json"
+    path.write_text(text)
+    lazy = transforms.load(path, lazy=True)
+    tuple(lazy.calls[1].steps)
+    for call in (0, 2):
+        with pytest.raises(transforms.SessionLoadError,
+                           match=rf"calls\[{call}\]\.steps: .*step shape 9 is outside"):
+            lazy.calls[call].steps[0]
+    with pytest.raises(transforms.SessionLoadError, match=r"calls\[0\]\.steps: .*step shape 9"):
+        transforms.load(path)

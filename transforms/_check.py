@@ -43,6 +43,9 @@ def check_session(session: Any, tables: dict[str, list] | None = None) -> None:
 def _calls(session: Any, tables: dict[str, list]) -> None:
     # NB: call indices may repeat (sessions joined, one per process): readers take the first.
     stages_seen: set[int] = set()  # ids of the stages checked: the session keeps them alive
+    # A loaded session shares a part between the calls whose dumps wrote the same text (a
+    # loop's calls): each object checked once (steps once per set of levels they refer to).
+    parts_seen: dict[Any, set[int] | None] = {}
     for position, call in enumerate(session.calls):
         where = f"calls[{position}]"
         _bounded(call.index, f"{where}.index")
@@ -57,7 +60,7 @@ def _calls(session: Any, tables: dict[str, list]) -> None:
             part = getattr(call, name)
             # NB: a part not decoded yet (record.Lazy) is checked when it is decoded.
             if getattr(part, "decoded", True):
-                check_call_part(call, name, part, where, level_ids)
+                check_call_part(call, name, part, where, level_ids, parts_seen)
         for i, record in enumerate(call.shardings):
             _sharding(record, f"{where}.shardings[{i}]")
         for i, stage in enumerate(call.stages):
@@ -75,16 +78,28 @@ def _calls(session: Any, tables: dict[str, list]) -> None:
 
 
 def check_call_part(call: Any, name: str, items: tuple, where: str,
-                    level_ids: set[int] | None = None) -> None:
+                    level_ids: set[int] | None = None,
+                    seen: dict[Any, set[int] | None] | None = None) -> None:
     """The checks of one call's steps, trees or pairs (`name`, one of CALL_PARTS): a lazy load
-    runs them when it decodes the part; `where` names the call (`calls[3]`)."""
+    runs them when it decodes the part; `where` names the call (`calls[3]`). `seen`: the
+    parts checked already, by id (the session keeps them alive), skipped."""
     if name == "steps":
         if level_ids is None:
             level_ids = _levels(call.levels, f"{where}.levels")
-        step_ids = _steps(items, level_ids, f"{where}.steps")
+        key = (id(items), frozenset(level_ids))
+        step_ids = seen.get(key) if seen is not None else None
+        if step_ids is None:
+            step_ids = _steps(items, level_ids, f"{where}.steps")
+            if seen is not None:
+                seen[key] = step_ids
         for i, error in enumerate(call.errors):
             _reference(error.step, step_ids, f"{where}.errors[{i}].step", "step")
-    elif name == "trees":
+        return
+    if seen is not None:
+        if id(items) in seen:
+            return
+        seen[id(items)] = None
+    if name == "trees":
         for i, tree in enumerate(items):
             _tree(tree, f"{where}.trees[{i}]")
     else:

@@ -171,6 +171,7 @@ def _session_v3(data: dict[str, Any], indexed: Indexed, text: str | bytes, sourc
         raise ValueError(f"lazy_at has {len(indexed.spans)} entries for "
                          f"{len(session.calls)} calls")
     annotations = {f.name: str(f.type) for f in dataclasses.fields(Call)}
+    decoded: dict[tuple[str, Any], tuple] = {}  # parts by their text, shared by the calls
     calls = []
     for position, (call, row) in enumerate(zip(session.calls, indexed.spans)):
         parts: dict[str, Any] = {}
@@ -181,7 +182,7 @@ def _session_v3(data: dict[str, Any], indexed: Indexed, text: str | bytes, sourc
             check = functools.partial(_check.check_call_part, call, name,
                                       where=f"calls[{position}]") if lazy else None
             decode = _part_decoder(reader, annotations[name], text, start, stop, count,
-                                   f"calls[{position}].{name}", source, check)
+                                   f"calls[{position}].{name}", source, check, decoded)
             parts[name] = Lazy(count, decode, name) if lazy else decode()
         calls.append(dataclasses.replace(call, **parts))
     session.calls = calls
@@ -195,15 +196,26 @@ class _PartError(SessionLoadError):
 
 def _part_decoder(reader: _codec.Reader, annotation: str, text: str | bytes, start: int,
                   stop: int, count: int, where: str, source: str,
-                  check: Callable[[tuple], None] | None = None) -> Callable[[], tuple]:
+                  check: Callable[[tuple], None] | None = None,
+                  decoded: dict[tuple[str, Any], tuple] | None = None) -> Callable[[], tuple]:
     """Decodes one call's steps (trees, pairs) from its span of the text, checked as a whole
-    load checks them: the codec's types, then `check` (_check's checks of this part)."""
+    load checks them: the codec's types, then `check` (_check's checks of this part).
+
+    `decoded`: the parts decoded so far by their text. The calls of a loop write the same
+    steps (trees, pairs) again and again; decoding the same text with the same tables makes
+    equal records, so a part whose text was decoded before is those records again (one
+    tuple, shared by those calls, as the table's values are shared). Its checks still run."""
 
     def decode() -> tuple:
         try:
-            with gc_paused() if gc.isenabled() else contextlib.nullcontext():
-                rows = json.loads(text[start:stop], object_pairs_hook=_unique_keys)
-                items = tuple(reader.decode(annotation, [rows], where)[0])
+            part = text[start:stop]
+            items = decoded.get((annotation, part)) if decoded is not None else None
+            if items is None:
+                with gc_paused() if gc.isenabled() else contextlib.nullcontext():
+                    rows = json.loads(part, object_pairs_hook=_unique_keys)
+                    items = tuple(reader.decode(annotation, [rows], where)[0])
+                if decoded is not None:
+                    decoded[(annotation, part)] = items
             if len(items) != count:
                 raise ValueError(f"{len(items)} records, lazy_at says {count}")
             if check is not None:
