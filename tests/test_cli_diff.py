@@ -143,7 +143,7 @@ def test_schema_command_prints_the_generated_schema():
     printed = json.loads(done.stdout)
     assert printed == schema.session_schema()
     assert printed["properties"]["schema_version"]["maximum"] >= 1
-    assert set(printed["$defs"]) >= {"Call", "Step shape", "Level",
+    assert set(printed["$defs"]) >= {"Call", "Step shape", "Level in tables[tuple[Level, ...]]",
                                      "Stage in tables[tuple[Stage, ...]]",
                                      "ValueRecord in tables[ValueRecord]"}
     assert printed["properties"]["fields"]["properties"]["Step"]["const"][:3] == [
@@ -159,13 +159,13 @@ def test_the_validator_reports_paths(tmp_path):
     where = {name: i for i, name in enumerate(data["fields"]["Call"])}
     call[where["steps"]][0] = "zero"  # a step: a step shape's number (or [index, number])
     data["tables"]["Step"][0][0] = "one"  # a step shape's level
-    call[where["levels"]][0].append("extra")
+    data["tables"]["tuple[Level, ...]"][0][0].append("extra")  # a call's levels: shared
     call[where["function"]] = 3
     data["tables"]["ValueRecord"] = [["array"]]
     problems = schema.validate(data)
     assert f"$.calls[0][{where['function']}]: expected string, got 3" in problems
     width = {name: len(names) for name, names in data["fields"].items()}
-    assert (f"$.calls[0][{where['levels']}][0]: expected at most {width['Level']} items, "
+    assert (f"$.tables.tuple[Level, ...][0][0]: expected at most {width['Level']} items, "
             f"got {width['Level'] + 1}") in problems
     assert (f'$.calls[0][{where["steps"]}][0]: "zero" matches none of integer | array'
             in problems)

@@ -275,3 +275,19 @@ def test_a_bad_part_written_twice_is_refused_for_each_call(tmp_path):
             lazy.calls[call].steps[0]
     with pytest.raises(transforms.SessionLoadError, match=r"calls\[0\]\.steps: .*step shape 9"):
         transforms.load(path)
+
+
+def test_the_calls_levels_are_a_shared_table_from_version_4(tmp_path):
+    data = _loop(5).to_json_dict()
+    at = data["fields"]["Call"].index("levels")
+    (levels,) = data["tables"]["tuple[Level, ...]"]  # written once, a row per level
+    assert [list(row[:3]) for row in levels] == [[0, "outer", "outer"], [1, "vmap", "vmap#1"]]
+    assert [call[at] for call in data["calls"]] == [0] * 5
+    path = tmp_path / "levels.json"
+    path.write_text(json.dumps(data))
+    calls = transforms.load(path).calls
+    assert calls == _loop(5).calls and len({id(c.levels) for c in calls}) == 1
+    data = _saved(_loop(5))
+    data["calls"][3][at] = 1
+    assert ("Call.levels: index 1 is outside tables['tuple[Level, ...]'] (1 entries)"
+            in _refused(tmp_path, data))

@@ -33,9 +33,10 @@ SHARED = (
     "tuple[ValueRecord, ...]",
     "JaxprRecord",
     "tuple[Stage, ...]",  # a signature's stages, shared by every call with it
+    "tuple[Level, ...]",  # a call's levels (schema version 4): every call of a function's
 )
 # Shared since a later writer: a dump without the table has these values inline.
-SHARED_LATER = frozenset({"tuple[Stage, ...]"})
+SHARED_LATER = frozenset({"tuple[Stage, ...]", "tuple[Level, ...]"})
 
 SCALARS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool,
                             "None": type(None)}
@@ -181,9 +182,13 @@ def scalar_types(expr: TypeExpr) -> set[type] | None:
 class Writer:
     """Encodes columns of values by annotation, filling the shared tables (one per save)."""
 
-    def __init__(self, registry: dict[str, type], layouts: Sequence[Layout] = ()):
+    def __init__(self, registry: dict[str, type], layouts: Sequence[Layout] = (),
+                 inline: frozenset[str] = frozenset()):
+        """`inline`: SHARED annotations written inline, as writers before their table did
+        (SHARED_LATER; for a dump of an older version)."""
         self.registry = registry
-        self.tables: dict[str, list] = {name: [] for name in SHARED}
+        self._inline = inline
+        self.tables: dict[str, list] = {name: [] for name in SHARED if name not in inline}
         self.tables.update((layout.table, []) for layout in layouts)
         self._layouts = {layout.annotation: layout for layout in layouts}
         self._special: dict[str, Converter] = {}
@@ -208,7 +213,7 @@ class Writer:
             if text not in self._special:
                 self._special[text] = self._layouts[text].writer(self)
             return self._special[text]
-        if is_reference(expr, within):
+        if is_reference(expr, within) and str(expr) not in self._inline:
             return self._reference(str(expr))
         optional = expr.optional_part
         if optional is not None:
@@ -491,8 +496,15 @@ def _make_dataclasses(cls: type, columns: list[list]) -> list:
 
 
 def _checked_scalars(types: set[type], what: str, where: str) -> Converter:
+    texts = types <= {str, type(None)}
+
     def decode(values: Column) -> list:
         _check_types(values, types, where, what)
+        if texts and len(values) > 1:
+            # NB: json makes a new str for each string it reads: a column's equal texts
+            # (every call's function name, every level's label) kept once.
+            seen: dict[Any, Any] = {}
+            return list(map(seen.setdefault, values, values))
         return list(values)
     return decode
 

@@ -11,18 +11,23 @@ import contextlib
 import dataclasses
 import gc
 import json
-from typing import Any, Iterator, NamedTuple
+from array import array
+from itertools import chain
+from typing import Any, Iterator
 
 from . import _check, _codec
 from ._step_shapes import STEP_SHAPES
 
 __all__ = ["INDEX_KEY", "LAZY_FIELDS", "SCHEMA_NAME", "SCHEMA_VERSION", "Indexed", "gc_paused",
-           "json_data", "json_text", "layouts", "split_indexed"]
+           "inline_tables", "json_data", "json_text", "layouts", "split_indexed"]
 
 SCHEMA_VERSION = 4
 # The layouts other than rows, from the version that brought them in: 4, a call's steps as
 # numbers into tables["Step"] (transforms/_step_shapes.py).
 LAYOUTS_SINCE: tuple[tuple[int, _codec.Layout], ...] = ((4, STEP_SHAPES),)
+# Shared tables (transforms/_codec.py's SHARED) from the version that brought them in; the
+# others are in every version's dumps (or, in SHARED_LATER, may be missing from old ones).
+TABLES_SINCE = {"tuple[Level, ...]": 4}
 SCHEMA_NAME = "jax-transform-workbench/session"
 
 
@@ -33,7 +38,7 @@ def json_data(session: Any, types: dict[str, type],
     (2 or 3: steps as rows), for tests of the readers of older dumps."""
     if not 2 <= version <= SCHEMA_VERSION:
         raise ValueError(f"transforms._layout: cannot write schema version {version}")
-    writer = _codec.Writer(types, layouts(version))
+    writer = _codec.Writer(types, layouts(version), inline_tables(version))
     body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
             for f in dataclasses.fields(session) if f.name != "schema_version"}
     return {"schema": SCHEMA_NAME, "schema_version": version,
@@ -45,6 +50,11 @@ def json_data(session: Any, types: dict[str, type],
 def layouts(version: int) -> tuple[_codec.Layout, ...]:
     """The codec's layouts (other than rows) of a dump of this schema version."""
     return tuple(layout for since, layout in LAYOUTS_SINCE if version >= since)
+
+
+def inline_tables(version: int) -> frozenset[str]:
+    """The shared tables a dump of this version does not have yet (their values inline)."""
+    return frozenset(name for name, since in TABLES_SINCE.items() if version < since)
 
 
 def json_text(session: Any, types: dict[str, type], version: int = SCHEMA_VERSION) -> str:
@@ -134,9 +144,27 @@ def _indexed_text(data: dict[str, Any]) -> str:
     return "".join(pieces)
 
 
-class Indexed(NamedTuple):
-    skeleton: str | bytes                       # the text with each lazy array as []
-    spans: list[list[tuple[int, int, int]]]     # per call, per LAZY_FIELDS: start, end, count
+class Indexed:
+    """A text's index: the skeleton (the text with each lazy array as `[]`, let go once
+    parsed) and each call's spans, 3 numbers (start, end, count) per LAZY_FIELDS, in one
+    flat array (a million-step dump has thousands of calls: no tuple or int object each)."""
+    __slots__ = ("skeleton", "_spans")
+
+    def __init__(self, skeleton: str | bytes, spans: array):
+        self.skeleton = skeleton
+        self._spans = spans
+
+    def __len__(self) -> int:
+        """The number of calls."""
+        return len(self._spans) // _WIDTH
+
+    def span(self, call: int, field: int) -> tuple[int, int, int]:
+        at = call * _WIDTH + 3 * field
+        start, stop, count = self._spans[at:at + 3]
+        return start, stop, count
+
+
+_WIDTH = 3 * len(LAZY_FIELDS)
 
 
 def split_indexed(text: str | bytes) -> Indexed | None:
@@ -162,7 +190,7 @@ def _split_indexed_as(text: Any, empty: str | bytes) -> Indexed | None:
             and isinstance(index.get("spans"), list)):
         return None
     pieces: list[Any] = []
-    spans: list[list[tuple[int, int, int]]] = []
+    spans = array("q")
     previous = 0
     opening, closing, cut = lit("["), lit("]"), lit("[]")
     for row in index["spans"]:
@@ -172,16 +200,14 @@ def _split_indexed_as(text: Any, empty: str | bytes) -> Indexed | None:
         if not all(isinstance(span, list) and len(span) == 3
                    and all(type(n) is int for n in span) for span in row):
             return None
-        checked = []
         for span in sorted(row):
             start, stop, count = span
-            if not (previous <= start < stop <= at and count >= 0
+            if not (previous <= start < stop <= at and 0 <= count < 2**62
                     and text[start:start + 1] == opening and text[stop - 1:stop] == closing):
                 return None
             pieces += (text[previous:start], cut)
             previous = stop
-            checked.append((start, stop, count))
-        spans.append([(a, b, c) for a, b, c in row])
+        spans.extend(chain.from_iterable(row))
     pieces += (text[previous:at], lit("}"))
     return Indexed(empty.join(pieces), spans)
 

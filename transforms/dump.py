@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import gc
 import json
 import os
 import stat
-from typing import Any, Callable
+from typing import Any
 
 from . import _check, _codec, _dump_v1, _jaxpr_text
 from ._layout import LAZY_FIELDS as LAZY_FIELDS
@@ -119,8 +118,12 @@ def _session_from_text(text: str | bytes, source: str, lazy: bool = False) -> Se
 def _session_from(text: str | bytes, indexed: Indexed | None, source: str,
                   lazy: bool) -> Session:
     try:
-        data = json.loads(indexed.skeleton if indexed is not None else text,
-                          object_pairs_hook=_unique_keys)
+        if indexed is not None:
+            skeleton, indexed.skeleton = indexed.skeleton, ""  # let go once parsed
+            data = json.loads(skeleton, object_pairs_hook=_unique_keys)
+            del skeleton
+        else:
+            data = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         if isinstance(text, bytes):
             text = text.decode("ascii")
@@ -167,25 +170,22 @@ def _session_v3(data: dict[str, Any], indexed: Indexed, text: str | bytes, sourc
                 lazy: bool) -> Session:
     data.pop("lazy_at", None)
     session, reader = _session_v2(data, keep_reader=True)
-    if len(session.calls) != len(indexed.spans):
-        raise ValueError(f"lazy_at has {len(indexed.spans)} entries for "
+    if len(session.calls) != len(indexed):
+        raise ValueError(f"lazy_at has {len(indexed)} entries for "
                          f"{len(session.calls)} calls")
-    annotations = {f.name: str(f.type) for f in dataclasses.fields(Call)}
-    decoded: dict[tuple[str, Any], tuple] = {}  # parts by their text, shared by the calls
+    parts = _Parts(reader, text, indexed, session.calls, source, lazy)
     calls = []
-    for position, (call, row) in enumerate(zip(session.calls, indexed.spans)):
-        parts: dict[str, Any] = {}
-        for name, (start, stop, count) in zip(LAZY_FIELDS, row):
+    for position, call in enumerate(session.calls):
+        found: dict[str, Any] = {}
+        for k, name in enumerate(LAZY_FIELDS):
+            count = indexed.span(position, k)[2]
             if getattr(call, name):
                 raise ValueError(f"lazy_at: calls[{position}].{name} is not where it says")
-            # Lazily, each part is checked as it is decoded (check_session skips it below).
-            check = functools.partial(_check.check_call_part, call, name,
-                                      where=f"calls[{position}]") if lazy else None
-            decode = _part_decoder(reader, annotations[name], text, start, stop, count,
-                                   f"calls[{position}].{name}", source, check, decoded)
-            parts[name] = Lazy(count, decode, name) if lazy else decode()
-        calls.append(dataclasses.replace(call, **parts))
+            found[name] = (Lazy(count, _Part(parts, position, k), name) if lazy
+                           else parts.decode(position, k))
+        calls.append(dataclasses.replace(call, **found))
     session.calls = calls
+    # NB: lazily, each part is checked as it is decoded (check_session skips it).
     _check.check_session(session, reader.tables)
     return session
 
@@ -194,38 +194,59 @@ class _PartError(SessionLoadError):
     """A call's steps, trees or pairs that do not decode (the index found them)."""
 
 
-def _part_decoder(reader: _codec.Reader, annotation: str, text: str | bytes, start: int,
-                  stop: int, count: int, where: str, source: str,
-                  check: Callable[[tuple], None] | None = None,
-                  decoded: dict[tuple[str, Any], tuple] | None = None) -> Callable[[], tuple]:
-    """Decodes one call's steps (trees, pairs) from its span of the text, checked as a whole
-    load checks them: the codec's types, then `check` (_check's checks of this part).
+class _Parts:
+    """Decodes the calls' steps (trees, pairs) from their spans of the text, checked as a
+    whole load checks them: the codec's types, then, lazily, _check's checks of the part.
 
-    `decoded`: the parts decoded so far by their text. The calls of a loop write the same
-    steps (trees, pairs) again and again; decoding the same text with the same tables makes
-    equal records, so a part whose text was decoded before is those records again (one
+    `decoded` keeps the parts decoded so far by their text. The calls of a loop write the
+    same steps (trees, pairs) again and again; decoding the same text with the same tables
+    makes equal records, so a part whose text was decoded before is those records again (one
     tuple, shared by those calls, as the table's values are shared). Its checks still run."""
+    __slots__ = ("reader", "text", "spans", "calls", "source", "lazy", "annotations", "decoded")
 
-    def decode() -> tuple:
+    def __init__(self, reader: _codec.Reader, text: str | bytes, spans: Indexed,
+                 calls: list[Call], source: str, lazy: bool):
+        self.reader, self.text, self.spans, self.source = reader, text, spans, source
+        self.calls = calls  # as the skeleton made them (each part empty)
+        self.lazy = lazy
+        fields = {f.name: str(f.type) for f in dataclasses.fields(Call)}
+        self.annotations = [fields[name] for name in LAZY_FIELDS]
+        self.decoded: dict[tuple[int, Any], tuple] = {}
+
+    def decode(self, position: int, k: int) -> tuple:
+        """The part LAZY_FIELDS[k] of the call at `position`."""
+        start, stop, count = self.spans.span(position, k)
+        where = f"calls[{position}].{LAZY_FIELDS[k]}"
         try:
-            part = text[start:stop]
-            items = decoded.get((annotation, part)) if decoded is not None else None
+            part = self.text[start:stop]
+            items = self.decoded.get((k, part))
             if items is None:
                 with gc_paused() if gc.isenabled() else contextlib.nullcontext():
                     rows = json.loads(part, object_pairs_hook=_unique_keys)
-                    items = tuple(reader.decode(annotation, [rows], where)[0])
-                if decoded is not None:
-                    decoded[(annotation, part)] = items
+                    items = tuple(self.reader.decode(self.annotations[k], [rows], where)[0])
+                self.decoded[(k, part)] = items
             if len(items) != count:
                 raise ValueError(f"{len(items)} records, lazy_at says {count}")
-            if check is not None:
-                check(items)
+            if self.lazy:
+                _check.check_call_part(self.calls[position], LAZY_FIELDS[k], items,
+                                       f"calls[{position}]")
         except (KeyError, TypeError, ValueError, IndexError, AttributeError,
                 RecursionError) as e:
-            raise _PartError(f"{source}: malformed session data ({where}: "
+            raise _PartError(f"{self.source}: malformed session data ({where}: "
                              f"{type(e).__name__}: {_echo(str(e), 240)})") from None
         return items
-    return decode
+
+
+class _Part:
+    """One call's part, to decode when first read (what a model.Lazy is handed): small, as
+    a million-step dump has one per call and part."""
+    __slots__ = ("parts", "position", "k")
+
+    def __init__(self, parts: _Parts, position: int, k: int):
+        self.parts, self.position, self.k = parts, position, k
+
+    def __call__(self) -> tuple:
+        return self.parts.decode(self.position, self.k)
 
 
 def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:

@@ -53,8 +53,9 @@ def session_schema(header: dict[str, list[str]] | None = None,
         raise ValueError(f"workbench.schema: no schema for version {version} (2 to "
                          f"{model.SCHEMA_VERSION})")
     layouts = _layout.layouts(version)
+    inline = _layout.inline_tables(version)
     builder = _SchemaBuilder(record_classes(), header,
-                             {layout.annotation for layout in layouts})
+                             {layout.annotation for layout in layouts}, inline)
     session_fields = {
         "schema": {"const": model.SCHEMA_NAME,
                    "description": "identifies a workbench session dump"},
@@ -75,7 +76,7 @@ def session_schema(header: dict[str, list[str]] | None = None,
                        for name in sorted(builder.classes) if builder.field_order(name)
                        or header is None}}
     tables = {name: {"type": "array", "items": builder.type_schema(name, name)}
-              for name in _codec.SHARED}
+              for name in _codec.SHARED if name not in inline}
     for layout in layouts:  # version 4's step shapes
         tables[layout.table] = builder.layout_table(layout.table)
     session_fields["tables"] = {
@@ -130,10 +131,12 @@ class _SchemaBuilder:
     """Walks the annotations as the codec encodes them, one $defs row schema per record."""
 
     def __init__(self, classes: dict[str, type], header: dict[str, list[str]] | None = None,
-                 layouts: set[str] | frozenset[str] = frozenset()):
+                 layouts: set[str] | frozenset[str] = frozenset(),
+                 inline: frozenset[str] = frozenset()):
         self.classes = classes
         self.header = header
         self.layouts = layouts  # annotations not written as rows (version 4's steps)
+        self.inline = inline    # shared annotations an older version writes inline
         self.defs: dict[str, Any] = {}
 
     def field_order(self, name: str) -> list[str]:
@@ -172,7 +175,7 @@ class _SchemaBuilder:
         if within is None and str(expr) in self.layouts:
             assert str(expr) == _step_shapes.ANNOTATION, expr
             return self._steps_schema()
-        if _codec.is_reference(expr, within):
+        if _codec.is_reference(expr, within) and str(expr) not in self.inline:
             return {"type": "integer", "minimum": 0,
                     "description": f"an index into tables[{str(expr)!r}]"}
         if expr.name == "|":
