@@ -211,7 +211,7 @@ class _Parts:
         self.lazy = lazy
         fields = {f.name: str(f.type) for f in dataclasses.fields(Call)}
         self.annotations = [fields[name] for name in LAZY_FIELDS]
-        self.decoded: dict[tuple[int, Any], tuple] = {}
+        self.decoded: dict[tuple[int, int, int], tuple[int, int, tuple]] = {}
 
     def decode(self, position: int, k: int) -> tuple:
         """The part LAZY_FIELDS[k] of the call at `position`."""
@@ -219,12 +219,17 @@ class _Parts:
         where = f"calls[{position}].{LAZY_FIELDS[k]}"
         try:
             part = self.text[start:stop]
-            items = self.decoded.get((k, part))
-            if items is None:
+            # NB: by the text's hash, checked against the first span with it: no copy of
+            # every part's text held while loading
+            key = (k, len(part), hash(part))
+            hit = self.decoded.get(key)
+            if hit is not None and self.text[hit[0]:hit[1]] == part:
+                items = hit[2]
+            else:
                 with gc_paused() if gc.isenabled() else contextlib.nullcontext():
                     rows = json.loads(part, object_pairs_hook=_unique_keys)
                     items = tuple(self.reader.decode(self.annotations[k], [rows], where)[0])
-                self.decoded[(k, part)] = items
+                self.decoded.setdefault(key, (start, stop, items))
             if len(items) != count:
                 raise ValueError(f"{len(items)} records, lazy_at says {count}")
             if self.lazy:
