@@ -6,7 +6,7 @@
    tracing and compiling included). Whole processes' CPU time (the machine is shared),
    alternating, median of --reps each; target <= 1.5x.
 2. Dumping (Session.save) and loading (transforms.load) a 100,000-step session
-   (schema version 3), CPU seconds, median and range of --io-reps runs; target
+   (schema version 4), CPU seconds, median and range of --io-reps runs; target
    < 2 s each. Two sessions: "recorded", vmap(grad(loss)) of the MLP called
    until 100,000 steps are recorded (every call's records are distinct objects,
    as in a real recording), and "replicated", one call's steps repeated (the
