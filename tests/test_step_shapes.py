@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from test_dump_format import _assert_same
@@ -291,3 +292,20 @@ def test_the_calls_levels_are_a_shared_table_from_version_4(tmp_path):
     data["calls"][3][at] = 1
     assert ("Call.levels: index 1 is outside tables['tuple[Level, ...]'] (1 entries)"
             in _refused(tmp_path, data))
+
+
+def test_a_version_3_dump_written_by_the_old_code_still_loads(tmp_path):
+    """tests/data/session_v3.json: written by the version-3 writer (make_session_v3.py)."""
+    old_path = Path(__file__).with_name("data") / "session_v3.json"
+    old = transforms.load(old_path)
+    assert old.schema_version == 3 and len(old.calls) == 4 and old.step_count > 40
+    lazy = transforms.load(old_path, lazy=True)
+    assert isinstance(lazy.calls[0].steps, Lazy) and lazy.calls == old.calls
+    path = tmp_path / "v4.json"
+    old.save(path)
+    new = transforms.load(path)
+    assert new.schema_version == 4
+    _assert_same(new.calls, old.calls)
+    assert path.stat().st_size < old_path.stat().st_size  # mostly stages: a little smaller
+    v1_as_v2 = old_path.with_name("session_v1.as_v2.json")  # its stages inline: older still
+    assert cli.main(["schema", "--validate", str(old_path), str(v1_as_v2), str(path)]) == 0

@@ -591,8 +591,8 @@ def _validate(paths: list[str], schema: Any) -> int:
             print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
                   f"still reads; the schema describes version {SCHEMA_VERSION})")
             continue
-        problems = schema.validate(data, schema.session_schema(data["fields"],
-                                                               data["schema_version"]))
+        problems = schema.validate(data, schema.session_schema(
+            data["fields"], data["schema_version"], data["tables"]))
         if problems:
             code = EXIT_BAD_INPUT
             _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))

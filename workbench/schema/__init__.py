@@ -16,7 +16,7 @@ import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from transforms import _codec, _layout, _step_shapes, model
 
@@ -39,21 +39,25 @@ def record_classes() -> dict[str, type]:
 
 
 def session_schema(header: dict[str, list[str]] | None = None,
-                   version: int | None = None) -> dict[str, Any]:
+                   version: int | None = None,
+                   tables: Iterable[str] | None = None) -> dict[str, Any]:
     """The schema for this version's dumps, built from the record classes and the codec's rules.
 
     `header`: a dump's own `fields` (its rows' field order), for a dump written by an
     older workbench whose records had fewer fields: the loader reads those too (missing
     fields take their defaults), so `schema --validate` checks them against the schema
     of their own layout. `version`: a dump's schema_version (2 to this workbench's; 2 and 3
-    write steps as rows, 4 as step shapes). Default: this workbench's layout (the checked-in
-    schema)."""
+    write steps as rows, 4 as step shapes). `tables`: the names of a dump's tables, for one
+    written before a table of _codec.SHARED_LATER existed (its values inline, as the loader
+    reads them). Default: this workbench's layout (the checked-in schema)."""
     version = model.SCHEMA_VERSION if version is None else version
     if not 2 <= version <= model.SCHEMA_VERSION:
         raise ValueError(f"workbench.schema: no schema for version {version} (2 to "
                          f"{model.SCHEMA_VERSION})")
     layouts = _layout.layouts(version)
     inline = _layout.inline_tables(version)
+    if tables is not None:
+        inline |= _codec.SHARED_LATER - set(tables)
     builder = _SchemaBuilder(record_classes(), header,
                              {layout.annotation for layout in layouts}, inline)
     session_fields = {
