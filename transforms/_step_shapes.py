@@ -57,13 +57,13 @@ class StepShapes:
 STEP_SHAPES = StepShapes()
 
 
-def _shape_fields(cls: type) -> tuple[list[str], int]:
-    """The Step's field names, and where `cause` is among them."""
+def _cause_at(cls: type) -> int:
+    """Where `cause` is among the Step's fields (the first being `index`)."""
     names = [f.name for f in record_fields(cls)]
     if names[0] != "index" or "cause" not in names:
         raise TypeError("transforms._step_shapes: Step must start with `index` and have "
                         "a `cause`")
-    return names, names.index("cause")
+    return names.index("cause")
 
 
 class _ShapesWriter:
@@ -74,7 +74,7 @@ class _ShapesWriter:
         self.cls = writer.registry["Step"]
         self.table: list = writer.tables[TABLE]
         fields = record_fields(self.cls)
-        self.names, self.cause_at = _shape_fields(self.cls)
+        self.cause_at = _cause_at(self.cls)
         self.converters = [writer.converter(parse(f.annotation), None) for f in fields]
         # The key of a step's shape while writing: values written as they are (scalars)
         # themselves, the others by identity (a step's tuples are shared by many steps:
@@ -126,12 +126,19 @@ class _ShapesWriter:
             elif k:
                 columns.append(convert(list(map(itemgetter(k), steps))))
         for key, row in zip(keys, zip(*columns)):
-            frozen = tuple(tuple(v) if isinstance(v, list) else v for v in row)
+            frozen = _frozen(row)
             number = self._by_row.get(frozen)
             if number is None:
                 number = self._by_row[frozen] = len(self.table)
                 self.table.append(row)
             self._by_key[key] = number
+
+
+def _frozen(value: Any) -> Any:
+    """A row as a key: its arrays (lists) as tuples, all the way down."""
+    if isinstance(value, (list, tuple)):
+        return tuple(map(_frozen, value))
+    return value
 
 
 def _with_indices(numbers: list, indices: list) -> list:
@@ -151,7 +158,7 @@ class _ShapesReader:
 
     def __init__(self, reader: Reader, entries: Any):
         self.cls = reader.registry["Step"]
-        self.names, cause_at = _shape_fields(self.cls)
+        cause_at = _cause_at(self.cls)
         where = f"tables[{TABLE!r}]"
         header = reader.file_fields.get("Step", [])
         fields = record_fields(self.cls)
