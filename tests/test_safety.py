@@ -234,7 +234,10 @@ def _refused(data: dict | str) -> str:
 
 
 def _level_row(data: dict) -> list:
-    return data["calls"][0][data["fields"]["Call"].index("levels")][0]
+    """The first call's first level (from schema version 4 a call's levels are an index
+    into tables["tuple[Level, ...]"])."""
+    levels = data["calls"][0][data["fields"]["Call"].index("levels")]
+    return data["tables"]["tuple[Level, ...]"][levels][0]
 
 
 def test_a_huge_integer_is_a_load_error():
