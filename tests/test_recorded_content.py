@@ -806,3 +806,18 @@ def test_saved_file_gets_the_mode_a_new_file_would_have(tmp_path):
         assert path.stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0o600
     finally:
         os.umask(old)
+
+
+def _scope_named_vmap(x):
+    with jax.named_scope("vmap"):
+        return jax.lax.sin(x).sum()
+
+
+def test_a_scope_and_a_transformation_of_one_name_keep_their_own_name_stacks():
+    # JAX's NameStack == takes Scope("vmap") for Transform("vmap") (both are NamedTuples):
+    # a text cached by it would print one stack as the other.
+    with transforms.record() as session:
+        transforms.grad(lambda x: jax.vmap(jax.lax.sin)(x).sum())(VEC)
+        transforms.grad(_scope_named_vmap)(VEC)
+    stacks = [{s.name_stack for s in call.steps if s.primitive == "sin"} for call in session.calls]
+    assert stacks == [{"jvp(vmap())"}, {"jvp(vmap)"}]

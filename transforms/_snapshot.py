@@ -117,6 +117,7 @@ class Describer:
         self._concrete: dict[Any, ValueRecord] = {}
         self._arrays: dict[tuple, ValueRecord] = {}  # (class, aval) -> record, or _SMALL
         self._small: dict[tuple, ValueRecord] = {}   # (class, aval, bytes) -> record
+        self._scalars: dict[tuple, ValueRecord] = {}  # (class, exact value, aval) -> record
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
@@ -159,23 +160,42 @@ class Describer:
 
     def _concrete_record(self, x: Any) -> ValueRecord:
         """A concrete value's record: an array's by its class and aval (and, when small, its
-        bytes), made once per call; anything else described each time."""
-        if not isinstance(x, _PYTHON_SCALARS):
-            aval = getattr(x, "aval", None)
-            if aval is not None:
-                key = (type(x), aval)
-                try:
-                    rec = self._arrays.get(key)
-                except TypeError:  # an aval kind that cannot be hashed
-                    return self._shared(describe_concrete(x))
-                if rec is not None and rec is not _SMALL:
-                    return rec
-                if rec is None and getattr(x, "size", SMALL_VALUE_SIZE + 1) > SMALL_VALUE_SIZE:
-                    rec = self._arrays[key] = self._shared(describe_concrete(x))
-                    return rec
-                self._arrays[key] = _SMALL
-                return self._small_array(x, key)
+        bytes), a scalar's by its class, aval and exact value, made once per call; anything
+        else described each time."""
+        if isinstance(x, _PYTHON_SCALARS):
+            return self._scalar(x)
+        aval = getattr(x, "aval", None)
+        if aval is not None:
+            key = (type(x), aval)
+            try:
+                rec = self._arrays.get(key)
+            except TypeError:  # an aval kind that cannot be hashed
+                return self._shared(describe_concrete(x))
+            if rec is not None and rec is not _SMALL:
+                return rec
+            if rec is None and getattr(x, "size", SMALL_VALUE_SIZE + 1) > SMALL_VALUE_SIZE:
+                rec = self._arrays[key] = self._shared(describe_concrete(x))
+                return rec
+            self._arrays[key] = _SMALL
+            return self._small_array(x, key)
         return self._shared(describe_concrete(x))
+
+    def _scalar(self, x: Any) -> ValueRecord:
+        """A Python scalar or a JAX typed literal (jnp code binds many: `0.5 * x`)."""
+        if isinstance(x, float):  # NB: by its bits: 0.0 == -0.0, and nan is no key
+            exact: Any = float.hex(x)
+        elif isinstance(x, complex):
+            exact = (float.hex(x.real), float.hex(x.imag))
+        else:
+            exact = int(x)
+        try:
+            key = (type(x), exact, getattr(x, "aval", None))
+            rec = self._scalars.get(key)
+        except TypeError:  # an aval kind that cannot be hashed
+            return self._shared(describe_concrete(x))
+        if rec is None:
+            rec = self._scalars[key] = self._shared(describe_concrete(x))
+        return rec
 
     def _shared(self, rec: ValueRecord) -> ValueRecord:
         # Equal concrete descriptions (the same literal, the same small value) share a record.
@@ -390,22 +410,41 @@ def leaf_value(x: Any, rec: ValueRecord) -> str | None:
         return None
     try:
         a = np.asarray(x)
-        if a.dtype == np.bool_:
-            return f"true: {int(a.sum()):,} of {a.size:,}"
-        if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        kind = a.dtype.kind
+        if kind == "b":
+            return f"true: {int(_add(a, axis=None)):,} of {a.size:,}"
+        if kind not in "iuf":  # complex, bfloat16 and float8 (kind "V"), strings...
             return None
-        lo, hi = a.min(), a.max()
-        if not np.issubdtype(a.dtype, np.floating) or (np.isfinite(lo) and np.isfinite(hi)):
-            # every value finite (the usual case, once per leaf of every call): four passes
-            return f"≈{_g(a.mean())} ±{_g(a.std())} [≥{_g(lo)}, ≤{_g(hi)}]"
-        finite = a[np.isfinite(a)]
-        text = "no finite values" if finite.size == 0 else (
-            f"≈{_g(finite.mean())} ±{_g(finite.std())} [≥{_g(finite.min())}, "
-            f"≤{_g(finite.max())}]")
+        lo, hi = _minimum(a, axis=None), _maximum(a, axis=None)
+        if kind != "f" or (isfinite(lo) and isfinite(hi)):
+            return _statistics(a, lo, hi)  # every value finite: the usual case
+        finite = a[isfinite(a)]
+        text = "no finite values" if finite.size == 0 else _statistics(finite)
         nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
         return text + (f" nan:{nan:,}" if nan else "") + (f" inf:{inf:,}" if inf else "")
     except Exception as e:  # e.g. a deleted or donated buffer
         return f"<unavailable: {type(e).__name__}>"
+
+
+# NB: the ufuncs' own reductions, not ndarray.mean/std/min/max, whose Python wrappers
+# (numpy/_core/_methods.py) cost most of a small leaf's statistics: tens of us a leaf, for
+# every leaf of every call, in and out.
+_add, _minimum, _maximum, _multiply, isfinite = np.add.reduce, np.minimum.reduce, \
+    np.maximum.reduce, np.multiply, np.isfinite
+
+
+def _statistics(a: np.ndarray, lo: Any = None, hi: Any = None) -> str:
+    """`≈mean ±std [≥min, ≤max]` of finite values, the mean and spread accumulated in
+    float64 (as a.mean(dtype=np.float64) and a.std(dtype=np.float64): a float16's own
+    precision would print a spread of 0)."""
+    count = a.size
+    mean = _add(a, axis=None, dtype=np.float64) / count
+    deviations = np.subtract(a.reshape(-1), mean, dtype=np.float64)
+    squares = _multiply(deviations, deviations, out=deviations)
+    std = np.sqrt(_add(squares, axis=None) / count)
+    lo = _minimum(a, axis=None) if lo is None else lo
+    hi = _maximum(a, axis=None) if hi is None else hi
+    return f"≈{_g(mean)} ±{_g(std)} [≥{_g(lo)}, ≤{_g(hi)}]"
 
 
 def _g(v: Any) -> str:

@@ -114,9 +114,6 @@ from ._sources import (
     _name_stack_texts as _name_stack_texts,
 )
 from ._sources import (
-    _name_stacks_seen as _name_stacks_seen,
-)
-from ._sources import (
     _source_context as _source_context,
 )
 from ._sources import (

@@ -12,12 +12,11 @@ from jax.extend import source_info_util
 
 from .._caches import BoundedCache
 
+# NB: keyed by the stack's elements and their classes, not by the NameStack: its dataclass
+# hash and == run Python code (about a third of a step's recording cost when JAX makes a new
+# NameStack per bind, as its transform_name_stack does), and its == takes Scope('jvp') for
+# Transform('jvp') (both are NamedTuples: equal as tuples), which print differently.
 _name_stack_texts: BoundedCache = BoundedCache(10_000)
-# By identity first: a NameStack is a dataclass, hashed and compared field by field. The few
-# current lately: few kept alive.
-_name_stacks_seen: BoundedCache = BoundedCache(64)  # id(stack) -> (stack, text)
-
-
 _last_name_stack: list[Any] = [None, ""]  # the stack seen last and its text
 
 
@@ -27,14 +26,11 @@ def name_stack() -> str:
     last = _last_name_stack
     if stack is last[0]:  # consecutive steps mostly share one
         return last[1]
-    hit = _name_stacks_seen.get(id(stack))
-    if hit is not None and hit[0] is stack:
-        last[0], last[1] = stack, hit[1]
-        return hit[1]
-    text = _name_stack_texts.get(stack)
+    elements = stack.stack  # NB: NameStack.stack, a tuple of Scope / Transform NamedTuples
+    key = (elements, *map(type, elements))
+    text = _name_stack_texts.get(key)
     if text is None:
-        text = _name_stack_texts.put(stack, str(stack))
-    _name_stacks_seen.put(id(stack), (stack, text))  # keeps the stack alive: its id stays its own
+        text = _name_stack_texts.put(key, str(stack))
     last[0], last[1] = stack, text
     return text
 
