@@ -76,62 +76,76 @@ class _ShapesWriter:
         fields = record_fields(self.cls)
         self.cause_at = _cause_at(self.cls)
         self.converters = [writer.converter(parse(f.annotation), None) for f in fields]
-        # The key of a step's shape while writing: values written as they are (scalars)
-        # themselves, the others by identity (a step's tuples are shared by many steps:
-        # hashing them by value, a million times, would cost more than all the rest).
+        # A step's shape as a key: the fields written as they are (scalars) themselves, the
+        # others converted (shared values: their index in their table), the cause as an
+        # offset. By value, so the numbering depends on the values only.
         self.plain = [k for k in range(1, len(fields))
                       if k != self.cause_at and self.converters[k] is list]
         self.others = [k for k in range(1, len(fields))
                        if k != self.cause_at and self.converters[k] is not list]
-        self._by_key: dict[tuple, int] = {}
-        self._by_row: dict[tuple, int] = {}
+        # where each field of a shape's row is in a key (plain..., others..., offset)
+        at: dict[int, tuple[int, int | None]] = {k: (0, i) for i, k in enumerate(self.plain)}
+        at.update({k: (1 + i, None) for i, k in enumerate(self.others)})
+        at[self.cause_at] = (1 + len(self.others), None)
+        self._row_from_key: list[tuple[int, int | None]] = [at[k] for k in range(1, len(fields))]
+        if len(self.plain) < 2:  # itemgetter of one field gives the value, not a tuple
+            raise TypeError("transforms._step_shapes: Step has fewer than two scalar fields")
+        self._numbers: dict[tuple, int] = {}  # shapes by value
+        self._by_id: dict[tuple, int] = {}  # by the scalars, identity of the rest, offset
 
     def __call__(self, cells: Column) -> list:
         cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
         steps = list(chain.from_iterable(cells))
         if not steps:
             return [[] for _ in cells]
-        self.writer._keep.append(steps)  # the ids in the keys stay theirs
         indices = list(map(itemgetter(0), steps))
         causes = map(itemgetter(self.cause_at), steps)
         offsets = [None if c is None else i - c for i, c in zip(indices, causes)]
-        keys = zip(map(itemgetter(*self.plain), steps),
-                   *[map(id, map(itemgetter(k), steps)) for k in self.others], offsets)
-        # each distinct key once, in the order first seen, and per step the position of
-        # the first step with its key (one hash per step)
-        positions: dict[tuple, int] = {}
-        first = list(map(positions.setdefault, keys, count()))
-        new = [(k, p) for k, p in positions.items() if k not in self._by_key]
+        # First by identity (cheap: a loop's steps share their tuples and records), then,
+        # for the keys not seen yet, by value: their fields converted a column at a time.
+        id_keys = zip(map(itemgetter(*self.plain), steps),
+                      *[map(id, map(itemgetter(k), steps)) for k in self.others], offsets)
+        positions: dict[tuple, int] = {}  # each distinct key once, in the order first seen
+        first = list(map(positions.setdefault, id_keys, count()))  # per step: where first
+        by_id = self._by_id
+        new = [(k, p) for k, p in positions.items() if k not in by_id]
         if new:
-            self._add([steps[p] for _, p in new], [k for k, _ in new],
-                      [offsets[p] for _, p in new])
-        number_at = {p: self._by_key[k] for k, p in positions.items()}
+            self.writer._keep.append(steps)  # the ids in the keys stay theirs
+            picked = [steps[p] for _, p in new]
+            converted = [_frozen_column(self.converters[k](list(map(itemgetter(k), picked))))
+                         for k in self.others]
+            keys = zip(map(itemgetter(*self.plain), picked), *converted,
+                       [offsets[p] for _, p in new])
+            numbers = self._numbers
+            for key, (id_key, _) in zip(keys, new):
+                number = numbers.get(key)
+                if number is None:
+                    number = numbers[key] = len(self.table)
+                    self.table.append(tuple(key[part] if i is None else key[part][i]
+                                            for part, i in self._row_from_key))
+                by_id[id_key] = number
+        number_at = {p: by_id[k] for k, p in positions.items()}
         found = list(map(number_at.__getitem__, first))
         out, at = [], 0
         for cell in cells:
             n = len(cell)
-            numbers = found[at:at + n]
+            numbers_ = found[at:at + n]
             if indices[at:at + n] != list(range(n)):
-                numbers = _with_indices(numbers, indices[at:at + n])
-            out.append(numbers)
+                numbers_ = _with_indices(numbers_, indices[at:at + n])
+            out.append(numbers_)
             at += n
         return out
 
-    def _add(self, steps: list, keys: list, offsets: list) -> None:
-        """Shapes for new keys (one step each): their rows made, and numbered by value."""
-        columns: list[list] = []
-        for k, convert in enumerate(self.converters):
-            if k == self.cause_at:
-                columns.append(offsets)
-            elif k:
-                columns.append(convert(list(map(itemgetter(k), steps))))
-        for key, row in zip(keys, zip(*columns)):
-            frozen = _frozen(row)
-            number = self._by_row.get(frozen)
-            if number is None:
-                number = self._by_row[frozen] = len(self.table)
-                self.table.append(row)
-            self._by_key[key] = number
+
+def _frozen_column(column: list) -> list:
+    """A converted column as keys: arrays (lists) as tuples (a step's sub-jaxprs: a list of
+    indices each, mostly empty)."""
+    if not any(type(v) is list for v in column):
+        return column
+    frozen = list(map(tuple, column))
+    if any(type(x) in (list, tuple) for v in frozen for x in v):
+        return [_frozen(v) for v in column]
+    return frozen
 
 
 def _frozen(value: Any) -> Any:
