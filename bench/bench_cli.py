@@ -35,6 +35,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from typing import Any, Iterator
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -247,20 +248,27 @@ def million_session(base: Session, steps: int) -> Session:
     """`steps` steps from copies of a recorded session's calls, calls numbered on.
 
     Objects are shared as a recording shares them: what the recorded session's calls share
-    (a param tuple, a jaxpr's record, a source location) is shared by every copy, and what
+    (a param tuple, a jaxpr's record, the stages of one signature) is shared by every copy, and what
     each call has of its own (its values' records, its trees) each copy has of its own
     (unpickled once per copy). A loaded dump would not do: it decodes equal parts once and
     shares them across calls, which makes a save's keying by identity cheaper."""
     calls = [dataclasses.replace(call, steps=tuple(call.steps)) for call in base.calls]
+
+    def parts(call: Call) -> Iterator[Any]:
+        """A call's fields (its stages, levels, trees...) and its steps' parts."""
+        for field in dataclasses.fields(call):
+            if field.name != "steps":
+                yield getattr(call, field.name)
+        for step in call.steps:
+            yield from (step.params, step.subjaxprs, step.source, step.inputs, step.outputs)
+
     seen_in: dict[int, int] = {}
     for number, call in enumerate(calls):
-        for step in call.steps:
-            for part in (step.params, step.subjaxprs, step.source, step.inputs, step.outputs):
-                if seen_in.setdefault(id(part), number) != number:
-                    seen_in[id(part)] = -1  # in two calls or more: shared
-    shared = {id(part): part for call in calls for step in call.steps
-              for part in (step.params, step.subjaxprs, step.source, step.inputs, step.outputs)
-              if seen_in[id(part)] == -1}
+        for part in parts(call):
+            if seen_in.setdefault(id(part), number) != number:
+                seen_in[id(part)] = -1  # in two calls or more: shared
+    shared = {id(part): part for call in calls for part in parts(call)
+              if seen_in[id(part)] == -1 and part is not None}
 
     class Pickler(pickle.Pickler):
         def persistent_id(self, obj):
