@@ -416,9 +416,9 @@ def leaf_value(x: Any, rec: ValueRecord) -> str | None:
         if kind not in "iuf":  # complex, bfloat16 and float8 (kind "V"), strings...
             return None
         lo, hi = _minimum(a, axis=None), _maximum(a, axis=None)
-        if kind != "f" or (isfinite(lo) and isfinite(hi)):
+        if kind != "f" or (_isfinite(lo) and _isfinite(hi)):
             return _statistics(a, lo, hi)  # every value finite: the usual case
-        finite = a[isfinite(a)]
+        finite = a[_isfinite(a)]
         text = "no finite values" if finite.size == 0 else _statistics(finite)
         nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
         return text + (f" nan:{nan:,}" if nan else "") + (f" inf:{inf:,}" if inf else "")
@@ -429,7 +429,7 @@ def leaf_value(x: Any, rec: ValueRecord) -> str | None:
 # NB: the ufuncs' own reductions, not ndarray.mean/std/min/max, whose Python wrappers
 # (numpy/_core/_methods.py) cost most of a small leaf's statistics: tens of us a leaf, for
 # every leaf of every call, in and out.
-_add, _minimum, _maximum, _multiply, isfinite = np.add.reduce, np.minimum.reduce, \
+_add, _minimum, _maximum, _multiply, _isfinite = np.add.reduce, np.minimum.reduce, \
     np.maximum.reduce, np.multiply, np.isfinite
 
 
