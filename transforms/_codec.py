@@ -248,24 +248,44 @@ class Writer:
             if None in found:  # first sightings (and None values): each distinct object once
                 # NB: only the values not found yet (a column may hold a million steps' values)
                 unseen = list(map(is_, found, repeat(None)))
-                for key, value in dict(zip(compress(ids, unseen), compress(values, unseen))).items():
-                    if key not in by_id and value is not None:
-                        self._intern(table, value)
-                found = list(map(by_id.get, ids))
+                first = dict(zip(compress(ids, unseen), compress(values, unseen)))
+                first.pop(id(None), None)
+                if first:
+                    self._intern(table, first)
+                    found = list(map(by_id.get, ids))
             return found
         return encode
 
-    def _intern(self, table: str, value: Any) -> int | None:
-        if value is None:
-            return None
-        index = self._by_value[table].get(value)
-        if index is None:
-            entry = self.converter(parse(table), table)([value])[0]
-            index = self._by_value[table][value] = len(self.tables[table])
-            self.tables[table].append(entry)
-        self._by_id[table][id(value)] = index
-        self._keep.append(value)
-        return index
+    def _intern(self, table: str, first: dict[int, Any]) -> None:
+        """Objects seen for the first time (by id, in the order seen): each given its value's
+        index, the values not in the table yet converted and appended, in that order."""
+        by_value = self._by_value[table]
+        values = list(first.values())
+        # NB: looked up by value in C: a million steps' values are a few hundred thousand
+        # objects and a few dozen values; only the new values take a Python call each.
+        indices = list(map(by_value.get, values))
+        for at in list(compress(range(len(values)), map(is_, indices, repeat(None)))):
+            index = by_value.get(values[at])  # an equal value earlier in this batch
+            if index is None:
+                entry = self.converter(parse(table), table)([values[at]])[0]
+                index = by_value[values[at]] = len(self.tables[table])
+                self.tables[table].append(entry)
+            indices[at] = index
+        self._by_id[table].update(zip(first, indices))
+        self._keep.append(values)
+
+    def close(self) -> None:
+        """Lets go of what encoding kept (its tables stay): by id and by value, the objects
+        seen, the converters. NB: they refer back to the writer, a cycle only the cyclic
+        GC would free, walking every object they hold (a quarter of a second after a
+        million-step save). The writer encodes nothing more."""
+        for rows in self._rows.values():
+            rows._converters = None  # a type nested in itself refers to its own converter
+        self._special.clear()
+        self._rows.clear()
+        self._by_id.clear()
+        self._by_value.clear()
+        self._keep.clear()
 
 
 class _RowsWriter:

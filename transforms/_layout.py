@@ -39,8 +39,11 @@ def json_data(session: Any, types: dict[str, type],
     if not 2 <= version <= SCHEMA_VERSION:
         raise ValueError(f"transforms._layout: cannot write schema version {version}")
     writer = _codec.Writer(types, layouts(version), inline_tables(version))
-    body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
-            for f in dataclasses.fields(session) if f.name != "schema_version"}
+    try:
+        body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
+                for f in dataclasses.fields(session) if f.name != "schema_version"}
+    finally:
+        writer.close()
     return {"schema": SCHEMA_NAME, "schema_version": version,
             **{k: v for k, v in body.items() if k != "calls"},
             "fields": writer.fields_json(), "tables": writer.tables,
