@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import defaultdict
 from itertools import chain, compress, islice, repeat
 from operator import add, attrgetter, is_, itemgetter
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
@@ -260,19 +261,22 @@ class Writer:
         """Objects seen for the first time (by id, in the order seen): each given its value's
         index, the values not in the table yet converted and appended, in that order."""
         by_value = self._by_value[table]
-        values = list(first.values())
-        # NB: looked up by value in C: a million steps' values are a few hundred thousand
-        # objects and a few dozen values; only the new values take a Python call each.
-        indices = list(map(by_value.get, values))
-        for at in list(compress(range(len(values)), map(is_, indices, repeat(None)))):
-            index = by_value.get(values[at])  # an equal value earlier in this batch
+        objects = list(first.values())
+        # NB: by value in C: a million steps' values are a few hundred thousand objects and
+        # a few dozen values; only the distinct values take a Python step each.
+        distinct: defaultdict[Any, int] = defaultdict()
+        distinct.default_factory = distinct.__len__  # each value numbered as first seen
+        numbers = list(map(distinct.__getitem__, objects))
+        indices = []
+        for value in distinct:
+            index = by_value.get(value)
             if index is None:
-                entry = self.converter(parse(table), table)([values[at]])[0]
-                index = by_value[values[at]] = len(self.tables[table])
+                entry = self.converter(parse(table), table)([value])[0]
+                index = by_value[value] = len(self.tables[table])
                 self.tables[table].append(entry)
-            indices[at] = index
-        self._by_id[table].update(zip(first, indices))
-        self._keep.append(values)
+            indices.append(index)
+        self._by_id[table].update(zip(first, map(indices.__getitem__, numbers)))
+        self._keep.append(objects)
 
     def close(self) -> None:
         """Lets go of what encoding kept (its tables stay): by id and by value, the objects
