@@ -17,7 +17,8 @@ are read without it.
 """
 from __future__ import annotations
 
-from itertools import chain, count, repeat
+from collections import defaultdict
+from itertools import chain, count, islice, repeat
 from operator import add, itemgetter
 from typing import Any, Callable, Sequence
 
@@ -76,22 +77,16 @@ class _ShapesWriter:
         fields = record_fields(self.cls)
         self.cause_at = _cause_at(self.cls)
         self.converters = [writer.converter(parse(f.annotation), None) for f in fields]
-        # A step's shape as a key: the fields written as they are (scalars) themselves, the
-        # others converted (shared values: their index in their table), the cause as an
-        # offset. By value, so the numbering depends on the values only.
-        self.plain = [k for k in range(1, len(fields))
-                      if k != self.cause_at and self.converters[k] is list]
-        self.others = [k for k in range(1, len(fields))
-                       if k != self.cause_at and self.converters[k] is not list]
-        # where each field of a shape's row is in a key (plain..., others..., offset)
-        at: dict[int, tuple[int, int | None]] = {k: (0, i) for i, k in enumerate(self.plain)}
-        at.update({k: (1 + i, None) for i, k in enumerate(self.others)})
-        at[self.cause_at] = (1 + len(self.others), None)
-        self._row_from_key: list[tuple[int, int | None]] = [at[k] for k in range(1, len(fields))]
-        if len(self.plain) < 2:  # itemgetter of one field gives the value, not a tuple
-            raise TypeError("transforms._step_shapes: Step has fewer than two scalar fields")
-        self._numbers: dict[tuple, int] = {}  # shapes by value
-        self._by_id: dict[tuple, int] = {}  # by the scalars, identity of the rest, offset
+        # The fields of a shape's row but the cause (its offset), by where they come from:
+        # written as they are (scalars), or converted (shared values: an index into their
+        # table; sub-jaxprs: a list of indices).
+        self.row_fields = [k for k in range(1, len(fields)) if k != self.cause_at]
+        self.converted = {k for k in self.row_fields if self.converters[k] is not list}
+        # Shapes by their row (by value, so the numbers depend on the values only), each
+        # numbered as first seen: a missing row is given the count so far (in C, a step
+        # at a time), and the rows in the order added are tables["Step"]'s.
+        self._numbers: defaultdict[tuple, int] = defaultdict()
+        self._numbers.default_factory = self._numbers.__len__
 
     def __call__(self, cells: Column) -> list:
         cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
@@ -101,40 +96,42 @@ class _ShapesWriter:
         indices = list(map(itemgetter(0), steps))
         causes = map(itemgetter(self.cause_at), steps)
         offsets = [None if c is None else i - c for i, c in zip(indices, causes)]
-        # First by identity (cheap: a loop's steps share their tuples and records), then,
-        # for the keys not seen yet, by value: their fields converted a column at a time.
-        id_keys = zip(map(itemgetter(*self.plain), steps),
-                      *[map(id, map(itemgetter(k), steps)) for k in self.others], offsets)
-        positions: dict[tuple, int] = {}  # each distinct key once, in the order first seen
-        first = list(map(positions.setdefault, id_keys, count()))  # per step: where first
-        by_id = self._by_id
-        new = [(k, p) for k, p in positions.items() if k not in by_id]
-        if new:
-            self.writer._keep.append(steps)  # the ids in the keys stay theirs
-            picked = [steps[p] for _, p in new]
-            converted = [_frozen_column(self.converters[k](list(map(itemgetter(k), picked))))
-                         for k in self.others]
-            keys = zip(map(itemgetter(*self.plain), picked), *converted,
-                       [offsets[p] for _, p in new])
-            numbers = self._numbers
-            for key, (id_key, _) in zip(keys, new):
-                number = numbers.get(key)
-                if number is None:
-                    number = numbers[key] = len(self.table)
-                    self.table.append(tuple(key[part] if i is None else key[part][i]
-                                            for part, i in self._row_from_key))
-                by_id[id_key] = number
-        number_at = {p: by_id[k] for k, p in positions.items()}
+        # First by identity (cheap: a call's steps share their tuples and records), then
+        # one step of each key by value: its fields converted a column at a time.
+        first, at = self._first_by_identity(steps, offsets)
+        numbers = list(map(self._numbers.__getitem__, self._rows([steps[p] for p in at],
+                                                                 [offsets[p] for p in at])))
+        self.table.extend(islice(self._numbers, len(self.table), None))
+        number_at = dict(zip(at, numbers))
         found = list(map(number_at.__getitem__, first))
-        out, at = [], 0
+        out, start = [], 0
         for cell in cells:
             n = len(cell)
-            numbers_ = found[at:at + n]
-            if indices[at:at + n] != list(range(n)):
-                numbers_ = _with_indices(numbers_, indices[at:at + n])
+            numbers_ = found[start:start + n]
+            if indices[start:start + n] != list(range(n)):
+                numbers_ = _with_indices(numbers_, indices[start:start + n])
             out.append(numbers_)
-            at += n
+            start += n
         return out
+
+    def _first_by_identity(self, steps: list, offsets: list) -> tuple[list[int], list[int]]:
+        """Per step, the position of the first step with its key (its scalars, the identity
+        of its other fields, its cause's offset); and those positions, each once, in order."""
+        getters = (map(itemgetter(k), steps) for k in self.row_fields)
+        keys = zip(*(map(id, values) if k in self.converted else values
+                     for k, values in zip(self.row_fields, getters)), offsets)
+        first: dict[tuple, int] = {}
+        return list(map(first.setdefault, keys, count())), list(first.values())
+
+    def _rows(self, picked: list, offsets: list) -> Any:
+        """The steps' shapes as rows (JSON-ready, hashable: arrays as tuples)."""
+        columns: list[Any] = []
+        for k in self.row_fields:
+            values = list(map(itemgetter(k), picked))
+            columns.append(_frozen_column(self.converters[k](values)) if k in self.converted
+                           else values)
+        columns.insert(self.cause_at - 1, offsets)
+        return zip(*columns)
 
 
 def _frozen_column(column: list) -> list:
