@@ -184,11 +184,15 @@ class Writer:
     """Encodes columns of values by annotation, filling the shared tables (one per save)."""
 
     def __init__(self, registry: dict[str, type], layouts: Sequence[Layout] = (),
-                 inline: frozenset[str] = frozenset()):
+                 inline: frozenset[str] = frozenset(), repeated: frozenset[str] = frozenset()):
         """`inline`: SHARED annotations written inline, as writers before their table did
-        (SHARED_LATER; for a dump of an older version)."""
+        (SHARED_LATER; for a dump of an older version). `repeated`: annotations whose
+        values often repeat the one before, as other objects (a loop's calls' steps, trees
+        and pairs): a value equal to the latest of its length is converted once
+        (`_once_per_repeat`)."""
         self.registry = registry
         self._inline = inline
+        self._repeated = repeated
         self.tables: dict[str, list] = {name: [] for name in SHARED if name not in inline}
         self.tables.update((layout.table, []) for layout in layouts)
         self._layouts = {layout.annotation: layout for layout in layouts}
@@ -207,6 +211,12 @@ class Writer:
                 for name, cls in sorted(self.registry.items())}
 
     def converter(self, expr: TypeExpr, within: str | None) -> Converter:
+        made = self._converter(expr, within)
+        if within is None and str(expr) in self._repeated:
+            return _once_per_repeat(made)
+        return made
+
+    def _converter(self, expr: TypeExpr, within: str | None) -> Converter:
         if scalar_types(expr) is not None:
             return list
         if within is None and str(expr) in self._layouts:
@@ -333,6 +343,32 @@ class _RowsWriter:
         for run in runs[1:]:
             rows = map(add, rows, run)
         return list(rows)
+
+
+def _once_per_repeat(inner: Converter) -> Converter:
+    """Each cell equal to the latest earlier cell of its length takes that cell's converted
+    value (the same object, so a writer of text can make its text once too).
+
+    NB: a loop's calls record the same steps, trees and pairs again as other objects; with
+    `==` (C, from cell to cell) a million steps are a second faster than converted one by
+    one. The output is what converting every cell would give: equal cells convert to equal
+    values (`==` holds 1 and True equal, as the tables' interning by value does), and a
+    repeat brings no value that its cell did not bring first."""
+    def convert(cells: Column) -> list:
+        cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
+        unique: list = []
+        which: list[int] = []  # per cell, its number in `unique`
+        latest: dict[int, int] = {}  # per length, the number of the latest unique cell
+        for cell in cells:
+            number = latest.get(len(cell))
+            if number is None or not (cell is unique[number] or cell == unique[number]):
+                number = latest[len(cell)] = len(unique)
+                unique.append(cell)
+            which.append(number)
+        if len(unique) == len(cells):
+            return inner(cells)
+        return list(map(inner(unique).__getitem__, which))
+    return convert
 
 
 def _skipping_none(inner: Converter) -> Converter:

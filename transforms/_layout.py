@@ -38,7 +38,8 @@ def json_data(session: Any, types: dict[str, type],
     (2 or 3: steps as rows), for tests of the readers of older dumps."""
     if not 2 <= version <= SCHEMA_VERSION:
         raise ValueError(f"transforms._layout: cannot write schema version {version}")
-    writer = _codec.Writer(types, layouts(version), inline_tables(version))
+    writer = _codec.Writer(types, layouts(version), inline_tables(version),
+                           repeated_parts(types))
     try:
         body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
                 for f in dataclasses.fields(session) if f.name != "schema_version"}
@@ -48,6 +49,13 @@ def json_data(session: Any, types: dict[str, type],
             **{k: v for k, v in body.items() if k != "calls"},
             "fields": writer.fields_json(), "tables": writer.tables,
             "calls": body["calls"]}
+
+
+def repeated_parts(types: dict[str, type]) -> frozenset[str]:
+    """The annotations of a call's lazy parts (steps, trees, pairs): a loop's calls repeat
+    them, as other objects with the same values (the codec converts a repeat once)."""
+    return frozenset(str(f.type) for f in dataclasses.fields(types["Call"])
+                     if f.name in LAZY_FIELDS)
 
 
 def layouts(version: int) -> tuple[_codec.Layout, ...]:
@@ -123,6 +131,7 @@ def _indexed_text(data: dict[str, Any]) -> str:
     pieces = [head[:-len("]}")]]  # ... "calls":[
     position = len(pieces[0])
     spans = []
+    texts: dict[int, str] = {}  # a part's text by the part's id (repeats are one object)
     for i, row in enumerate(calls):
         if i:
             pieces.append(",")
@@ -132,7 +141,9 @@ def _indexed_text(data: dict[str, Any]) -> str:
             # the fields before this one (and its comma), then the field itself
             between = _dumps(row[previous:k])[1:-1]
             between = ("[" if previous == 0 else ",") + between + ("," if between else "")
-            part = _dumps(row[k])
+            part = texts.get(id(row[k]))
+            if part is None:
+                part = texts[id(row[k])] = _dumps(row[k])
             start = position + len(between)
             row_spans.append((start, start + len(part), len(row[k])))
             pieces += (between, part)
