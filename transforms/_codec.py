@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections import defaultdict
 from itertools import chain, compress, islice, repeat
 from operator import add, attrgetter, is_, itemgetter
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
@@ -274,8 +273,7 @@ class Writer:
         objects = list(first.values())
         # NB: by value in C: a million steps' values are a few hundred thousand objects and
         # a few dozen values; only the distinct values take a Python step each.
-        distinct: defaultdict[Any, int] = defaultdict()
-        distinct.default_factory = distinct.__len__  # each value numbered as first seen
+        distinct = Numbering()
         numbers = list(map(distinct.__getitem__, objects))
         indices = []
         for value in distinct:
@@ -345,15 +343,28 @@ class _RowsWriter:
         return list(rows)
 
 
+class Numbering(dict):
+    """Keys numbered as first seen (0, 1, 2...): `numbering[key]` adds a missing key.
+
+    NB: `map(numbering.__getitem__, keys)` numbers a column in C; only a new key takes a
+    Python call (a defaultdict whose factory were its own `__len__` would do it all in C,
+    but would refer to itself: a cycle, left for the cyclic GC to free)."""
+
+    def __missing__(self, key: Any) -> int:
+        number = self[key] = len(self)
+        return number
+
+
 def _once_per_repeat(inner: Converter) -> Converter:
     """Each cell equal to the latest earlier cell of its length takes that cell's converted
     value (the same object, so a writer of text can make its text once too).
 
-    NB: a loop's calls record the same steps, trees and pairs again as other objects; with
-    `==` (C, from cell to cell) a million steps are a second faster than converted one by
-    one. The output is what converting every cell would give: equal cells convert to equal
-    values (`==` holds 1 and True equal, as the tables' interning by value does), and a
-    repeat brings no value that its cell did not bring first."""
+    NB: a loop's calls record the same trees and pairs again, as other objects: compared
+    with `==` (in C), a million-step session's calls convert and write their trees (45 of
+    its 50 MB) ten times faster. The output is what converting every cell gives: a repeat
+    brings no value its cell did not bring first, and equal values of a field's type are
+    the same JSON (the types the loader checks: no bool in an int field, so `1 == True`
+    cannot join two texts; the tables' interning by value relies on it too)."""
     def convert(cells: Column) -> list:
         cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
         unique: list = []

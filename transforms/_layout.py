@@ -39,7 +39,7 @@ def json_data(session: Any, types: dict[str, type],
     if not 2 <= version <= SCHEMA_VERSION:
         raise ValueError(f"transforms._layout: cannot write schema version {version}")
     writer = _codec.Writer(types, layouts(version), inline_tables(version),
-                           repeated_parts(types))
+                           repeated_parts(types, version))
     try:
         body = {f.name: writer.encode(str(f.type), [getattr(session, f.name)])[0]
                 for f in dataclasses.fields(session) if f.name != "schema_version"}
@@ -51,11 +51,13 @@ def json_data(session: Any, types: dict[str, type],
             "calls": body["calls"]}
 
 
-def repeated_parts(types: dict[str, type]) -> frozenset[str]:
+def repeated_parts(types: dict[str, type], version: int) -> frozenset[str]:
     """The annotations of a call's lazy parts (steps, trees, pairs): a loop's calls repeat
-    them, as other objects with the same values (the codec converts a repeat once)."""
+    them, as other objects with the same values (the codec converts a repeat once). But
+    a layout's (version 4's steps: compared step by step, transforms/_step_shapes.py)."""
+    own = {layout.annotation for layout in layouts(version)}
     return frozenset(str(f.type) for f in dataclasses.fields(types["Call"])
-                     if f.name in LAZY_FIELDS)
+                     if f.name in LAZY_FIELDS and str(f.type) not in own)
 
 
 def layouts(version: int) -> tuple[_codec.Layout, ...]:

@@ -17,15 +17,15 @@ are read without it.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from itertools import chain, count, islice, repeat
-from operator import add, itemgetter
+from itertools import chain, compress, count, islice, repeat
+from operator import add, eq, itemgetter
 from typing import Any, Callable, Sequence
 
 from ._codec import (
     Column,
     Converter,
     DumpFormatError,
+    Numbering,
     Reader,
     Writer,
     _check_types,
@@ -83,17 +83,25 @@ class _ShapesWriter:
         self.row_fields = [k for k in range(1, len(fields)) if k != self.cause_at]
         self.converted = {k for k in self.row_fields if self.converters[k] is not list}
         # Shapes by their row (by value, so the numbers depend on the values only), each
-        # numbered as first seen: a missing row is given the count so far (in C, a step
-        # at a time), and the rows in the order added are tables["Step"]'s.
-        self._numbers: defaultdict[tuple, int] = defaultdict()
-        self._numbers.default_factory = self._numbers.__len__
+        # numbered as first seen: the rows in the order added are tables["Step"]'s.
+        self._numbers = Numbering()
 
     def __call__(self, cells: Column) -> list:
         cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
-        steps = list(chain.from_iterable(cells))
-        if not steps:
-            return [[] for _ in cells]
-        indices = list(map(itemgetter(0), steps))
+        # A call equal to an earlier one takes its array; a step equal to the one at its
+        # place in an earlier call takes its number; only the other steps are keyed.
+        roots, origin = _repeats(cells)
+        own = [i for i, root in enumerate(roots) if root == i]  # the calls with own arrays
+        steps = list(chain.from_iterable(map(cells.__getitem__, own)))
+        keyed = list(compress(range(len(steps)), map(eq, origin, count())))
+        number_at = dict(zip(keyed, self._numbered([steps[p] for p in keyed])))
+        arrays = dict(zip(own, self._arrays([cells[i] for i in own],
+                                            list(map(number_at.__getitem__, origin)))))
+        return list(map(arrays.__getitem__, roots))
+
+    def _numbered(self, steps: list) -> list[int]:
+        """The steps' shape numbers, new shapes added to the table."""
+        indices = map(itemgetter(0), steps)
         causes = map(itemgetter(self.cause_at), steps)
         offsets = [None if c is None else i - c for i, c in zip(indices, causes)]
         # First by identity (cheap: a call's steps share their tuples and records), then
@@ -103,14 +111,24 @@ class _ShapesWriter:
                                                                  [offsets[p] for p in at])))
         self.table.extend(islice(self._numbers, len(self.table), None))
         number_at = dict(zip(at, numbers))
-        found = list(map(number_at.__getitem__, first))
-        out, start = [], 0
+        return list(map(number_at.__getitem__, first))
+
+    @staticmethod
+    def _arrays(cells: list[tuple], numbers: list[int]) -> list:
+        """Each cell's array: its steps' shape numbers, `[index, number]` for a step whose
+        index is not the previous one's plus one. Equal arrays are one list: its text is
+        made once."""
+        out: list[list] = []
+        arrays: dict[tuple[int, ...], list] = {}
+        start = 0
         for cell in cells:
             n = len(cell)
-            numbers_ = found[start:start + n]
-            if indices[start:start + n] != list(range(n)):
-                numbers_ = _with_indices(numbers_, indices[start:start + n])
-            out.append(numbers_)
+            array = numbers[start:start + n]
+            indices = list(map(itemgetter(0), cell))
+            if indices != list(range(n)):
+                out.append(_with_indices(array, indices))
+            else:
+                out.append(arrays.setdefault(tuple(array), array))
             start += n
         return out
 
@@ -134,15 +152,48 @@ class _ShapesWriter:
         return zip(*columns)
 
 
+def _repeats(cells: list[tuple]) -> tuple[list[int], list[int]]:
+    """Steps that repeat earlier ones. Each cell is compared (`==`, step by step) with the
+    latest earlier cell of its length, else the latest cell. Returns, per cell, the cell
+    whose array it takes: itself, or the one an equal cell takes; and, for the steps of the
+    cells that take their own (in order), each step's position among them, or the position
+    of the step it equals (at its place in the cell compared with), that step's in turn.
+
+    NB: a loop's calls record the same steps again, as other objects (each call's value
+    records are its own): comparing them, in C, costs less than keying them by identity
+    and by value (a million steps: half a second against one and a half)."""
+    roots: list[int] = []
+    origin: list[int] = []
+    starts: list[int] = []  # per cell, where its root's steps start in `origin`
+    latest: dict[int, int] = {}  # per length, the latest cell of it
+    for i, cell in enumerate(cells):
+        n = len(cell)
+        j = latest.get(n, i - 1 if i else None)
+        latest[n] = i
+        same = [] if j is None else list(map(eq, cell, cells[j]))  # to the shorter's end
+        if j is not None and len(cells[j]) == n and all(same):
+            roots.append(roots[j])
+            starts.append(starts[j])
+            continue
+        start = len(origin)
+        at = 0 if j is None else starts[j]
+        origin.extend([o if equal else p for equal, o, p in
+                       zip(same, origin[at:at + len(same)], count(start))])
+        origin.extend(range(start + len(same), start + n))
+        roots.append(i)
+        starts.append(start)
+    return roots, origin
+
+
 def _frozen_column(column: list) -> list:
     """A converted column as keys: arrays (lists) as tuples (a step's sub-jaxprs: a list of
     indices each, mostly empty)."""
-    if not any(type(v) is list for v in column):
+    types = set(map(type, column))  # NB: in C: a column may hold a million steps' values
+    if list not in types:
         return column
-    frozen = list(map(tuple, column))
-    if any(type(x) in (list, tuple) for v in frozen for x in v):
-        return [_frozen(v) for v in column]
-    return frozen
+    if types == {list} and not {list, tuple} & set(map(type, chain.from_iterable(column))):
+        return list(map(tuple, column))
+    return [_frozen(v) for v in column]
 
 
 def _frozen(value: Any) -> Any:
