@@ -186,8 +186,8 @@ class Writer:
                  inline: frozenset[str] = frozenset(), repeated: frozenset[str] = frozenset()):
         """`inline`: SHARED annotations written inline, as writers before their table did
         (SHARED_LATER; for a dump of an older version). `repeated`: annotations whose
-        values often repeat the one before, as other objects (a loop's calls' steps, trees
-        and pairs): a value equal to the latest of its length is converted once
+        values often repeat an earlier one as other objects (a loop's calls' trees and
+        pairs): a value equal to the latest of its length is converted once
         (`_once_per_repeat`)."""
         self.registry = registry
         self._inline = inline

@@ -35,7 +35,8 @@ def json_data(session: Any, types: dict[str, type],
               version: int = SCHEMA_VERSION) -> dict[str, Any]:
     """The dump as JSON data (without the lazy_at index): see transforms/_codec.py for the
     layout; `types`: the record classes by name. `version`: an older layout can be written
-    (2 or 3: steps as rows), for tests of the readers of older dumps."""
+    (2 or 3: steps as rows), for tests of the readers of older dumps. The calls' parts that
+    repeat an earlier call's are one object in it (one array, one text)."""
     if not 2 <= version <= SCHEMA_VERSION:
         raise ValueError(f"transforms._layout: cannot write schema version {version}")
     writer = _codec.Writer(types, layouts(version), inline_tables(version),
