@@ -6,8 +6,9 @@
 #   - .venv312 : Python 3.12 (pyenv 3.12.1, else python3.12 on PATH), the same
 #                (not with --only-311: the demo needs .venv only)
 #
-# A venv is left alone when the package is installed in it and pyproject.toml
-# (and the checkout's path) have not changed since its last install: the hash
+# A venv is left alone when the package is installed in it and pyproject.toml,
+# setup.py, transforms/_core.c (and the checkout's path) have not changed since its
+# last install, and the C step core it built is there: the hash
 # is kept in <venv>/.setup-stamp. Messages go to stderr, so the stdout of the
 # scripts that call this one stays theirs.
 set -euo pipefail
@@ -97,9 +98,17 @@ find_python312() {
 
 # --- venvs ---------------------------------------------------------------------
 stamp_of() {
-    # pyproject.toml's content and where this checkout lives (an editable
-    # install points at a path)
-    { sha256sum pyproject.toml | cut -d' ' -f1; echo "$ROOT"; } | sha256sum | cut -d' ' -f1
+    # pyproject.toml's, setup.py's and the C step core's content (the install builds
+    # transforms/_core.c), and where this checkout lives (an editable install points at a path)
+    { sha256sum pyproject.toml setup.py transforms/_core.c | cut -d' ' -f1; echo "$ROOT"; } |
+        sha256sum | cut -d' ' -f1
+}
+
+# core_built VENV: the C step core for VENV's Python is in transforms/ (a fresh clone has none)
+core_built() {
+    local suffix
+    suffix="$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+    [ -f "transforms/_core$suffix" ]
 }
 
 setup_venv() {
@@ -123,7 +132,8 @@ setup_venv() {
     local stamp
     stamp="$(stamp_of)"
     if [ -f "$venv/$STAMP_NAME" ] && [ "$(cat "$venv/$STAMP_NAME")" = "$stamp" ] &&
-       "$venv/bin/python" -m pip show -q "$PACKAGE" >/dev/null 2>&1; then
+       "$venv/bin/python" -m pip show -q "$PACKAGE" >/dev/null 2>&1 &&
+       core_built "$venv"; then
         say "$venv is up to date (Python $want_minor)"
         return 0
     fi
@@ -133,6 +143,8 @@ setup_venv() {
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
         "$venv/bin/python" -m pip install -qq --progress-bar off -e '.[test]' ||
         die "pip install -e '.[test]' failed in $venv (errors above)"
+    core_built "$venv" || warn "the C step core (transforms/_core.c) did not build for $venv:" \
+        "recording uses the Python step core, slower (is gcc there, and Python's headers?)"
     echo "$stamp" >"$venv/$STAMP_NAME"
     say "$venv ready: $("$venv/bin/python" -c 'import sys, jax; print("Python", sys.version.split()[0], "+ jax", jax.__version__)')"
 }

@@ -2,7 +2,7 @@
 
 About half of the recording's overhead was Python's cyclic GC walking what the recording
 kept alive: a weak reference per live tracer, and objects per step. So a step is a row of
-numbers (`_step_rows.StepRows`), tracers are described by their facts in a table per JAX
+numbers (`_step_core`), tracers are described by their facts in a table per JAX
 trace, and the records are made when they are read.
 """
 import gc

@@ -22,8 +22,9 @@ class ByObject(Generic[V]):
     """`get(obj, extra)` / `put(obj, extra, value)`: values per (live object, extra key)."""
 
     def __init__(self, limit: int) -> None:
-        # (id(obj), extra) -> (weakref to obj, value); the most entries, then it starts again
-        self._entries: BoundedCache = BoundedCache(limit)
+        # (id(obj), extra) -> (weakref to obj, value); the most entries, then it starts again.
+        # Public: the C step core looks jit summaries up here (_step_core).
+        self.entries: BoundedCache = BoundedCache(limit)
 
     def _dropper(self, key: tuple) -> Callable[[weakref.ref], None]:
         # NB: the callback holds the cache weakly: the objects do not keep it alive.
@@ -32,11 +33,11 @@ class ByObject(Generic[V]):
         def dropped(_ref: weakref.ref) -> None:
             alive = cache()
             if alive is not None:
-                alive._entries.pop(key, None)
+                alive.entries.pop(key, None)
         return dropped
 
     def get(self, obj: Any, extra: Hashable = None) -> V | None:
-        hit = self._entries.get((id(obj), extra))
+        hit = self.entries.get((id(obj), extra))
         if hit is None or hit[0]() is not obj:
             return None
         return hit[1]
@@ -48,7 +49,7 @@ class ByObject(Generic[V]):
             ref = weakref.ref(obj, self._dropper(key))
         except TypeError:
             return
-        self._entries.put(key, (ref, value))
+        self.entries.put(key, (ref, value))
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)

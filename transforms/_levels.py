@@ -1,7 +1,7 @@
 """The live side of each recorded level: what its RecordingTrace reports to.
 
-A LevelState turns each primitive JAX binds at its level into a step row (numbers in the
-call's `_step_rows.StepRows`); RuleSpec runs a custom_jvp /
+A LevelState is a level's handle on its call's step core (`_step_core`), which turns each
+primitive JAX binds at the level into a step row; RuleSpec runs a custom_jvp /
 custom_vjp rule body as a sub-level; run_level runs a function with a level's
 recorder as JAX's current trace.
 """
@@ -11,12 +11,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _interpreters as _i
-from ._interpreters import is_inline_jit_params, name_stack
-from ._rules import summarize_params
-from ._snapshot import user_location
 from ._state import _state
 from ._text import message
-from .model import SourceLocation
 
 if TYPE_CHECKING:
     from ._recorder import CallBuilder
@@ -25,90 +21,51 @@ __all__ = ["LevelState", "RuleSpec", "run_level"]
 
 
 class LevelState:
-    """The live side of one Level: what its RecordingTrace reports to."""
-    __slots__ = ("call", "index", "label", "depth", "jax_trace", "inline_jnp", "phase",
-                 "backward_source", "tape", "__weakref__")
+    """The live side of one Level: what its RecordingTrace reports to.
+
+    Its steps go to the call's step core (`core`), which also keeps the level's phase;
+    RecordingTrace calls the core directly unless the level has a tape (stages), and
+    the other kinds of step come through begin_step / end_step / fail_step.
+    """
+    __slots__ = ("call", "core", "index", "label", "depth", "jax_trace", "inline_jnp", "tape",
+                 "__weakref__")
 
     def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
                  jax_trace: Any, inline_jnp: bool):
         self.call = call
+        self.core = call.core
         self.index = index
         self.label = label
         self.depth = depth
         self.jax_trace = jax_trace
         self.inline_jnp = inline_jnp
-        self.phase = "forward"
-        self.backward_source: SourceLocation | None = None
         self.tape: Any = None  # _tape.Tape: what the user's function binds here, for stages
 
+    @property
+    def phase(self) -> str:
+        return self.core.phase(self.index)
+
     def set_phase(self, phase: str) -> None:
-        self.phase = phase
-        self.backward_source = None
+        self.core.set_phase(self.index, phase)
 
     def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str,
                    rules: tuple = ()) -> int:
-        """A step starts: its row (in the call's StepRows); returns its index."""
-        call = self.call
-        inputs = call.describer.describe_all(tracers)
-        active = call.active_steps
-        if active:
-            # A step bound while processing another comes from the same user
-            # line, unless user code (a custom rule body) runs in between.
-            cause, phase, source, number = active[-1]
-            if phase != "backward":  # what a backward step emits is backward too
-                phase = self.phase
-            if source is None:
-                source = user_location(3)
-                number = call.source_number(source)
-        else:
-            cause, phase = None, self.phase
-            if phase == "backward":
-                # The backward pass runs deep inside JAX, called from one user line:
-                # find it once per pass (a stack walk there costs tens of us).
-                source = self.backward_source
-                if source is None:
-                    source = self.backward_source = user_location(3)
-            else:
-                source = user_location(3)
-            number = call.source_number(source)
-        index = call.rows.begin(self.index, primitive.name, kind, phase, inputs, cause, number,
-                                name_stack())
-        active.append((index, phase, source, number))
+        """A step starts: its row (in the call's step core); returns its index."""
+        index = self.core.begin(self.index, primitive, tracers, kind)
         if self.tape is not None:
+            source = self.core.source_at(index)
             self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
         return index
 
     def end_step(self, index: int, primitive: Any, params: dict, out: Any, multiple: bool) -> None:
-        call = self.call
-        call.active_steps.pop()
-        describer = call.describer
-        outputs = describer.describe_all(out) if multiple else describer.describe_one(out)
-        self._finish(index, primitive, params, outputs, None)
+        self.core.end(index, primitive, params, out, multiple)
         if self.tape is not None:
             self.tape.end(index, out, multiple)
 
     def fail_step(self, index: int, primitive: Any, params: dict, error: BaseException) -> None:
-        call = self.call
-        if call.active_steps and call.active_steps[-1][0] == index:
-            call.active_steps.pop()
-        self._finish(index, primitive, params, call.describer.describe_all(()),
-                     message(error))
+        self.core.fail(index, primitive, params, message(error))
         if self.tape is not None:
             self.tape.fail(index)
-
-    def _finish(self, index: int, primitive: Any, params: dict, outputs: int,
-                error: str | None) -> None:
-        """The rest of a step's row: outputs, params (as text pairs) and sub-jaxprs."""
-        name = primitive.name
-        call = self.call
-        if name == "jit" or name == "pjit":
-            pairs, subjaxprs = call.jit_summary(params)
-            inline = is_inline_jit_params(params)
-        else:
-            pairs, jaxprs = summarize_params(name, params)
-            subjaxprs = tuple([call.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
-            inline = False
-        call.rows.end(index, outputs, pairs, subjaxprs, inline, error)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
         return self.call.rule_spec(kind, self, fun)
@@ -159,12 +116,9 @@ class RuleSpec:
 
 def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
     """Run `f` with a recorder for `level` as the current trace."""
-    active = level.call.active_steps
     # User code runs here (a custom rule inside a step, say): its steps keep
     # the step that called it as their cause but find their own source line.
-    barrier = (active[-1][0], active[-1][1], None, -1) if active else None
-    if barrier is not None:
-        active.append(barrier)
+    barrier = level.core.push_barrier()
     _state.levels.append(level)
     try:
         with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
@@ -174,10 +128,10 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
         raise
     finally:
         _state.levels.pop()
-        if barrier is not None:
-            active.pop()
+        if barrier:
+            level.core.pop_barrier()
 
 
-def _source_text(source: SourceLocation | None) -> str:
+def _source_text(source: Any) -> str:
     return f"{source.file}:{source.line}" if source is not None else ""
 

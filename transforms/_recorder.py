@@ -32,12 +32,23 @@ from ._state import _block_key as _block_key
 from ._state import _blocks as _blocks
 from ._state import active_session as active_session
 from ._state import recording_off as recording_off
-from ._step_rows import StepRows, steps_from
+from ._step_core import (
+    ERROR,
+    KIND,
+    LEVEL,
+    NONE,
+    OUTPUTS,
+    RUNNING,
+    STRIDE,
+    built_steps,
+    step_core_class,
+    steps_from,
+)
 from ._tape import TapePair
 from ._text import message as error_message
 from ._trees import tree_text
 from .kinds import TRACES_BY_CLASS, kind_of
-from .model import Call, ErrorRecord, Growth, Lazy, Level, Session, SourceLocation, Step
+from .model import Call, ErrorRecord, Growth, Lazy, Level, Session, Step
 
 __all__ = ["CallBuilder", "SessionRecorder", "active_session", "level_kind", "note_jit_arguments",
            "record", "recording_off"]
@@ -78,8 +89,7 @@ class SessionRecorder:
         self._handed: dict[int, Any] = {}
         # Jaxpr records and jit step summaries by jaxpr object, while it lives (JAX
         # reuses the jaxprs of jnp functions; their constants are the user's arrays).
-        self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
-        self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
+        self.summaries = StepSummaries(detail == "full")
 
     def begin_call(self, transform: str, fun: Any, options: Options, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -303,6 +313,61 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
         _block_key.reset(key_token)
 
 
+class StepSummaries:
+    """A session's steps' params as text pairs, and the records of their sub-jaxprs: what
+    a step core asks when its own tables do not have them (`step_params`, `jit_step`).
+
+    Kept by jaxpr object while it lives (JAX reuses the jaxprs of jnp functions; their
+    constants are the user's arrays). Holds no call: a core holds its methods.
+    """
+
+    def __init__(self, full_detail: bool):
+        self.full_detail = full_detail
+        self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
+        # (jaxpr, (name, donated_invars, inline)) -> (pairs, subjaxprs, inline)
+        self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
+
+    def jaxpr(self, name: str, jaxpr: Any):
+        # JAX caches the jaxprs of jnp wrappers: print each object once.
+        rec = self.jaxpr_records.get(jaxpr)
+        if rec is None:
+            rec = jaxpr_record(name, jaxpr)
+            self.jaxpr_records.put(jaxpr, None, rec)
+        return rec if rec.name == name else dataclasses.replace(rec, name=name)
+
+    def step_params(self, name: str, params: dict) -> tuple:
+        """(pairs, subjaxprs) of a step that is not a jit."""
+        pairs, jaxprs = summarize_params(name, params)
+        return pairs, tuple([self.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
+
+    def jit_step(self, params: dict) -> tuple:
+        """(pairs, subjaxprs, inline) of a jit step, once per jaxpr object.
+
+        Every jnp function is a jit step, and JAX reuses their jaxprs (eight
+        layers call one tanh jaxpr), so this is the hottest rule.
+        """
+        jaxpr = params.get("jaxpr")
+        key: tuple | None = (params.get("name"), params.get("donated_invars"), params.get("inline"))
+        try:
+            hit = self.jit_summaries.get(jaxpr, key)
+        except TypeError:  # params of a shape we do not know: no caching
+            hit, key = None, None
+        if hit is not None:
+            return hit
+        pairs, jaxprs = summarize_params("jit", params)
+        inline = is_inline_jit_params(params)
+        if jaxprs and (self.full_detail or not inline):
+            subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
+        else:
+            # At the default detail a jnp wrapper's body is named in its params
+            # (`jaxpr={jaxpr: sin, cos}`), not kept.
+            subjaxprs = ()
+        summary = (pairs, subjaxprs, inline)
+        if key is not None:
+            self.jit_summaries.put(jaxpr, key, summary)
+        return summary
+
+
 class CallBuilder:
     """One outermost transformed invocation while it runs."""
 
@@ -317,20 +382,16 @@ class CallBuilder:
         self.source = user_location(2)
         self.levels: list[Level] = []
         self.level_states: list[LevelState] = []
-        self._sources: list[SourceLocation | None] = []
-        self._source_numbers: dict[int, int] = {}
         self.errors: list[ErrorRecord] = []
         self.level_of_trace: dict[int, int] = {}
         self.describer = Describer(self.level_of_trace)
         self.describer.enclosing = _i.enclosing_traces(_i.current_trace())
-        # The steps while recording: rows of numbers (see LevelState.begin_step).
-        self.rows = StepRows(self.describer.tuples, self._sources)
-        self.full_detail = recorder.detail == "full"
-        # (step index, phase, source, its number) of each step being processed, innermost last
-        self.active_steps: list[tuple[int, str, SourceLocation | None, int]] = []
-        # Shared by the session's calls: a training loop's steps print each jaxpr once.
-        self._jaxprs = recorder.jaxpr_records
-        self._jit_summaries = recorder.jit_summaries
+        # The steps while recording: rows of numbers, made by the step core that each
+        # level's RecordingTrace calls (_step_core). The summaries are the session's: a
+        # training loop's steps print each jaxpr once.
+        summaries = recorder.summaries
+        self.core = step_core_class()(self.describer, summaries.step_params, summaries.jit_step,
+                                      summaries.jit_summaries.entries)
         self._errors_seen: set[int] = set()
         # Trees and the pre-trace check of custom pytree nodes, once per call.
         self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)
@@ -493,6 +554,7 @@ class CallBuilder:
                                  trace_type, function, options.pairs if options else ()))
         self.level_of_trace[id(jax_trace)] = index
         self.describer.levels_changed()
+        self.core.add_level()
         state = LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
         # Kept until the call finishes: a custom_vjp bwd runs after its level ends.
         self.level_states.append(state)
@@ -502,39 +564,6 @@ class CallBuilder:
         return RuleSpec(self, kind, parent, function_name(_i.wrapped_python_function(fun)), fun)
 
     # -- steps ----------------------------------------------------------------
-    def jaxpr(self, name: str, jaxpr: Any):
-        # JAX caches the jaxprs of jnp wrappers: print each object once.
-        rec = self._jaxprs.get(jaxpr)
-        if rec is None:
-            rec = jaxpr_record(name, jaxpr)
-            self._jaxprs.put(jaxpr, None, rec)
-        return rec if rec.name == name else dataclasses.replace(rec, name=name)
-
-    def jit_summary(self, params: dict) -> tuple:
-        """Params and sub-jaxprs of a jit step, once per jaxpr object in this call.
-
-        Every jnp function is a jit step, and JAX reuses their jaxprs (eight
-        layers call one tanh jaxpr), so this is the hottest rule.
-        """
-        jaxpr = params.get("jaxpr")
-        key: tuple | None = (params.get("name"), params.get("donated_invars"))
-        try:
-            hit = self._jit_summaries.get(jaxpr, key)
-        except TypeError:  # params of a shape we do not know: no caching
-            hit, key = None, None
-        if hit is not None:
-            return hit
-        pairs, jaxprs = summarize_params("jit", params)
-        if jaxprs and (self.full_detail or not is_inline_jit_params(params)):
-            subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
-        else:
-            # At the default detail a jnp wrapper's body is named in its params
-            # (`jaxpr={jaxpr: sin, cos}`), not kept.
-            subjaxprs = ()
-        if key is not None:
-            self._jit_summaries.put(jaxpr, key, (pairs, subjaxprs))
-        return pairs, subjaxprs
-
     def record_error(self, error: BaseException, level: LevelState | None) -> None:
         if id(error) in self._errors_seen:
             return
@@ -546,38 +575,31 @@ class CallBuilder:
         # An error JAX raises before any user code runs (a bad argument) is at the call site.
         source = traceback_location(error.__traceback__) or self.source
         if level is not None:
-            self.rows.event(level.index, type(error).__name__, "error", level.phase,
-                            self.describer.describe_all(()), self.source_number(source),
-                            error_message(error), step)
+            self.core.event(level.index, type(error).__name__, self.describer.describe_all(()),
+                            self.core.source_number(source), error_message(error), step)
         facts = self.trees.error_fields(error, self.levels, self.built_steps(), level_index,
                                         step, source, self.describer.leaked)
         self.errors.append(ErrorRecord(_qualified_name(type(error)), error_message(error),
                                        level_index, step, source, **facts))
 
     def failed_step(self, error: BaseException) -> int | None:
-        rows = self.rows
-        for i in range(len(rows) - 1, -1, -1):
-            if rows.finished(i) and rows.failed(i) and rows.kind(i) != "error":
-                return i
-        return None
+        """The latest finished step that raised (not an error event)."""
+        return self._latest_step(lambda row: row[ERROR] != NONE)
 
     def last_step_at(self, level: int) -> int | None:
-        rows = self.rows
-        for i in range(len(rows) - 1, -1, -1):
-            if rows.finished(i) and rows.level(i) == level and rows.kind(i) != "error":
+        return self._latest_step(lambda row: row[LEVEL] == level)
+
+    def _latest_step(self, wanted: Any) -> int | None:
+        cells, count, texts = self.core.parts()[:3]
+        for i in range(count - 1, -1, -1):
+            row = cells[i * STRIDE:(i + 1) * STRIDE]
+            if row[OUTPUTS] != RUNNING and texts[row[KIND]] != "error" and wanted(row):
                 return i
         return None
-
-    def source_number(self, source: SourceLocation | None) -> int:
-        number = self._source_numbers.get(id(source))
-        if number is None:  # SourceLocations are interned (and kept alive by _sources)
-            number = self._source_numbers[id(source)] = len(self._sources)
-            self._sources.append(source)
-        return number
 
     def built_steps(self) -> list[Step | None]:
         """The steps as records (rows made into Steps), None for those still running."""
-        return self.rows.built()
+        return built_steps(self.core)
 
     def finish(self, outputs: Any = None, failed: bool = False) -> Call:
         if not failed:
@@ -587,12 +609,14 @@ class CallBuilder:
                                  else self.describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
             self.shardings += sharding_hook.outputs(self, outputs)
-        rows = self.rows
+        parts = self.core.parts()
         if self.describer.leaked:
-            self.trees.note_leaks(list(rows.steps()), self.describer.leaked)
+            self.trees.note_leaks(list(steps_from(*parts)), self.describer.leaked)
         # NB: Steps are made when first read, not here: a big call would otherwise make
         # (and the cyclic GC then walk) a record per step before anyone looks at them.
-        steps: Any = Lazy(rows.finished_count(), partial(steps_from, *rows.parts()))
+        cells, count = parts[:2]
+        finished = sum(1 for i in range(count) if cells[i * STRIDE + OUTPUTS] != RUNNING)
+        steps: Any = Lazy(finished, partial(steps_from, *parts))
         stages = self._stages(failed)
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
                     tuple(self.levels), steps, tuple(self.errors), self.in_tree,

@@ -167,13 +167,13 @@ RULES: dict[str, Rule] = {
 
 
 _interned_pairs: BoundedCache = BoundedCache(50_000)
-# The pairs of param sets of plain data, by _params_key: most steps repeat a few.
-_summaries: BoundedCache = BoundedCache(50_000)
+# The pairs of param sets of plain data, by params_key (read by the C step core too): most steps repeat a few.
+param_summaries: BoundedCache = BoundedCache(50_000)
 _KEYED_SCALARS = frozenset({int, bool, float, type(None), str})
-_KEYED_OBJECTS = (np.dtype, enum.Enum)
+KEYED_OBJECTS = (np.dtype, enum.Enum)
 
 
-def _params_key(primitive_name: str, params: dict) -> tuple | None:
+def params_key(primitive_name: str, params: dict) -> tuple | None:
     """A key for params of plain data only (None for any other: a jaxpr, a function, a
     sharding...), exact about types: a tuple by its `marshal` bytes, which tell 0, False
     and 0.0 apart (Python's == does not), a scalar with its type."""
@@ -186,7 +186,7 @@ def _params_key(primitive_name: str, params: dict) -> tuple | None:
                 value = marshal.dumps(value)
             except ValueError:  # holds something marshal does not write (a dtype...)
                 return None
-        elif kind not in _KEYED_SCALARS and not isinstance(value, _KEYED_OBJECTS):
+        elif kind not in _KEYED_SCALARS and not isinstance(value, KEYED_OBJECTS):
             return None
         append(name)
         append(kind)
@@ -197,9 +197,9 @@ def _params_key(primitive_name: str, params: dict) -> tuple | None:
 def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, SubJaxprs]:
     if not params:
         return (), []
-    key = _params_key(primitive_name, params)
+    key = params_key(primitive_name, params)
     if key is not None:
-        hit = _summaries.get(key)
+        hit = param_summaries.get(key)
         if hit is not None:
             return hit, []
     pairs, jaxprs = RULES.get(primitive_name, default_rule)(params)
@@ -208,5 +208,5 @@ def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, Sub
     if shared is None:
         shared = _interned_pairs.put(pairs, pairs)
     if key is not None and not jaxprs:
-        _summaries.put(key, shared)
+        param_summaries.put(key, shared)
     return shared, jaxprs

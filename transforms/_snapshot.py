@@ -78,18 +78,49 @@ class _TraceSeen(weakref.ref):
     tracer_type: type | None  # the tracer class met first (traces make one class)
     shape: str
     parts: tuple
-    records: dict
+    records: Any  # a BoundedCache once the tracer class is known
 
 
-def _forgetter(table: dict) -> Callable[[Any], None]:
-    """A weakref callback dropping `seen` from table (unless a newer entry took its key).
+def _forgetter(table: dict, *others: dict) -> Callable[[Any], None]:
+    """A weakref callback dropping `seen` from table (unless a newer entry took its key),
+    and its key from the others.
 
-    NB: it holds the table, not the describer: no cycle through the weak references."""
+    NB: it holds the tables, not the describer: no cycle through the weak references."""
     def forget(seen: Any) -> None:
         key = seen.key
         if table.get(key) is seen:
             del table[key]
+            for other in others:
+                other.pop(key, None)
     return forget
+
+
+# How a trace's tracers are keyed in Describer.fast (the C step core reads the numbers).
+FLAT, BATCHED, PAIR = 0, 1, 2
+
+
+# Records shared by every call of every session (equal facts, one record: a training
+# loop's calls describe their values once), bounded: a full table starts again.
+_CONCRETE: BoundedCache = BoundedCache(50_000)      # record -> the equal record kept
+_ARRAYS: BoundedCache = BoundedCache(50_000)        # (class, aval) -> record, or SMALL_RECORD
+_SMALL_ARRAYS: BoundedCache = BoundedCache(50_000)  # (class, aval, bytes) -> record
+_SCALARS: BoundedCache = BoundedCache(50_000)       # (class, exact value, aval) -> record
+# (level, trace class, tracer class) -> the records of such tracers by their facts (see
+# Describer._describe_tracer): a level's tracers are described alike in every call.
+_TRACER_RECORDS: BoundedCache = BoundedCache(10_000)
+_RECORDS_PER_TABLE = 50_000
+
+
+def _tracer_records(level: int | None, trace_type: type, tracer_type: type) -> BoundedCache:
+    """The shared table of records of tracer_type's tracers on a trace_type trace at level.
+
+    NB: its keys hold the ids of records (a tower's parts), kept alive by the records
+    holding them as children: an id in a key is not reused while the key is there."""
+    key = (level, trace_type, tracer_type)
+    table = _TRACER_RECORDS.get(key)
+    if table is None:
+        table = _TRACER_RECORDS.put(key, BoundedCache(_RECORDS_PER_TABLE))
+    return table
 
 
 class Describer:
@@ -108,22 +139,28 @@ class Describer:
     def __init__(self, level_of_trace: dict[int, int]):
         self.level_of_trace = level_of_trace  # id(JAX trace) -> level index
         self._traces: dict[int, _TraceSeen] = {}
-        self._forget_trace = _forgetter(self._traces)
+        # id(JAX trace) -> (its tracer class, leak-free, FLAT/BATCHED/PAIR, its records by
+        # facts): what the hot path reads (here and in the C step core), once the trace's
+        # tracer class is known; dropped with the trace's entry in _traces.
+        self.fast: dict[int, tuple[type, bool, int, dict]] = {}
+        self._forget_trace = _forgetter(self._traces, self.fast)
         self._leaks: dict[int, _Seen] = {}
         self._forget = _forgetter(self._leaks)
-        self._tuple_index: dict[tuple, int] = {}
-        self._single_index: dict[int, int] = {}  # id(record) -> the number of (record,)
+        self.tuple_index: dict[tuple, int] = {}
+        self.single_index: dict[int, int] = {}  # id(record) -> the number of (record,)
         self.tuples: list[tuple[ValueRecord, ...]] = []  # by describe_all's numbers
-        self._concrete: dict[Any, ValueRecord] = {}
-        self._arrays: dict[tuple, ValueRecord] = {}  # (class, aval) -> record, or _SMALL
-        self._small: dict[tuple, ValueRecord] = {}   # (class, aval, bytes) -> record
-        self._scalars: dict[tuple, ValueRecord] = {}  # (class, exact value, aval) -> record
+        # Concrete values' records, shared by every call (a loop's calls meet the same ones).
+        self._concrete = _CONCRETE
+        self.arrays = _ARRAYS
+        self._small = _SMALL_ARRAYS
+        self._scalars = _SCALARS
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
     def levels_changed(self) -> None:
         """A level was added: the traces met so far are looked up again."""
         self._traces.clear()
+        self.fast.clear()
 
     def describe_all(self, xs: Any) -> int:
         """The records of a step's inputs or outputs, as a number in `tuples` (equal tuples
@@ -134,21 +171,21 @@ class Describer:
         if len(recs) == 1:
             return self._single(recs[0])
         key = tuple(map(id, recs))
-        number = self._tuple_index.get(key)
+        number = self.tuple_index.get(key)
         if number is None:
-            number = self._tuple_index[key] = len(self.tuples)
+            number = self.tuple_index[key] = len(self.tuples)
             self.tuples.append(recs)
         return number
 
     def describe_one(self, x: Any) -> int:
         """describe_all((x,))."""
         return self._single(self._tracer(x, self.enclosing is not None) if isinstance(x, Tracer)
-                            else self._concrete_record(x))
+                            else self.concrete_record(x))
 
     def _single(self, rec: ValueRecord) -> int:
-        number = self._single_index.get(id(rec))
+        number = self.single_index.get(id(rec))
         if number is None:
-            number = self._single_index[id(rec)] = len(self.tuples)
+            number = self.single_index[id(rec)] = len(self.tuples)
             self.tuples.append((rec,))
         return number
 
@@ -156,9 +193,9 @@ class Describer:
         """A step's input or output, a call's argument or result."""
         if isinstance(x, Tracer):
             return self._tracer(x, self.enclosing is not None)
-        return self._concrete_record(x)
+        return self.concrete_record(x)
 
-    def _concrete_record(self, x: Any) -> ValueRecord:
+    def concrete_record(self, x: Any) -> ValueRecord:
         """A concrete value's record: an array's by its class and aval (and, when small, its
         bytes), a scalar's by its class, aval and exact value, made once per call; anything
         else described each time."""
@@ -168,15 +205,15 @@ class Describer:
         if aval is not None:
             key = (type(x), aval)
             try:
-                rec = self._arrays.get(key)
+                rec = self.arrays.get(key)
             except TypeError:  # an aval kind that cannot be hashed
                 return self._shared(describe_concrete(x))
-            if rec is not None and rec is not _SMALL:
+            if rec is not None and rec is not SMALL_RECORD:
                 return rec
             if rec is None and getattr(x, "size", SMALL_VALUE_SIZE + 1) > SMALL_VALUE_SIZE:
-                rec = self._arrays[key] = self._shared(describe_concrete(x))
+                rec = self.arrays.put(key, self._shared(describe_concrete(x)))
                 return rec
-            self._arrays[key] = _SMALL
+            self.arrays.put(key, SMALL_RECORD)
             return self._small_array(x, key)
         return self._shared(describe_concrete(x))
 
@@ -194,12 +231,13 @@ class Describer:
         except TypeError:  # an aval kind that cannot be hashed
             return self._shared(describe_concrete(x))
         if rec is None:
-            rec = self._scalars[key] = self._shared(describe_concrete(x))
+            rec = self._scalars.put(key, self._shared(describe_concrete(x)))
         return rec
 
     def _shared(self, rec: ValueRecord) -> ValueRecord:
         # Equal concrete descriptions (the same literal, the same small value) share a record.
-        return self._concrete.setdefault(rec, rec)
+        kept = self._concrete.get(rec)
+        return kept if kept is not None else self._concrete.put(rec, rec)
 
     def _small_array(self, x: Any, key: tuple) -> ValueRecord:
         """A small array: its record by its bytes (its value printed once per call)."""
@@ -210,7 +248,7 @@ class Describer:
         except Exception:  # e.g. a deleted or donated buffer: described as it is
             return self._shared(describe_concrete(x))
         if rec is None:
-            rec = self._small[by_bytes] = self._shared(describe_concrete(x))
+            rec = self._small.put(by_bytes, self._shared(describe_concrete(x)))
         return rec
 
     def _has_leaked(self, x: Tracer) -> bool:
@@ -235,32 +273,32 @@ class Describer:
     def _tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
         """The hot path of recording, one call per tracer met (and per part of a tower):
         a tracer of its trace's usual class whose facts were met before, kept flat."""
-        seen = self._traces.get(id(trace_of(x)))
-        if seen is not None and type(x) is seen.tracer_type and not (check_leak and seen.unowned):
-            parts = seen.parts
+        entry = self.fast.get(id(trace_of(x)))
+        if entry is not None and type(x) is entry[0] and (entry[1] or not check_leak):
+            parts = entry[2]
             key: Any
-            if parts is _BATCHED:
+            if parts == BATCHED:
                 val, bdim = batched_parts(x)
                 key = (x.aval, bdim, id(self._tracer(val, False) if isinstance(val, Tracer)
-                                        else self._concrete_record(val)))
-            elif parts:  # primal and tangent
+                                        else self.concrete_record(val)))
+            elif parts == PAIR:
                 primal, tangent = autodiff_parts(x)
                 key = (x.aval,
                        id(self._tracer(primal, False) if isinstance(primal, Tracer)
-                          else self._concrete_record(primal)),
+                          else self.concrete_record(primal)),
                        id(self._tracer(tangent, False) if isinstance(tangent, Tracer)
-                          else self._concrete_record(tangent)))
+                          else self.concrete_record(tangent)))
             else:
                 key = x.aval
             try:
-                rec = seen.records.get(key)
+                rec = entry[3].get(key)
             except TypeError:  # an aval kind that cannot be hashed
                 rec = None
             if rec is not None:
                 return rec
-        return self._new_tracer(x, check_leak)
+        return self.new_tracer_record(x, check_leak)
 
-    def _new_tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
+    def new_tracer_record(self, x: Tracer, check_leak: bool) -> ValueRecord:
         """A tracer whose facts were not met before (or a leaked one): its record."""
         trace = trace_of(x)
         seen = self._traces.get(id(trace))
@@ -273,6 +311,11 @@ class Describer:
             seen.tracer_type = tracer_type
             seen.shape = _tracer_shape(tracer_type, trace)
             seen.parts = _PARTS.get(seen.shape) or ()
+            seen.records = _tracer_records(seen.level, type(trace), tracer_type)
+            if self._traces.get(id(trace)) is seen:  # kept: its tracers take the hot path
+                self.fast[id(trace)] = (tracer_type, not seen.unowned,
+                                        BATCHED if seen.parts is _BATCHED else
+                                        PAIR if seen.parts else FLAT, seen.records)
         try:
             return self._describe_tracer(x, seen)
         except TypeError:  # an aval kind that cannot be hashed: keyed by its text
@@ -282,7 +325,7 @@ class Describer:
         """What a tracer wraps (a tangent may live on a trace of JAX's own: no leak check)."""
         if isinstance(x, Tracer):
             return self._tracer(x, False)
-        return self._concrete_record(x)
+        return self.concrete_record(x)
 
     def _describe_tracer(self, x: Tracer, seen: _TraceSeen, by_text: bool = False) -> ValueRecord:
         """A tracer's record, made once per distinct facts in its trace's table: keyed as
@@ -312,13 +355,14 @@ class Describer:
         else:
             key = (*prefix, aval) if prefix else aval
             children = ()
-        rec = seen.records.get(key)
+        records = seen.records
+        rec = records.get(key)
         if rec is None:
             # NB: a record keeps its children alive, so their ids in the keys stay theirs.
             text = aval if isinstance(aval, str) else (_aval_texts.get(aval) or aval_text(aval))
-            rec = seen.records[key] = ValueRecord(
+            rec = records.put(key, ValueRecord(
                 shape, tracer_type.__name__, text, seen.level,
-                bdim if isinstance(bdim, int) else None, None, children)
+                bdim if isinstance(bdim, int) else None, None, children))
         return rec
 
     def _leaked_record(self, x: Tracer, seen: _TraceSeen) -> ValueRecord:
@@ -347,7 +391,7 @@ def _tracer_shape(tracer_type: type, trace: Any) -> str:
 
 
 _PYTHON_SCALARS = (bool, int, float, complex)
-_SMALL = ValueRecord("array", "", "")  # marks an array small enough to keep its value
+SMALL_RECORD = ValueRecord("array", "", "")  # marks an array small enough to keep its value
 
 
 _PARTS = {kind: t.children for kind, t in TRACES_BY_TRACER.items()}
@@ -517,6 +561,13 @@ _setting: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 # code object rehashes its bytecode (about 3 us), once per frame walked.
 _code_kinds: BoundedCache = BoundedCache(100_000)  # id(code) -> (code, kind)
 _locations: dict[tuple, tuple[Any, Any, SourceLocation]] = {}
+# The same tables for the C step core, which walks frames known here without calling in.
+CODE_KINDS, LOCATIONS = _code_kinds, _locations
+
+
+def code_kind_numbers() -> dict[str, int]:
+    """The numbers CODE_KINDS gives each kind of code."""
+    return {"user": _USER, "internal": _INTERNAL, "library": _LIBRARY}
 
 
 def set_user_code(user: Sequence[str] = (), library: Sequence[str] = ()) -> tuple:

@@ -111,6 +111,9 @@ from ._params import (
     while_consts as while_consts,
 )
 from ._sources import (
+    NAME_STACK_PLACE as NAME_STACK_PLACE,
+)
+from ._sources import (
     _name_stack_texts as _name_stack_texts,
 )
 from ._sources import (
@@ -220,6 +223,9 @@ from ._tracebacks import (
 )
 from ._tracebacks import (
     public_error_name as public_error_name,
+)
+from ._tracers import (
+    TRACER_PART_NAMES as TRACER_PART_NAMES,
 )
 from ._tracers import (
     _has_attrs as _has_attrs,

@@ -92,7 +92,13 @@ class RecordingTrace(Trace):
             # Evaluate the wrapper's body here so users see sin/mul, not jit[name=sin].
             with set_current_trace(self):
                 return eval_jaxpr(params["jaxpr"], list(tracers))
-        index = level.begin_step(primitive, tracers, params, "primitive")
+        # The hot path of recording: the step core directly (one call each way), unless
+        # the level keeps a tape for stages (then LevelState's steps).
+        core = level.core if level.tape is None else None
+        if core is not None:
+            index = core.begin(level.index, primitive, tracers, "primitive")
+        else:
+            index = level.begin_step(primitive, tracers, params, "primitive")
         try:
             if self.parent_current:
                 with set_current_trace(self.parent):
@@ -102,7 +108,10 @@ class RecordingTrace(Trace):
         except BaseException as e:
             level.fail_step(index, primitive, params, e)
             raise
-        level.end_step(index, primitive, params, out, primitive.multiple_results)
+        if core is not None:
+            core.end(index, primitive, params, out, primitive.multiple_results)
+        else:
+            level.end_step(index, primitive, params, out, primitive.multiple_results)
         return out
 
     def process_call(self, call_primitive, f, tracers, params, /):

@@ -20,6 +20,8 @@ trace_of = operator.attrgetter("_trace")
 # attributes of JAX's BatchTracer, JVPTracer and LinearizeTracer (no public accessor).
 batched_parts = operator.attrgetter("val", "batch_dim")
 autodiff_parts = operator.attrgetter("primal", "tangent")
+# The same names for the C step core: (trace, aval, val, batch_dim, primal, tangent).
+TRACER_PART_NAMES = ("_trace", "aval", "val", "batch_dim", "primal", "tangent")
 
 # (tracer class, trace class) -> what the tracer holds; see tracer_shape.
 tracer_shapes: dict[tuple[type, type], str] = {}

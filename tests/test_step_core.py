@@ -1,0 +1,141 @@
+"""The C step core (transforms/_core.c) records exactly what the Python reference
+(`_step_core.PyStepCore`) records: every corpus case, with and without stages, saved to the
+same text by both; and how a process chooses its core.
+
+CI sets WORKBENCH_REQUIRE_CORE=1 (scripts/test.sh): there the C core must be built and
+current, so these tests compare it and nothing is skipped.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+from corpus import CASES
+
+import transforms as T
+from transforms import _recorder, _step_core
+
+C_CORE, WHY_NOT = _step_core._c_core()
+REQUIRED = os.environ.get("WORKBENCH_REQUIRE_CORE") == "1"
+needs_c = pytest.mark.skipif(C_CORE is None and not REQUIRED, reason=f"no C core: {WHY_NOT}")
+
+
+def test_the_c_core_is_there_when_required():
+    if REQUIRED:
+        assert C_CORE is not None, WHY_NOT
+        assert _step_core.step_core_class() is C_CORE
+
+
+def _recorded_text(core: type, run, stages: bool, monkeypatch) -> str:
+    monkeypatch.setattr(_recorder, "step_core_class", lambda: core)
+    with T.record(stages=stages) as session:
+        try:
+            run()
+        except Exception:  # the corpus's failing cases: their records are compared too
+            pass
+    # Stage records carry how long each capture took: the one field that differs (and so
+    # do the byte offsets of the index after it, left out).
+    text = session.to_json_text()
+    # JAX's error messages name tracers by id.
+    return _IDS.sub("object id <id>", _TIMES.sub("<t>", text[:text.rindex(',"lazy_at":')]))
+
+
+_IDS = re.compile(r"object id \d+")
+_TIMES = re.compile(r"(?<=[,\[:])-?\d+\.\d+(e-?\d+)?(?=[,\]}])")
+
+
+# Every case with steps only; every third with stages too (the steps of a level with a tape
+# go through LevelState to the same core: the cases are there for what a tape reads).
+CORE_CASES = [(case, False) for case in CASES] + [(case, True) for case in CASES[::3]]
+
+
+@needs_c
+@pytest.mark.parametrize("case, stages", CORE_CASES,
+                         ids=[f"{c.name}-{'stages' if s else 'steps'}" for c, s in CORE_CASES])
+def test_both_cores_record_the_same(case, stages, monkeypatch):
+    def run():
+        return case.run(T)
+    # The first run warms JAX's caches. NB: from one line: a compiled stage's text holds the
+    # Python frames it was traced under, this one's line among them.
+    texts = [_recorded_text(core, run, stages, monkeypatch)
+             for core in (_step_core.PyStepCore, _step_core.PyStepCore, C_CORE)]
+    assert texts[2] == texts[1]
+
+
+@needs_c
+def test_both_cores_agree_on_a_tower_a_custom_rule_and_a_failure(monkeypatch):
+    @jax.custom_jvp
+    def soft(x):
+        return jnp.log1p(jnp.exp(x))
+
+    @soft.defjvp
+    def soft_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return soft(x), t * jax.nn.sigmoid(x)
+
+    def f(x):
+        return jnp.sum(soft(jnp.sin(x) * 2.0)) + jnp.float32(0.5) * x[0]
+
+    def run():
+        x = jnp.arange(6.0).reshape(2, 3)
+        T.vmap(T.grad(f))(x)
+        jax.make_jaxpr(T.jacfwd(T.grad(f)))(x[0])
+        T.jit(T.vmap(f))(x)
+        T.grad(lambda x: jnp.dot(x, jnp.ones(4)))(x[0])  # raises: shapes (3,) and (4,)
+
+    texts = [_recorded_text(core, run, False, monkeypatch)
+             for core in (_step_core.PyStepCore, _step_core.PyStepCore, C_CORE)]
+    assert texts[2] == texts[1]
+    assert '"custom_jvp_call"' in texts[2] and "TypeError" in texts[2]
+
+
+@needs_c
+def test_the_c_core_has_the_reference_layout():
+    from transforms import _core
+    assert _core.STRIDE == _step_core.STRIDE
+    assert _core.SOURCE_SHA == _step_core.core_source_sha()
+
+
+@needs_c
+def test_the_c_core_says_what_is_wrong_with_its_arguments():
+    from transforms import _core
+    with pytest.raises(TypeError):
+        _core.StepCore(object(), print, print, [])  # jit_entries must be a dict
+    with pytest.raises(AttributeError):
+        _core.StepCore(object(), print, print, {})  # not a describer
+
+
+def test_a_stale_c_core_is_not_used(monkeypatch):
+    monkeypatch.setattr(_step_core, "core_source_sha", lambda: "0" * 64)
+    cls, why = _step_core._c_core()
+    assert cls is None and ("another _core.c" in why or "not built" in why)
+    monkeypatch.setenv("WORKBENCH_REQUIRE_CORE", "1")
+    monkeypatch.delenv("WORKBENCH_CORE", raising=False)
+    with pytest.raises(ImportError, match="WORKBENCH_REQUIRE_CORE=1"):
+        _step_core.step_core_class.__wrapped__()
+
+
+def test_without_the_c_core_a_process_warns_and_records_with_python(monkeypatch):
+    monkeypatch.setattr(_step_core, "core_source_sha", lambda: "0" * 64)
+    monkeypatch.delenv("WORKBENCH_REQUIRE_CORE", raising=False)
+    monkeypatch.delenv("WORKBENCH_CORE", raising=False)
+    with pytest.warns(RuntimeWarning, match="Python step core"):
+        assert _step_core.step_core_class.__wrapped__() is _step_core.PyStepCore
+
+
+def test_workbench_core_python_chooses_the_reference():
+    code = ("import transforms._step_core as s; import transforms as T, jax.numpy as jnp; "
+            "print(s.step_core_class().__name__); "
+            "w = T.record(stages=False)\n"
+            "with w as session: T.grad(lambda x: jnp.sin(x))(1.0)\n"
+            "print(session.step_count > 0)")
+    env = dict(os.environ, WORKBENCH_CORE="python")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["PyStepCore", "True"]
