@@ -2,7 +2,9 @@
  * (the reference; read its docstrings first), doing the common case of each step without
  * running Python code:
  *   - a tracer whose trace, class and facts were met before: its record from the
- *     describer's `fast` table; a concrete array by (class, aval) from its `arrays` table;
+ *     describer's `fast` table; a concrete array by (class, aval) from its `arrays` table
+ *     (a small one by its bytes too, from `small_arrays`),
+ *     a Python scalar or typed literal by (class, exact value, aval) from `scalars`;
  *   - the user's line: a walk over frames whose code objects' kinds are known
  *     (_snapshot.CODE_KINDS), ending on a user line already in _snapshot.LOCATIONS;
  *   - the name stack: the same object as the previous step's;
@@ -53,6 +55,7 @@ static PyObject *seeded;             /* the texts every call starts with */
 static PyObject *jit_names;          /* the names of JAX's jit primitive */
 static PyObject *array_type;         /* array.array */
 static PyObject *s_name, *s_jaxpr, *s_donated, *s_inline, *s_i;
+static PyObject *float_hex;          /* float.hex */
 
 /* --- the core ------------------------------------------------------------------------- */
 typedef struct {
@@ -66,7 +69,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *describer;
     PyObject *new_tracer_record, *concrete_record, *describe_all_py;
-    PyObject *fast, *arrays, *values, *tuple_index, *single_index;
+    PyObject *fast, *arrays, *scalars, *small_arrays, *values, *tuple_index, *single_index;
     int check_leak;
     PyObject *step_params, *jit_step, *jit_entries;
     PyObject *sources, *source_numbers;
@@ -196,12 +199,80 @@ done:
     return rec;
 }
 
+/* getattr(x, "aval", None), a new reference */
+static PyObject *
+aval_or_none(PyObject *x)
+{
+    PyObject *aval = PyObject_GetAttr(x, s_aval);
+    if (aval == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return aval;
+}
+
+/* A Python scalar's or JAX typed literal's record by (class, exact value, aval), as
+ * Describer._scalar keys it (a float by float.hex: 0.0 == -0.0, and nan is no key);
+ * NULL with no error when not there (a complex: always asked of Python). */
+static PyObject *
+known_scalar(StepCore *self, PyObject *x)
+{
+    PyObject *exact;
+    if (PyFloat_Check(x))
+        exact = PyObject_CallOneArg(float_hex, x);
+    else if (PyLong_Check(x))
+        exact = PyNumber_Long(x);
+    else
+        return NULL;
+    if (exact == NULL)
+        return NULL;
+    PyObject *aval = aval_or_none(x);
+    PyObject *key = aval == NULL ? NULL : PyTuple_Pack(3, (PyObject *)Py_TYPE(x), exact, aval);
+    Py_DECREF(exact);
+    Py_XDECREF(aval);
+    if (key == NULL)
+        return NULL;
+    PyObject *rec = PyDict_GetItemWithError(self->scalars, key);
+    Py_DECREF(key);
+    if (rec == NULL) {
+        if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_TypeError))
+            PyErr_Clear();
+        return NULL;
+    }
+    Py_INCREF(rec);
+    return rec;
+}
+
+/* A small array's record by (class, aval, its bytes), as Describer._small_array keys it
+ * (np.asarray(x).tobytes(): the C-contiguous buffer's bytes); NULL with no error when not
+ * there or when x has no such buffer (a bfloat16, a deleted array: Python decides). */
+static PyObject *
+known_small_array(StepCore *self, PyObject *x, PyObject *key)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(x, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(view.buf, view.len);
+    PyBuffer_Release(&view);
+    PyObject *by_bytes = bytes == NULL ? NULL :
+        PyTuple_Pack(3, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1), bytes);
+    Py_XDECREF(bytes);
+    if (by_bytes == NULL)
+        return NULL;
+    PyObject *rec = PyDict_GetItemWithError(self->small_arrays, by_bytes);
+    Py_DECREF(by_bytes);
+    Py_XINCREF(rec);
+    return rec;
+}
+
 /* A concrete array's record by (class, aval); NULL with no error when not there. */
 static PyObject *
 known_array(StepCore *self, PyObject *x)
 {
     if (PyLong_Check(x) || PyFloat_Check(x) || PyComplex_Check(x))
-        return NULL;  /* a Python scalar or typed literal: keyed by its value in Python */
+        return known_scalar(self, x);
     PyObject *aval = PyObject_GetAttr(x, s_aval);
     if (aval == NULL) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError))
@@ -213,14 +284,18 @@ known_array(StepCore *self, PyObject *x)
     if (key == NULL)
         return NULL;
     PyObject *rec = PyDict_GetItemWithError(self->arrays, key);
-    Py_DECREF(key);
     if (rec == NULL) {
+        Py_DECREF(key);
         if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_TypeError))
             PyErr_Clear();
         return NULL;
     }
-    if (rec == small_record)
-        return NULL;
+    if (rec == small_record) {
+        rec = known_small_array(self, x, key);
+        Py_DECREF(key);
+        return rec;
+    }
+    Py_DECREF(key);
     Py_INCREF(rec);
     return rec;
 }
@@ -964,11 +1039,15 @@ core_init(StepCore *self, PyObject *args, PyObject *kwds)
         (self->describe_all_py = PyObject_GetAttrString(describer, "describe_all")) == NULL ||
         (self->fast = PyObject_GetAttrString(describer, "fast")) == NULL ||
         (self->arrays = PyObject_GetAttrString(describer, "arrays")) == NULL ||
+        (self->scalars = PyObject_GetAttrString(describer, "scalars")) == NULL ||
+        (self->small_arrays = PyObject_GetAttrString(describer, "small_arrays")) == NULL ||
         (self->values = PyObject_GetAttrString(describer, "tuples")) == NULL ||
         (self->tuple_index = PyObject_GetAttrString(describer, "tuple_index")) == NULL ||
         (self->single_index = PyObject_GetAttrString(describer, "single_index")) == NULL)
         return -1;
-    if (!PyDict_Check(self->fast) || !PyDict_Check(self->arrays) || !PyList_Check(self->values) ||
+    if (!PyDict_Check(self->fast) || !PyDict_Check(self->arrays) || !PyDict_Check(self->scalars) ||
+        !PyDict_Check(self->small_arrays) ||
+        !PyList_Check(self->values) ||
         !PyDict_Check(self->tuple_index) || !PyDict_Check(self->single_index)) {
         PyErr_SetString(PyExc_TypeError, "the describer's tables must be dicts and a list");
         return -1;
@@ -1003,6 +1082,8 @@ core_traverse(StepCore *self, visitproc visit, void *arg)
     Py_VISIT(self->describe_all_py);
     Py_VISIT(self->fast);
     Py_VISIT(self->arrays);
+    Py_VISIT(self->scalars);
+    Py_VISIT(self->small_arrays);
     Py_VISIT(self->values);
     Py_VISIT(self->tuple_index);
     Py_VISIT(self->single_index);
@@ -1034,6 +1115,8 @@ core_clear(StepCore *self)
     Py_CLEAR(self->describe_all_py);
     Py_CLEAR(self->fast);
     Py_CLEAR(self->arrays);
+    Py_CLEAR(self->scalars);
+    Py_CLEAR(self->small_arrays);
     Py_CLEAR(self->values);
     Py_CLEAR(self->tuple_index);
     Py_CLEAR(self->single_index);
@@ -1253,8 +1336,9 @@ PyInit__core(void)
     s_donated = PyUnicode_InternFromString("donated_invars");
     s_inline = PyUnicode_InternFromString("inline");
     s_i = PyUnicode_InternFromString("i");
+    float_hex = PyObject_GetAttrString((PyObject *)&PyFloat_Type, "hex");
     if (array_type == NULL || s_name == NULL || s_jaxpr == NULL || s_donated == NULL ||
-        s_inline == NULL || s_i == NULL)
+        s_inline == NULL || s_i == NULL || float_hex == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)

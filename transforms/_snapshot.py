@@ -152,8 +152,8 @@ class Describer:
         # Concrete values' records, shared by every call (a loop's calls meet the same ones).
         self._concrete = _CONCRETE
         self.arrays = _ARRAYS
-        self._small = _SMALL_ARRAYS
-        self._scalars = _SCALARS
+        self.small_arrays = _SMALL_ARRAYS
+        self.scalars = _SCALARS
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
@@ -227,11 +227,11 @@ class Describer:
             exact = int(x)
         try:
             key = (type(x), exact, getattr(x, "aval", None))
-            rec = self._scalars.get(key)
+            rec = self.scalars.get(key)
         except TypeError:  # an aval kind that cannot be hashed
             return self._shared(describe_concrete(x))
         if rec is None:
-            rec = self._scalars.put(key, self._shared(describe_concrete(x)))
+            rec = self.scalars.put(key, self._shared(describe_concrete(x)))
         return rec
 
     def _shared(self, rec: ValueRecord) -> ValueRecord:
@@ -244,11 +244,11 @@ class Describer:
         try:
             value = np.asarray(x)
             by_bytes = (*key, value.tobytes())
-            rec = self._small.get(by_bytes)
+            rec = self.small_arrays.get(by_bytes)
         except Exception:  # e.g. a deleted or donated buffer: described as it is
             return self._shared(describe_concrete(x))
         if rec is None:
-            rec = self._small.put(by_bytes, self._shared(describe_concrete(x)))
+            rec = self.small_arrays.put(by_bytes, self._shared(describe_concrete(x)))
         return rec
 
     def _has_leaked(self, x: Tracer) -> bool:
@@ -313,7 +313,10 @@ class Describer:
             seen.parts = _PARTS.get(seen.shape) or ()
             seen.records = _tracer_records(seen.level, type(trace), tracer_type)
             if self._traces.get(id(trace)) is seen:  # kept: its tracers take the hot path
-                self.fast[id(trace)] = (tracer_type, not seen.unowned,
+                # NB: a trace the call runs inside (make_jaxpr's, an outer jit's) lives
+                # until the call returns: its tracers cannot have leaked before then.
+                leak_free = not seen.unowned or id(trace) in (self.enclosing or ())
+                self.fast[id(trace)] = (tracer_type, leak_free,
                                         BATCHED if seen.parts is _BATCHED else
                                         PAIR if seen.parts else FLAT, seen.records)
         try:
