@@ -13,6 +13,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from transforms._step_core import step_core_class
+
 WIDTH = 64
 DEPTH = 8
 BATCH = 16
@@ -102,7 +104,8 @@ def median(xs: list[float]) -> float:
 def header(title: str) -> None:
     print(f"{title}")
     print(f"  Python {platform.python_version()}, jax {jax.__version__}, "
-          f"backend {jax.default_backend()}, {platform.machine()}")
+          f"backend {jax.default_backend()}, {platform.machine()}, "
+          f"{step_core_class().__name__} records the steps")
 
 
 def verdict(name: str, value: float, target: float, unit: str = "") -> int:

@@ -19,11 +19,12 @@ import jax
 from . import _interpreters as _i
 from . import _stage_plan, _stages
 from ._by_object import ByObject
+from ._caches import BoundedCache
 from ._call_shardings import sharding_hook
 from ._call_trees import CallTrees
 from ._interpreters import is_inline_jit_params
 from ._levels import LevelState, RuleSpec
-from ._rules import summarize_params
+from ._rules import jit_pairs_key, summarize_params
 from ._snapshot import Describer, describe_concrete, jaxpr_record, traceback_location, user_location
 from ._spec import Options, TransformSpec, chain_of, function_name
 from ._stage_records import failed_capture
@@ -313,6 +314,10 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
         _block_key.reset(key_token)
 
 
+# The pairs of jnp wrappers' jit steps by what they print (_rules.jit_pairs_key).
+_inline_jit_pairs: BoundedCache = BoundedCache(10_000)
+
+
 class StepSummaries:
     """A session's steps' params as text pairs, and the records of their sub-jaxprs: what
     a step core asks when its own tables do not have them (`step_params`, `jit_step`).
@@ -340,6 +345,15 @@ class StepSummaries:
         pairs, jaxprs = summarize_params(name, params)
         return pairs, tuple([self.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
 
+    def _inline_pairs(self, params: dict) -> tuple:
+        key = jit_pairs_key(params)
+        pairs = _inline_jit_pairs.get(key) if key is not None else None
+        if pairs is None:
+            pairs = summarize_params("jit", params)[0]
+            if key is not None:
+                _inline_jit_pairs.put(key, pairs)
+        return pairs
+
     def jit_step(self, params: dict) -> tuple:
         """(pairs, subjaxprs, inline) of a jit step, once per jaxpr object.
 
@@ -354,13 +368,15 @@ class StepSummaries:
             hit, key = None, None
         if hit is not None:
             return hit
-        pairs, jaxprs = summarize_params("jit", params)
         inline = is_inline_jit_params(params)
-        if jaxprs and (self.full_detail or not inline):
+        if self.full_detail or not inline:
+            pairs, jaxprs = summarize_params("jit", params)
             subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
         else:
             # At the default detail a jnp wrapper's body is named in its params
-            # (`jaxpr={jaxpr: sin, cos}`), not kept.
+            # (`jaxpr={jaxpr: sin, cos}`), not kept; JAX makes new jaxprs for the
+            # wrappers under vmap and grad in every call: their pairs by what they print.
+            pairs = self._inline_pairs(params)
             subjaxprs = ()
         summary = (pairs, subjaxprs, inline)
         if key is not None:

@@ -194,6 +194,17 @@ def params_key(primitive_name: str, params: dict) -> tuple | None:
     return tuple(key)
 
 
+def jit_pairs_key(params: dict) -> tuple | None:
+    """A key for the pairs `_jit_rule` makes of a jit's params: what it prints (the name,
+    the flags, the body's text), exact as params_key; None when they are not plain data."""
+    jaxpr = params.get("jaxpr")
+    flags = params_key("jit", {k: params[k] for k in _JIT_PRINTED if k in params})
+    return None if jaxpr is None or flags is None else (flags, _jaxpr_text(jaxpr))
+
+
+_JIT_PRINTED = ("name", "inline", "keep_unused", "donated_invars")
+
+
 def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, SubJaxprs]:
     if not params:
         return (), []
