@@ -18,7 +18,7 @@ from ._calls import build, invoke, level_entry
 from ._interpreters import jax_own
 from ._jit import jit
 from ._returned import invoke_keeping_origin, recording_pullback, recording_pushforward
-from ._spec import Options, TransformSpec
+from ._spec import Options, TransformSpec, Wrapper
 from ._state import _state
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "value_and_grad",
@@ -34,7 +34,7 @@ __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "va
 # JAX's own jax.jvp), so no frame of ours is on the stack while JAX runs.
 
 
-class _Transformed:
+class _Transformed(Wrapper):
     """transforms.grad(f) and its kin: JAX's own `jax.grad(f)` outside record(), recording inside.
 
     The recording variant, `jax.grad(<level entry of f>)` called through
