@@ -126,6 +126,8 @@ class SessionRecorder:
 
     def finish_stages(self, key: Any = _EVERY) -> None:
         """Capture what waited for JAX to finish a trace (top-level jit calls): all, or key's."""
+        if not self.stages.later:  # nothing waits (always so with stages off)
+            return
         with recording_off():
             self.stages.resolve(self.session.calls, key)
 
