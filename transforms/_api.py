@@ -18,7 +18,7 @@ from ._calls import build, invoke, level_entry
 from ._interpreters import jax_own
 from ._jit import jit
 from ._returned import invoke_keeping_origin, recording_pullback, recording_pushforward
-from ._spec import Options, TransformSpec
+from ._spec import Options, TransformSpec, Wrapper
 from ._state import _state
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "value_and_grad",
@@ -34,7 +34,7 @@ __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "va
 # JAX's own jax.jvp), so no frame of ours is on the stack while JAX runs.
 
 
-class _Transformed:
+class _Transformed(Wrapper):
     """transforms.grad(f) and its kin: JAX's own `jax.grad(f)` outside record(), recording inside.
 
     The recording variant, `jax.grad(<level entry of f>)` called through
@@ -49,18 +49,14 @@ class _Transformed:
         self._plain = plain
         self._kind, self._fun, self._options = kind, fun, options
         self._build_recording = build_recording
-        self._recording: Callable | None = None
         self._transformed: Callable | None = None
 
     @property
     def __call__(self) -> Callable:
         if _state.session is None:
             return self._plain
-        recording = self._recording
-        if recording is None:
-            recording = self._recording = _i.api_boundary(functools.partial(
-                _invoke_star, self._kind, self._fun, self._options, self._recording_transform()))
-        return recording
+        self._recording_transform()
+        return types.MethodType(_invoke_star, self)
 
     def _recording_transform(self) -> Callable:
         """jax.<kind>(level entry of f), built once: stage capture knows it by identity."""
@@ -77,9 +73,14 @@ class _Transformed:
         return TransformSpec(self._kind, self._fun, self._recording_transform(), self._options)
 
 
-def _invoke_star(kind: str, fun: Any, options: Options, transformed: Callable,
-                 *args: Any, **kwargs: Any) -> Any:
-    return invoke(kind, fun, options, transformed, args, kwargs)
+# NB: one boundary for every wrapper, made once: a program builds grad(f) afresh on each
+# call, and wrapping each one's call (functools.wraps of a partial) cost ~10 us a wrapper.
+@_i.api_boundary
+def _invoke_star(wrapper: _Transformed, /, *args: Any, **kwargs: Any) -> Any:
+    """A recorded call of the wrapper (its recording variant is built: see __call__)."""
+    assert wrapper._transformed is not None
+    return invoke(wrapper._kind, wrapper._fun, wrapper._options, wrapper._transformed, args,
+                  kwargs)
 
 
 def _transformed(kind: str, jax_transform: Callable, fun: Any, options: Options) -> Callable:

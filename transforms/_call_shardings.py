@@ -48,6 +48,8 @@ class _ShardingHook:
     @staticmethod
     def call_shardings(call: CallBuilder, stages: tuple) -> tuple:
         """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
+        if not call.shardings and not _compiled_layouts(stages):
+            return ()  # nothing to name (always so with stages off)
         return _ShardingHook.stage_shardings(call)(stages)
 
     @staticmethod
@@ -65,7 +67,7 @@ class _ShardingHook:
 
         def named(stages: tuple) -> tuple:
             try:
-                compiled = [s for s in stages if s.role == "hlo" and s.shardings]
+                compiled = _compiled_layouts(stages)
                 if not compiled:
                     return ()
                 found = _sharding.named_for_call(compiled[-1].shardings, names, prefix)
@@ -76,6 +78,11 @@ class _ShardingHook:
 
 
 sharding_hook = _ShardingHook()
+
+
+def _compiled_layouts(stages: tuple) -> list:
+    """The compiled stages that hold layouts (a jit's executable's)."""
+    return [s for s in stages if s.role == "hlo" and s.shardings]
 
 
 def _derivative(call: CallBuilder) -> tuple[str, Options]:

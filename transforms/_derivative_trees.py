@@ -12,7 +12,7 @@ import inspect
 import weakref
 from typing import Any, Callable, NamedTuple
 
-from ._spec import Options
+from ._spec import Options, signature_holder
 from ._trees import TreeBuilder, nest_trees, pair_trees, tuple_tree
 from .kinds import Derivative, TransformKind, kind_of
 from .model import TreePair, TreeRecord
@@ -25,6 +25,7 @@ _signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def signature_parameters(fun: Any) -> list[inspect.Parameter]:
     """inspect.signature(fun)'s parameters, once per function (every recorded call asks)."""
+    fun = signature_holder(fun)
     try:
         return _signatures[fun]
     except (KeyError, TypeError):  # not seen yet, or not weakly referable / hashable

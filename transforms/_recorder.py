@@ -64,6 +64,17 @@ def level_kind(trace: Any) -> str:
 
 _EVERY = object()  # resolve every waiting capture
 
+# Level records by their fields: a loop's calls have the same levels, one record each.
+_shared_levels: BoundedCache = BoundedCache(10_000)
+
+
+def shared_level(*fields: Any) -> Level:
+    """The Level with these fields, made once (records are frozen: sharing one is safe)."""
+    level = _shared_levels.get(fields)
+    if level is None:
+        level = _shared_levels.put(fields, Level(*fields))
+    return level
+
 # The most jaxprs a session keeps alive for its records' sake (then it starts again).
 SHARED_JAXPRS = 512
 
@@ -137,6 +148,8 @@ class SessionRecorder:
 
     def finish_stages(self, key: Any = _EVERY) -> None:
         """Capture what waited for JAX to finish a trace (top-level jit calls): all, or key's."""
+        if not self.stages.later:  # nothing waits (always so with stages off)
+            return
         with recording_off():
             self.stages.resolve(self.session.calls, key)
 
@@ -565,9 +578,9 @@ class CallBuilder:
             prefix = parent.label + "/" if parent is not None and parent.depth > 0 else ""
             label = f"{prefix}{kind}#{depth}"
         index = len(self.levels)
-        self.levels.append(Level(index, kind, label, depth,
-                                 parent.index if parent is not None else None,
-                                 trace_type, function, options.pairs if options else ()))
+        self.levels.append(shared_level(index, kind, label, depth,
+                                        parent.index if parent is not None else None,
+                                        trace_type, function, options.pairs if options else ()))
         self.level_of_trace[id(jax_trace)] = index
         self.describer.levels_changed()
         self.core.add_level()

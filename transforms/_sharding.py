@@ -64,7 +64,8 @@ def sharding_text(sharding: Any) -> str:
 
 def is_multi_device(x: Any) -> bool:
     """A concrete jax.Array whose sharding spans more than one device."""
-    if not isinstance(x, jax.Array) or isinstance(x, Tracer):
+    # NB: Tracer first: isinstance(tracer, jax.Array) costs a us a leaf (an ABC check)
+    if isinstance(x, Tracer) or not isinstance(x, jax.Array):
         return False
     try:
         return len(x.sharding.device_set) > 1

@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping
 from ._text import safe_repr
 from .kinds import TransformKind, kind_of
 
-__all__ = ["Options", "TransformSpec", "chain_of", "function_name", "spec_of"]
+__all__ = ["Options", "TransformSpec", "Wrapper", "chain_of", "function_name", "signature_holder",
+           "spec_of"]
 
 
 class Options:
@@ -97,6 +98,28 @@ def chain_of(spec: TransformSpec) -> list[TransformSpec]:
             break
         chain.append(inner)
     return chain
+
+
+class Wrapper:
+    """Base of the objects our wrappers return for a user's function (`transforms.grad(f)`).
+
+    Like the function `jax.grad(f)` returns, one has f's signature: `inspect.signature`
+    follows its `__wrapped__` to f.
+    """
+    __wrapped__: Any
+
+
+def signature_holder(fun: Any) -> Any:
+    """The function whose signature `fun` has: through our wrappers to the user's function.
+
+    NB: a program builds `grad(f)` afresh on each call, f lives on: signatures cached per
+    function are found again.
+    """
+    for _ in range(64):
+        if not isinstance(fun, Wrapper):
+            break
+        fun = fun.__wrapped__
+    return fun
 
 
 def function_name(fun: Any) -> str:

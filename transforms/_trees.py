@@ -162,10 +162,19 @@ class TreeBuilder:
         except Exception as e:  # a leaf we cannot describe still gets a node
             return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
                             type_name, note=f"not described: {type(e).__name__}")
+        value = leaf_value(x, rec)
+        # NB: the same leaf node for the same facts: a loop's calls describe equal leaves
+        # (a tracer's text is made once), and share the node.
+        key = (id(node), type_name, rec, value)
+        hit = _leaf_nodes.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
         traced = rec.is_tracer
-        return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
-                        type_name, "", (), (), rec.aval, leaf_value(x, rec), traced,
-                        rec.describe() if traced else "", "")
+        filled = TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
+                          type_name, "", (), (), rec.aval, value, traced,
+                          rec.describe() if traced else "", "")
+        _leaf_nodes.put(key, (node, filled))
+        return filled
 
     def _walk(self, obj: Any, role: str, name: str, argnum: int | None) -> TreeRecord:
         nodes: list[dict] = []
@@ -268,6 +277,9 @@ _LEAF_TYPES = (Tracer, jax.Array, np.ndarray, np.generic, bool, int, float, comp
 # again and again: the walk (and the user's flatten functions) run once per structure.
 # key -> (treedef text, nodes, leaf indices)
 _skeletons: BoundedCache = BoundedCache(512)
+
+# (id(skeleton leaf node), type name, ValueRecord, value text) -> (skeleton node, filled node)
+_leaf_nodes: BoundedCache = BoundedCache(10_000)
 
 
 def _remember(key: tuple, record: TreeRecord, num_leaves: int) -> None:
