@@ -582,7 +582,7 @@ class CallBuilder:
                                         parent.index if parent is not None else None,
                                         trace_type, function, options.pairs if options else ()))
         self.level_of_trace[id(jax_trace)] = index
-        self.describer.levels_changed()
+        self.describer.level_added(jax_trace)
         self.core.add_level()
         state = LevelState(self, index, label, depth, jax_trace, self.recorder.inline_jnp)
         # Kept until the call finishes: a custom_vjp bwd runs after its level ends.

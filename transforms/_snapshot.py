@@ -157,10 +157,11 @@ class Describer:
         self.leaked: list[ValueRecord] = []  # tracers of no transformation running now
         self.enclosing: set[int] | None = None  # ids of the traces the call runs inside
 
-    def levels_changed(self) -> None:
-        """A level was added: the traces met so far are looked up again."""
-        self._traces.clear()
-        self.fast.clear()
+    def level_added(self, trace: Any) -> None:
+        """`trace` became a level of the call: its entry (made when it was no level, or
+        another level on the same trace) is made again when its tracers are next met."""
+        self._traces.pop(id(trace), None)
+        self.fast.pop(id(trace), None)
 
     def describe_all(self, xs: Any) -> int:
         """The records of a step's inputs or outputs, as a number in `tuples` (equal tuples
@@ -267,7 +268,7 @@ class Describer:
         seen.unowned = level is None
         seen.tracer_type = None
         seen.shape, seen.parts = "tracer", ()
-        seen.records = {}
+        seen.records = BoundedCache(_RECORDS_PER_TABLE)  # shared once the tracer class is known
         return seen
 
     def _tracer(self, x: Tracer, check_leak: bool) -> ValueRecord:
