@@ -9,7 +9,8 @@
  *     (_snapshot.CODE_KINDS), ending on a user line already in _snapshot.LOCATIONS;
  *   - the name stack: the same object as the previous step's;
  *   - params of plain data seen before (_rules.param_summaries, keyed as _rules.params_key);
- *     a jit step's summary kept for its jaxpr object (the builder's jit_entries).
+ *     a jit step's summary kept for its jaxpr object (the builder's jit_entries), or a jnp
+ *     wrapper's by what its pairs print (the new jaxprs JAX makes for them in each call).
  * Everything else calls the Python functions PyStepCore calls, so both record the same
  * data. No JAX names here: configure() hands them over from the door (_interpreters).
  *
@@ -56,6 +57,9 @@ static PyObject *jit_names;          /* the names of JAX's jit primitive */
 static PyObject *array_type;         /* array.array */
 static PyObject *s_name, *s_jaxpr, *s_donated, *s_inline, *s_i;
 static PyObject *float_hex;          /* float.hex */
+static PyObject *inline_enum_name;   /* the name of jit's inline=True on JAX's Inline enum */
+static PyObject *inline_members;     /* id(an inline param's enum member) -> (it, is inline) */
+static PyObject *s_eqns, *s_primitive, *s_keep_unused, *s_comma;
 
 /* --- the core ------------------------------------------------------------------------- */
 typedef struct {
@@ -71,7 +75,7 @@ typedef struct {
     PyObject *new_tracer_record, *concrete_record, *describe_all_py;
     PyObject *fast, *arrays, *scalars, *small_arrays, *values, *tuple_index, *single_index;
     int check_leak;
-    PyObject *step_params, *jit_step, *jit_entries;
+    PyObject *step_params, *jit_step, *jit_entries, *inline_pairs;
     PyObject *sources, *source_numbers;
     PyObject *texts, *text_numbers;
     PyObject *params, *param_numbers;
@@ -616,6 +620,54 @@ fail:
     return NULL;
 }
 
+/* _interpreters.inline_token(params) (a new reference) and whether the jit is a jnp
+ * wrapper's (is_inline_jit_params), an enum member's answer kept by its identity. */
+static PyObject *
+inline_token(PyObject *params, int *is_inline)
+{
+    PyObject *inline_ = PyDict_GetItemWithError(params, s_inline);
+    if (inline_ == NULL && PyErr_Occurred())
+        return NULL;
+    if (inline_ == NULL || inline_ == Py_None || PyBool_Check(inline_)) {
+        *is_inline = inline_ == Py_True;
+        inline_ = inline_ == NULL ? Py_None : inline_;
+        Py_INCREF(inline_);
+        return inline_;
+    }
+    PyObject *id = PyLong_FromVoidPtr(inline_);
+    if (id == NULL)
+        return NULL;
+    PyObject *known = PyDict_GetItemWithError(inline_members, id);
+    if (known == NULL) {
+        if (PyErr_Occurred())
+            goto fail;
+        PyObject *name = PyObject_GetAttr(inline_, s_name);
+        int early = 0;
+        if (name == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto fail;
+            PyErr_Clear();
+        } else {
+            early = PyObject_RichCompareBool(name, inline_enum_name, Py_EQ);
+            Py_DECREF(name);
+            if (early < 0)
+                goto fail;
+        }
+        /* the member kept with its answer: its id stays its own */
+        known = Py_BuildValue("(OO)", inline_, early ? Py_True : Py_False);
+        if (known == NULL || PyDict_SetItem(inline_members, id, known) < 0) {
+            Py_XDECREF(known);
+            goto fail;
+        }
+        Py_DECREF(known);
+    }
+    *is_inline = PyTuple_GET_ITEM(known, 1) == Py_True;
+    return id;
+fail:
+    Py_DECREF(id);
+    return NULL;
+}
+
 /* A jit step's (pairs, subjaxprs, inline) kept for its jaxpr object, or NULL with no error. */
 static PyObject *
 known_jit(StepCore *self, PyObject *params)
@@ -625,11 +677,14 @@ known_jit(StepCore *self, PyObject *params)
         return NULL;
     PyObject *name = PyDict_GetItemWithError(params, s_name);
     PyObject *donated = name == NULL && PyErr_Occurred() ? NULL : PyDict_GetItemWithError(params, s_donated);
-    PyObject *inline_ = donated == NULL && PyErr_Occurred() ? NULL : PyDict_GetItemWithError(params, s_inline);
     if (PyErr_Occurred())
         return NULL;
-    PyObject *key = Py_BuildValue("(N(OOO))", PyLong_FromVoidPtr(jaxpr), name ? name : Py_None,
-                                  donated ? donated : Py_None, inline_ ? inline_ : Py_None);
+    int is_inline;
+    PyObject *token = inline_token(params, &is_inline);
+    if (token == NULL)
+        return NULL;
+    PyObject *key = Py_BuildValue("(N(OON))", PyLong_FromVoidPtr(jaxpr), name ? name : Py_None,
+                                  donated ? donated : Py_None, token);
     if (key == NULL)
         return NULL;
     PyObject *hit = PyDict_GetItemWithError(self->jit_entries, key);
@@ -646,6 +701,110 @@ known_jit(StepCore *self, PyObject *params)
     PyObject *value = PyTuple_GET_ITEM(hit, 1);
     Py_INCREF(value);
     return value;
+}
+
+/* _rules._jaxpr_text(jaxpr): `{jaxpr: sin, cos}` for at most 4 equations, else
+ * `{jaxpr: 57 eqns}`; a new reference. */
+static PyObject *
+jaxpr_text(PyObject *jaxpr)
+{
+    PyObject *inner = PyObject_GetAttr(jaxpr, s_jaxpr);
+    if (inner == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return NULL;
+        PyErr_Clear();
+        inner = jaxpr;
+        Py_INCREF(inner);
+    }
+    PyObject *eqns = PyObject_GetAttr(inner, s_eqns);
+    Py_DECREF(inner);
+    if (eqns == NULL)
+        return NULL;
+    PyObject *text = NULL, *names = NULL;
+    Py_ssize_t n = PySequence_Size(eqns);
+    if (n < 0)
+        goto done;
+    if (n == 0 || n > 4) {
+        text = PyUnicode_FromFormat("{jaxpr: %zd eqns}", n);
+        goto done;
+    }
+    names = PyList_New(n);
+    if (names == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *eqn = PySequence_GetItem(eqns, i);
+        PyObject *primitive = eqn == NULL ? NULL : PyObject_GetAttr(eqn, s_primitive);
+        Py_XDECREF(eqn);
+        PyObject *name = primitive == NULL ? NULL : PyObject_GetAttr(primitive, s_name);
+        Py_XDECREF(primitive);
+        if (name == NULL)
+            goto done;
+        PyList_SET_ITEM(names, i, name);
+    }
+    PyObject *joined = PyUnicode_Join(s_comma, names);
+    if (joined != NULL) {
+        text = PyUnicode_FromFormat("{jaxpr: %U}", joined);
+        Py_DECREF(joined);
+    }
+done:
+    Py_XDECREF(names);
+    Py_DECREF(eqns);
+    return text;
+}
+
+/* A jnp wrapper's jit step at the default detail: (pairs, (), True) by what its pairs print,
+ * as StepSummaries._inline_pairs keys them (_rules.jit_pairs_key); NULL with no error when
+ * not there, not inline, or the core keeps sub-jaxprs (full detail). */
+static PyObject *
+known_inline_jit(StepCore *self, PyObject *params)
+{
+    if (self->inline_pairs == Py_None)
+        return NULL;
+    int is_inline;
+    PyObject *token = inline_token(params, &is_inline);
+    if (token == NULL || !is_inline) {
+        Py_XDECREF(token);
+        return NULL;
+    }
+    PyObject *jaxpr = PyDict_GetItemWithError(params, s_jaxpr);
+    PyObject *key = jaxpr == NULL ? NULL : PyTuple_New(5);
+    if (key == NULL) {
+        Py_DECREF(token);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 1, token);
+    PyObject *parts[4] = {s_name, NULL, s_keep_unused, s_donated};
+    for (int i = 0; i < 4; i++) {
+        if (parts[i] == NULL)
+            continue;
+        PyObject *value = PyDict_GetItemWithError(params, parts[i]);
+        if (value == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            value = Py_None;
+        }
+        Py_INCREF(value);
+        PyTuple_SET_ITEM(key, i, value);
+    }
+    PyObject *text = jaxpr_text(jaxpr);
+    if (text == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 4, text);
+    PyObject *pairs = PyDict_GetItemWithError(self->inline_pairs, key);
+    Py_DECREF(key);
+    if (pairs == NULL) {
+        if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_TypeError))
+            PyErr_Clear();
+        return NULL;
+    }
+    PyObject *empty = PyTuple_New(0);
+    PyObject *summary = empty == NULL ? NULL : PyTuple_Pack(3, pairs, empty, Py_True);
+    Py_XDECREF(empty);
+    return summary;
 }
 
 static int
@@ -678,6 +837,8 @@ finish(StepCore *self, Py_ssize_t index, PyObject *primitive, PyObject *params, 
         goto done;
     if (jit) {
         summary = known_jit(self, params);
+        if (summary == NULL && !PyErr_Occurred())
+            summary = known_inline_jit(self, params);
         if (summary == NULL && !PyErr_Occurred())
             summary = PyObject_CallOneArg(self->jit_step, params);
         if (summary == NULL)
@@ -1013,15 +1174,21 @@ core_len(StepCore *self)
 static int
 core_init(StepCore *self, PyObject *args, PyObject *kwds)
 {
-    static char *names[] = {"describer", "step_params", "jit_step", "jit_entries", NULL};
-    PyObject *describer, *step_params, *jit_step, *jit_entries;
+    static char *names[] = {"describer", "step_params", "jit_step", "jit_entries", "inline_pairs",
+                            NULL};
+    PyObject *describer, *step_params, *jit_step, *jit_entries, *inline_pairs;
     if (!configured) {
         PyErr_SetString(PyExc_RuntimeError, "transforms._core.configure() was not called");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!:StepCore", names, &describer,
-                                     &step_params, &jit_step, &PyDict_Type, &jit_entries))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O:StepCore", names, &describer,
+                                     &step_params, &jit_step, &PyDict_Type, &jit_entries,
+                                     &inline_pairs))
         return -1;
+    if (inline_pairs != Py_None && !PyDict_Check(inline_pairs)) {
+        PyErr_SetString(PyExc_TypeError, "inline_pairs must be a dict or None");
+        return -1;
+    }
     if (self->describer != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a StepCore is initialised once");
         return -1;
@@ -1034,6 +1201,8 @@ core_init(StepCore *self, PyObject *args, PyObject *kwds)
     self->jit_step = jit_step;
     Py_INCREF(jit_entries);
     self->jit_entries = jit_entries;
+    Py_INCREF(inline_pairs);
+    self->inline_pairs = inline_pairs;
     if ((self->new_tracer_record = PyObject_GetAttrString(describer, "new_tracer_record")) == NULL ||
         (self->concrete_record = PyObject_GetAttrString(describer, "concrete_record")) == NULL ||
         (self->describe_all_py = PyObject_GetAttrString(describer, "describe_all")) == NULL ||
@@ -1090,6 +1259,7 @@ core_traverse(StepCore *self, visitproc visit, void *arg)
     Py_VISIT(self->step_params);
     Py_VISIT(self->jit_step);
     Py_VISIT(self->jit_entries);
+    Py_VISIT(self->inline_pairs);
     Py_VISIT(self->sources);
     Py_VISIT(self->source_numbers);
     Py_VISIT(self->texts);
@@ -1123,6 +1293,7 @@ core_clear(StepCore *self)
     Py_CLEAR(self->step_params);
     Py_CLEAR(self->jit_step);
     Py_CLEAR(self->jit_entries);
+    Py_CLEAR(self->inline_pairs);
     Py_CLEAR(self->sources);
     Py_CLEAR(self->source_numbers);
     Py_CLEAR(self->texts);
@@ -1263,15 +1434,16 @@ configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
     static char *names[] = {"tracer_type", "tracer_parts", "name_stack_place", "name_stack",
                             "code_kinds", "locations", "user_kind", "internal_kind",
                             "user_location", "param_summaries", "keyed_objects",
-                            "small_record", "seeded", "jit_names", NULL};
+                            "small_record", "seeded", "jit_names", "inline_enum_name", NULL};
     PyObject *tracer, *parts, *place, *stack_fn, *kinds, *locs, *user_fn, *summaries, *keyed,
-             *small, *seed, *jits;
+             *small, *seed, *jits, *enum_name;
     long user, internal;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "O!O!O!OO!O!llOO!O!OO!O!:configure", names, &PyType_Type, &tracer,
+            args, kwds, "O!O!O!OO!O!llOO!O!OO!O!U:configure", names, &PyType_Type, &tracer,
             &PyTuple_Type, &parts, &PyTuple_Type, &place, &stack_fn, &PyDict_Type, &kinds,
             &PyDict_Type, &locs, &user, &internal, &user_fn, &PyDict_Type, &summaries,
-            &PyTuple_Type, &keyed, &small, &PyTuple_Type, &seed, &PyTuple_Type, &jits))
+            &PyTuple_Type, &keyed, &small, &PyTuple_Type, &seed, &PyTuple_Type, &jits,
+            &enum_name))
         return NULL;
     if (PyTuple_GET_SIZE(parts) != 6 || PyTuple_GET_SIZE(place) != 3 ||
         PyTuple_GET_SIZE(seed) <= TEXT_BACKWARD) {
@@ -1304,6 +1476,7 @@ configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
     set_global(&small_record, small);
     set_global(&seeded, seed);
     set_global(&jit_names, jits);
+    set_global(&inline_enum_name, enum_name);
     user_kind = user;
     internal_kind = internal;
     configured = 1;
@@ -1337,8 +1510,14 @@ PyInit__core(void)
     s_inline = PyUnicode_InternFromString("inline");
     s_i = PyUnicode_InternFromString("i");
     float_hex = PyObject_GetAttrString((PyObject *)&PyFloat_Type, "hex");
+    s_eqns = PyUnicode_InternFromString("eqns");
+    s_primitive = PyUnicode_InternFromString("primitive");
+    s_keep_unused = PyUnicode_InternFromString("keep_unused");
+    s_comma = PyUnicode_InternFromString(", ");
+    inline_members = PyDict_New();
     if (array_type == NULL || s_name == NULL || s_jaxpr == NULL || s_donated == NULL ||
-        s_inline == NULL || s_i == NULL || float_hex == NULL)
+        s_inline == NULL || s_i == NULL || float_hex == NULL || s_eqns == NULL ||
+        s_primitive == NULL || s_keep_unused == NULL || s_comma == NULL || inline_members == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)

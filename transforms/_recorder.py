@@ -342,8 +342,11 @@ class StepSummaries:
     def __init__(self, full_detail: bool):
         self.full_detail = full_detail
         self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
-        # (jaxpr, (name, donated_invars, inline)) -> (pairs, subjaxprs, inline)
+        # (jaxpr, (name, donated_invars, inline_token)) -> (pairs, subjaxprs, inline)
         self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
+        # jit_pairs_key(params) -> pairs of a jnp wrapper's jit step (at the default detail:
+        # no sub-jaxprs kept, so the pairs are the whole summary)
+        self.inline_pairs: BoundedCache | None = None if full_detail else _inline_jit_pairs
 
     def jaxpr(self, name: str, jaxpr: Any):
         # JAX caches the jaxprs of jnp wrappers: print each object once.
@@ -360,7 +363,10 @@ class StepSummaries:
 
     def _inline_pairs(self, params: dict) -> tuple:
         key = jit_pairs_key(params)
-        pairs = _inline_jit_pairs.get(key) if key is not None else None
+        try:
+            pairs = _inline_jit_pairs.get(key) if key is not None else None
+        except TypeError:  # flags of a kind that cannot be hashed
+            key = pairs = None
         if pairs is None:
             pairs = summarize_params("jit", params)[0]
             if key is not None:
@@ -374,7 +380,7 @@ class StepSummaries:
         layers call one tanh jaxpr), so this is the hottest rule.
         """
         jaxpr = params.get("jaxpr")
-        key: tuple | None = (params.get("name"), params.get("donated_invars"), params.get("inline"))
+        key: tuple | None = (params.get("name"), params.get("donated_invars"), _i.inline_token(params))
         try:
             hit = self.jit_summaries.get(jaxpr, key)
         except TypeError:  # params of a shape we do not know: no caching
@@ -420,7 +426,7 @@ class CallBuilder:
         # training loop's steps print each jaxpr once.
         summaries = recorder.summaries
         self.core = step_core_class()(self.describer, summaries.step_params, summaries.jit_step,
-                                      summaries.jit_summaries.entries)
+                                      summaries.jit_summaries.entries, summaries.inline_pairs)
         self._errors_seen: set[int] = set()
         # Trees and the pre-trace check of custom pytree nodes, once per call.
         self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._caches import BoundedCache
+from ._interpreters import inline_token
 from ._sharding import mesh_text, sharding_text, spec_text
 from ._snapshot import is_jaxpr
 from ._text import safe_str
@@ -196,13 +197,17 @@ def params_key(primitive_name: str, params: dict) -> tuple | None:
 
 def jit_pairs_key(params: dict) -> tuple | None:
     """A key for the pairs `_jit_rule` makes of a jit's params: what it prints (the name,
-    the flags, the body's text), exact as params_key; None when they are not plain data."""
+    the flags, the body's text); None without a body.
+
+    NB: not params_key's exact one: JAX's flags are bools (or, for inline on 0.12, an
+    enum member) and the name a str, so == tells them apart; this runs once per jit step
+    under vmap and grad, whose jaxprs JAX makes anew in every call."""
     jaxpr = params.get("jaxpr")
-    flags = params_key("jit", {k: params[k] for k in _JIT_PRINTED if k in params})
-    return None if jaxpr is None or flags is None else (flags, _jaxpr_text(jaxpr))
-
-
-_JIT_PRINTED = ("name", "inline", "keep_unused", "donated_invars")
+    if jaxpr is None:
+        return None
+    get = params.get
+    return (get("name"), inline_token(params), get("keep_unused"), get("donated_invars"),
+            _jaxpr_text(jaxpr))
 
 
 def summarize_params(primitive_name: str, params: dict) -> tuple[ParamPairs, SubJaxprs]:

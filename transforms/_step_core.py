@@ -64,8 +64,10 @@ class PyStepCore:
     """
 
     def __init__(self, describer: Any, step_params: StepParams, jit_step: JitStep,
-                 jit_entries: dict):
-        # jit_entries: the table jit_step keeps its answers in (read by the C core only)
+                 jit_entries: dict, inline_pairs: dict | None):
+        # jit_entries, inline_pairs: the tables jit_step keeps its answers in, by jaxpr
+        # object and (at the default detail) by what a jnp wrapper's pairs print (read by
+        # the C core only)
         self.describer = describer
         self.values: list = describer.tuples
         self.sources: list[SourceLocation | None] = []
@@ -307,6 +309,7 @@ def _core_setting() -> dict[str, Any]:
         small_record=SMALL_RECORD,
         seeded=SEEDED,
         jit_names=JIT_NAMES,
+        inline_enum_name=_i.INLINE_ENUM_NAME,
     )
 
 

@@ -96,10 +96,16 @@ from ._jax_api import (
     swap_vjp_function as swap_vjp_function,
 )
 from ._params import (
+    INLINE_ENUM_NAME as INLINE_ENUM_NAME,
+)
+from ._params import (
     call_consts as call_consts,
 )
 from ._params import (
     custom_vjp_out_count as custom_vjp_out_count,
+)
+from ._params import (
+    inline_token as inline_token,
 )
 from ._params import (
     is_inline_jit_params as is_inline_jit_params,

@@ -25,7 +25,19 @@ def is_inline_jit_params(params: dict) -> bool:
     user's plain jit gets another member, and enum members are all truthy).
     """
     inline = params.get("inline", False)
-    return inline is True or getattr(inline, "name", None) == "JAX_EARLY"
+    return inline is True or getattr(inline, "name", None) == INLINE_ENUM_NAME
+
+
+# jit's `inline=True` on jax 0.12's Inline enum (the C step core reads it too).
+INLINE_ENUM_NAME = "JAX_EARLY"
+
+
+def inline_token(params: dict) -> Any:
+    """jit's `inline` param as a cache key part: a bool (or None) as it is, an enum member
+    (jax 0.12) by its id. NB: Enum hashes and names are Python code, a few us a step on the
+    hot path; the members are module-level singletons, never freed, so their ids are theirs."""
+    inline = params.get("inline")
+    return inline if inline is None or type(inline) is bool else id(inline)
 
 
 
