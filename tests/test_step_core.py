@@ -139,3 +139,27 @@ def test_workbench_core_python_chooses_the_reference():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["PyStepCore", "True"]
+
+
+def test_the_doors_facts_the_c_core_reads_hold_on_this_jax():
+    from jax.extend import source_info_util
+
+    from transforms import _interpreters as _i
+    holder, context, attribute = _i.NAME_STACK_PLACE
+    with source_info_util.extend_name_stack("outer"):
+        assert getattr(getattr(holder, context), attribute) is \
+            source_info_util.current_name_stack()
+    x = jnp.ones(3)
+    tracers = []
+    jax.vmap(lambda v: tracers.append(v) or v)(jnp.ones((2, 3)))
+    jax.jvp(lambda p: tracers.append(p) or p, (x,), (x,))
+    for tracer in tracers:
+        assert _i.TRACER_PART_NAMES[0] in dir(tracer) or hasattr(tracer, "_trace")
+        assert hasattr(tracer, "aval")
+    batched, paired = tracers
+    assert {"val", "batch_dim"} <= set(dir(batched)) and {"primal", "tangent"} <= set(dir(paired))
+    plain = jax.make_jaxpr(lambda v: jax.jit(jnp.sin)(v) * 2)(x).eqns[0].params
+    assert not _i.is_inline_jit_params(plain) and _i.is_inline_jit_params({"inline": True})
+    for params in ({"inline": True}, plain):  # a bool as it is; an enum member (0.12) by its id
+        token = _i.inline_token(params)
+        assert token is params["inline"] or token == id(params["inline"])
