@@ -91,6 +91,29 @@ typedef struct {
     int last_stack_text;
 } StepCore;
 
+/* The number `key` has in `numbers`; when it has none, `object` (made by make(arg) when
+ * object is NULL: only on a miss) is appended to `objects` and key numbered by its place. */
+static int
+numbered(PyObject *key, PyObject *object, PyObject *(*make)(PyObject *), PyObject *arg,
+         PyObject *objects, PyObject *numbers)
+{
+    PyObject *hit = PyDict_GetItemWithError(numbers, key);
+    if (hit != NULL)
+        return (int)PyLong_AsLong(hit);
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *made = object == NULL ? make(arg) : NULL;
+    if (object == NULL && made == NULL)
+        return -1;
+    Py_ssize_t n = PyList_GET_SIZE(objects);
+    PyObject *number = PyLong_FromSsize_t(n);
+    int failed = number == NULL || PyDict_SetItem(numbers, key, number) < 0 ||
+                 PyList_Append(objects, object != NULL ? object : made) < 0;
+    Py_XDECREF(number);
+    Py_XDECREF(made);
+    return failed ? -1 : (int)n;
+}
+
 /* obj's number in `objects` (appended when new), found by id in `numbers`. */
 static int
 number_of(PyObject *obj, PyObject *objects, PyObject *numbers)
@@ -98,38 +121,15 @@ number_of(PyObject *obj, PyObject *objects, PyObject *numbers)
     PyObject *key = PyLong_FromVoidPtr(obj);
     if (key == NULL)
         return -1;
-    PyObject *hit = PyDict_GetItemWithError(numbers, key);
-    if (hit != NULL) {
-        Py_DECREF(key);
-        return (int)PyLong_AsLong(hit);
-    }
-    if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return -1;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(objects);
-    PyObject *number = PyLong_FromSsize_t(n);
-    int failed = number == NULL || PyDict_SetItem(numbers, key, number) < 0 ||
-                 PyList_Append(objects, obj) < 0;
-    Py_XDECREF(number);
+    int number = numbered(key, obj, NULL, NULL, objects, numbers);
     Py_DECREF(key);
-    return failed ? -1 : (int)n;
+    return number;
 }
 
 static int
 text_number(StepCore *self, PyObject *text)
 {
-    PyObject *hit = PyDict_GetItemWithError(self->text_numbers, text);
-    if (hit != NULL)
-        return (int)PyLong_AsLong(hit);
-    if (PyErr_Occurred())
-        return -1;
-    Py_ssize_t n = PyList_GET_SIZE(self->texts);
-    PyObject *number = PyLong_FromSsize_t(n);
-    int failed = number == NULL || PyDict_SetItem(self->text_numbers, text, number) < 0 ||
-                 PyList_Append(self->texts, text) < 0;
-    Py_XDECREF(number);
-    return failed ? -1 : (int)n;
+    return numbered(text, text, NULL, NULL, self->texts, self->text_numbers);
 }
 
 /* --- describing values ---------------------------------------------------------------- */
@@ -318,32 +318,22 @@ describe(StepCore *self, PyObject *x, int check_leak)
     return PyObject_CallOneArg(self->concrete_record, x);
 }
 
-/* The number of (rec,) in the describer's tuples. */
+static PyObject *
+one_tuple(PyObject *rec)
+{
+    return PyTuple_Pack(1, rec);
+}
+
+/* The number of (rec,) in the describer's tuples (the tuple made only when new). */
 static int
 single(StepCore *self, PyObject *rec)
 {
     PyObject *key = PyLong_FromVoidPtr(rec);
     if (key == NULL)
         return -1;
-    PyObject *hit = PyDict_GetItemWithError(self->single_index, key);
-    if (hit != NULL) {
-        Py_DECREF(key);
-        return (int)PyLong_AsLong(hit);
-    }
-    if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return -1;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(self->values);
-    PyObject *number = PyLong_FromSsize_t(n);
-    PyObject *tuple = PyTuple_Pack(1, rec);
-    int failed = number == NULL || tuple == NULL ||
-                 PyDict_SetItem(self->single_index, key, number) < 0 ||
-                 PyList_Append(self->values, tuple) < 0;
-    Py_XDECREF(number);
-    Py_XDECREF(tuple);
+    int number = numbered(key, NULL, one_tuple, rec, self->values, self->single_index);
     Py_DECREF(key);
-    return failed ? -1 : (int)n;
+    return number;
 }
 
 static int
@@ -392,19 +382,7 @@ describe_all(StepCore *self, PyObject *xs)
             goto done;
         PyTuple_SET_ITEM(ids, i, id);
     }
-    PyObject *hit = PyDict_GetItemWithError(self->tuple_index, ids);
-    if (hit != NULL) {
-        number = (int)PyLong_AsLong(hit);
-        goto done;
-    }
-    if (PyErr_Occurred())
-        goto done;
-    Py_ssize_t count = PyList_GET_SIZE(self->values);
-    PyObject *value = PyLong_FromSsize_t(count);
-    if (value != NULL && PyDict_SetItem(self->tuple_index, ids, value) == 0 &&
-        PyList_Append(self->values, recs) == 0)
-        number = (int)count;
-    Py_XDECREF(value);
+    number = numbered(ids, recs, NULL, NULL, self->values, self->tuple_index);
 done:
     Py_XDECREF(recs);
     Py_XDECREF(ids);
