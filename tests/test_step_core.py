@@ -105,9 +105,9 @@ def test_the_c_core_has_the_reference_layout():
 def test_the_c_core_says_what_is_wrong_with_its_arguments():
     from transforms import _core
     with pytest.raises(TypeError):
-        _core.StepCore(object(), print, print, [], None)  # jit_entries must be a dict
+        _core.StepCore(object(), print, print, [])  # jit_entries must be a dict
     with pytest.raises(AttributeError):
-        _core.StepCore(object(), print, print, {}, None)  # not a describer
+        _core.StepCore(object(), print, print, {})  # not a describer
 
 
 def test_a_stale_c_core_is_not_used(monkeypatch):

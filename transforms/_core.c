@@ -9,8 +9,8 @@
  *     (_snapshot.CODE_KINDS), ending on a user line already in _snapshot.LOCATIONS;
  *   - the name stack: the same object as the previous step's;
  *   - params of plain data seen before (_rules.param_summaries, keyed as _rules.params_key);
- *     a jit step's summary kept for its jaxpr object (the builder's jit_entries), or a jnp
- *     wrapper's by what its pairs print (the new jaxprs JAX makes for them in each call).
+ *     a jit step's summary kept for its jaxpr object (the shared summaries' jit_entries:
+ *     JAX reuses the jaxprs of jnp wrappers, and those its rules make of them).
  * Everything else calls the Python functions PyStepCore calls, so both record the same
  * data. No JAX names here: configure() hands them over from the door (_interpreters).
  *
@@ -59,7 +59,6 @@ static PyObject *s_name, *s_jaxpr, *s_donated, *s_inline, *s_i;
 static PyObject *float_hex;          /* float.hex */
 static PyObject *inline_enum_name;   /* the name of jit's inline=True on JAX's Inline enum */
 static PyObject *inline_members;     /* id(an inline param's enum member) -> (it, is inline) */
-static PyObject *s_eqns, *s_primitive, *s_keep_unused, *s_comma;
 
 /* --- the core ------------------------------------------------------------------------- */
 typedef struct {
@@ -75,7 +74,7 @@ typedef struct {
     PyObject *new_tracer_record, *concrete_record, *describe_all_py;
     PyObject *fast, *arrays, *scalars, *small_arrays, *values, *tuple_index, *single_index;
     int check_leak;
-    PyObject *step_params, *jit_step, *jit_entries, *inline_pairs;
+    PyObject *step_params, *jit_step, *jit_entries;
     PyObject *sources, *source_numbers;
     PyObject *texts, *text_numbers;
     PyObject *params, *param_numbers;
@@ -661,8 +660,13 @@ known_jit(StepCore *self, PyObject *params)
     PyObject *token = inline_token(params, &is_inline);
     if (token == NULL)
         return NULL;
-    PyObject *key = Py_BuildValue("(N(OON))", PyLong_FromVoidPtr(jaxpr), name ? name : Py_None,
-                                  donated ? donated : Py_None, token);
+    PyObject *id = PyLong_FromVoidPtr(jaxpr);
+    PyObject *extra = id == NULL ? NULL :
+        PyTuple_Pack(3, name ? name : Py_None, donated ? donated : Py_None, token);
+    PyObject *key = extra == NULL ? NULL : PyTuple_Pack(2, id, extra);
+    Py_XDECREF(id);
+    Py_XDECREF(extra);
+    Py_DECREF(token);
     if (key == NULL)
         return NULL;
     PyObject *hit = PyDict_GetItemWithError(self->jit_entries, key);
@@ -679,110 +683,6 @@ known_jit(StepCore *self, PyObject *params)
     PyObject *value = PyTuple_GET_ITEM(hit, 1);
     Py_INCREF(value);
     return value;
-}
-
-/* _rules._jaxpr_text(jaxpr): `{jaxpr: sin, cos}` for at most 4 equations, else
- * `{jaxpr: 57 eqns}`; a new reference. */
-static PyObject *
-jaxpr_text(PyObject *jaxpr)
-{
-    PyObject *inner = PyObject_GetAttr(jaxpr, s_jaxpr);
-    if (inner == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return NULL;
-        PyErr_Clear();
-        inner = jaxpr;
-        Py_INCREF(inner);
-    }
-    PyObject *eqns = PyObject_GetAttr(inner, s_eqns);
-    Py_DECREF(inner);
-    if (eqns == NULL)
-        return NULL;
-    PyObject *text = NULL, *names = NULL;
-    Py_ssize_t n = PySequence_Size(eqns);
-    if (n < 0)
-        goto done;
-    if (n == 0 || n > 4) {
-        text = PyUnicode_FromFormat("{jaxpr: %zd eqns}", n);
-        goto done;
-    }
-    names = PyList_New(n);
-    if (names == NULL)
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *eqn = PySequence_GetItem(eqns, i);
-        PyObject *primitive = eqn == NULL ? NULL : PyObject_GetAttr(eqn, s_primitive);
-        Py_XDECREF(eqn);
-        PyObject *name = primitive == NULL ? NULL : PyObject_GetAttr(primitive, s_name);
-        Py_XDECREF(primitive);
-        if (name == NULL)
-            goto done;
-        PyList_SET_ITEM(names, i, name);
-    }
-    PyObject *joined = PyUnicode_Join(s_comma, names);
-    if (joined != NULL) {
-        text = PyUnicode_FromFormat("{jaxpr: %U}", joined);
-        Py_DECREF(joined);
-    }
-done:
-    Py_XDECREF(names);
-    Py_DECREF(eqns);
-    return text;
-}
-
-/* A jnp wrapper's jit step at the default detail: (pairs, (), True) by what its pairs print,
- * as StepSummaries._inline_pairs keys them (_rules.jit_pairs_key); NULL with no error when
- * not there, not inline, or the core keeps sub-jaxprs (full detail). */
-static PyObject *
-known_inline_jit(StepCore *self, PyObject *params)
-{
-    if (self->inline_pairs == Py_None)
-        return NULL;
-    int is_inline;
-    PyObject *token = inline_token(params, &is_inline);
-    if (token == NULL || !is_inline) {
-        Py_XDECREF(token);
-        return NULL;
-    }
-    PyObject *jaxpr = PyDict_GetItemWithError(params, s_jaxpr);
-    PyObject *key = jaxpr == NULL ? NULL : PyTuple_New(5);
-    if (key == NULL) {
-        Py_DECREF(token);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(key, 1, token);
-    PyObject *parts[4] = {s_name, NULL, s_keep_unused, s_donated};
-    for (int i = 0; i < 4; i++) {
-        if (parts[i] == NULL)
-            continue;
-        PyObject *value = PyDict_GetItemWithError(params, parts[i]);
-        if (value == NULL) {
-            if (PyErr_Occurred()) {
-                Py_DECREF(key);
-                return NULL;
-            }
-            value = Py_None;
-        }
-        Py_INCREF(value);
-        PyTuple_SET_ITEM(key, i, value);
-    }
-    PyObject *text = jaxpr_text(jaxpr);
-    if (text == NULL) {
-        Py_DECREF(key);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(key, 4, text);
-    PyObject *pairs = PyDict_GetItemWithError(self->inline_pairs, key);
-    Py_DECREF(key);
-    if (pairs == NULL) {
-        if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_TypeError))
-            PyErr_Clear();
-        return NULL;
-    }
-    PyObject *empty = PyTuple_New(0);
-    PyObject *summary = empty == NULL ? NULL : PyTuple_Pack(3, pairs, empty, Py_True);
-    Py_XDECREF(empty);
-    return summary;
 }
 
 static int
@@ -815,8 +715,6 @@ finish(StepCore *self, Py_ssize_t index, PyObject *primitive, PyObject *params, 
         goto done;
     if (jit) {
         summary = known_jit(self, params);
-        if (summary == NULL && !PyErr_Occurred())
-            summary = known_inline_jit(self, params);
         if (summary == NULL && !PyErr_Occurred())
             summary = PyObject_CallOneArg(self->jit_step, params);
         if (summary == NULL)
@@ -1152,21 +1050,15 @@ core_len(StepCore *self)
 static int
 core_init(StepCore *self, PyObject *args, PyObject *kwds)
 {
-    static char *names[] = {"describer", "step_params", "jit_step", "jit_entries", "inline_pairs",
-                            NULL};
-    PyObject *describer, *step_params, *jit_step, *jit_entries, *inline_pairs;
+    static char *names[] = {"describer", "step_params", "jit_step", "jit_entries", NULL};
+    PyObject *describer, *step_params, *jit_step, *jit_entries;
     if (!configured) {
         PyErr_SetString(PyExc_RuntimeError, "transforms._core.configure() was not called");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O:StepCore", names, &describer,
-                                     &step_params, &jit_step, &PyDict_Type, &jit_entries,
-                                     &inline_pairs))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!:StepCore", names, &describer,
+                                     &step_params, &jit_step, &PyDict_Type, &jit_entries))
         return -1;
-    if (inline_pairs != Py_None && !PyDict_Check(inline_pairs)) {
-        PyErr_SetString(PyExc_TypeError, "inline_pairs must be a dict or None");
-        return -1;
-    }
     if (self->describer != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "a StepCore is initialised once");
         return -1;
@@ -1179,8 +1071,6 @@ core_init(StepCore *self, PyObject *args, PyObject *kwds)
     self->jit_step = jit_step;
     Py_INCREF(jit_entries);
     self->jit_entries = jit_entries;
-    Py_INCREF(inline_pairs);
-    self->inline_pairs = inline_pairs;
     if ((self->new_tracer_record = PyObject_GetAttrString(describer, "new_tracer_record")) == NULL ||
         (self->concrete_record = PyObject_GetAttrString(describer, "concrete_record")) == NULL ||
         (self->describe_all_py = PyObject_GetAttrString(describer, "describe_all")) == NULL ||
@@ -1237,7 +1127,6 @@ core_traverse(StepCore *self, visitproc visit, void *arg)
     Py_VISIT(self->step_params);
     Py_VISIT(self->jit_step);
     Py_VISIT(self->jit_entries);
-    Py_VISIT(self->inline_pairs);
     Py_VISIT(self->sources);
     Py_VISIT(self->source_numbers);
     Py_VISIT(self->texts);
@@ -1271,7 +1160,6 @@ core_clear(StepCore *self)
     Py_CLEAR(self->step_params);
     Py_CLEAR(self->jit_step);
     Py_CLEAR(self->jit_entries);
-    Py_CLEAR(self->inline_pairs);
     Py_CLEAR(self->sources);
     Py_CLEAR(self->source_numbers);
     Py_CLEAR(self->texts);
@@ -1488,14 +1376,10 @@ PyInit__core(void)
     s_inline = PyUnicode_InternFromString("inline");
     s_i = PyUnicode_InternFromString("i");
     float_hex = PyObject_GetAttrString((PyObject *)&PyFloat_Type, "hex");
-    s_eqns = PyUnicode_InternFromString("eqns");
-    s_primitive = PyUnicode_InternFromString("primitive");
-    s_keep_unused = PyUnicode_InternFromString("keep_unused");
-    s_comma = PyUnicode_InternFromString(", ");
     inline_members = PyDict_New();
     if (array_type == NULL || s_name == NULL || s_jaxpr == NULL || s_donated == NULL ||
-        s_inline == NULL || s_i == NULL || float_hex == NULL || s_eqns == NULL ||
-        s_primitive == NULL || s_keep_unused == NULL || s_comma == NULL || inline_members == NULL)
+        s_inline == NULL || s_i == NULL || float_hex == NULL ||
+        inline_members == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)

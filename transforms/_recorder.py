@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import dataclasses
 import weakref
-from functools import partial
+from functools import cache, partial
 from typing import Any, Iterator
 
 import jax
@@ -100,8 +100,9 @@ class SessionRecorder:
         # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
         self._handed: dict[int, Any] = {}
         # Jaxpr records and jit step summaries by jaxpr object, while it lives (JAX
-        # reuses the jaxprs of jnp functions; their constants are the user's arrays).
-        self.summaries = StepSummaries(detail == "full")
+        # reuses the jaxprs of jnp functions, and the ones its rules make of them, across
+        # calls and sessions; their constants are the user's arrays).
+        self.summaries = shared_summaries(detail == "full")
 
     def begin_call(self, transform: str, fun: Any, options: Options, args: tuple,
                    kwargs: dict, parent: int | None = None) -> CallBuilder:
@@ -332,8 +333,10 @@ _inline_jit_pairs: BoundedCache = BoundedCache(10_000)
 
 
 class StepSummaries:
-    """A session's steps' params as text pairs, and the records of their sub-jaxprs: what
-    a step core asks when its own tables do not have them (`step_params`, `jit_step`).
+    """Steps' params as text pairs, and the records of their sub-jaxprs: what a step core
+    asks when its own tables do not have them (`step_params`, `jit_step`). One for each
+    detail, shared by every session (`shared_summaries`): what it keeps depends only on
+    the jaxpr and params, and a new session meets the jaxprs the last one did.
 
     Kept by jaxpr object while it lives (JAX reuses the jaxprs of jnp functions; their
     constants are the user's arrays). Holds no call: a core holds its methods.
@@ -344,9 +347,6 @@ class StepSummaries:
         self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
         # (jaxpr, (name, donated_invars, inline_token)) -> (pairs, subjaxprs, inline)
         self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
-        # jit_pairs_key(params) -> pairs of a jnp wrapper's jit step (at the default detail:
-        # no sub-jaxprs kept, so the pairs are the whole summary)
-        self.inline_pairs: BoundedCache | None = None if full_detail else _inline_jit_pairs
 
     def jaxpr(self, name: str, jaxpr: Any):
         # JAX caches the jaxprs of jnp wrappers: print each object once.
@@ -393,14 +393,21 @@ class StepSummaries:
             subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
         else:
             # At the default detail a jnp wrapper's body is named in its params
-            # (`jaxpr={jaxpr: sin, cos}`), not kept; JAX makes new jaxprs for the
-            # wrappers under vmap and grad in every call: their pairs by what they print.
+            # (`jaxpr={jaxpr: sin, cos}`), not kept: the pairs of a jaxpr met for the
+            # first time (JAX's rules make one for each wrapper under vmap and grad)
+            # by what they print.
             pairs = self._inline_pairs(params)
             subjaxprs = ()
         summary = (pairs, subjaxprs, inline)
         if key is not None:
             self.jit_summaries.put(jaxpr, key, summary)
         return summary
+
+
+@cache
+def shared_summaries(full_detail: bool) -> StepSummaries:
+    """The step summaries of every session recorded at this detail."""
+    return StepSummaries(full_detail)
 
 
 class CallBuilder:
@@ -426,7 +433,7 @@ class CallBuilder:
         # training loop's steps print each jaxpr once.
         summaries = recorder.summaries
         self.core = step_core_class()(self.describer, summaries.step_params, summaries.jit_step,
-                                      summaries.jit_summaries.entries, summaries.inline_pairs)
+                                      summaries.jit_summaries.entries)
         self._errors_seen: set[int] = set()
         # Trees and the pre-trace check of custom pytree nodes, once per call.
         self.trees = CallTrees(transform, fun, options, args, kwargs, self.describer.describe)

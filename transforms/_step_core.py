@@ -64,9 +64,8 @@ class PyStepCore:
     """
 
     def __init__(self, describer: Any, step_params: StepParams, jit_step: JitStep,
-                 jit_entries: dict, inline_pairs: dict | None):
-        # jit_entries, inline_pairs: the tables jit_step keeps its answers in, by jaxpr
-        # object and (at the default detail) by what a jnp wrapper's pairs print (read by
+                 jit_entries: dict):
+        # jit_entries: the table jit_step keeps its answers in, by jaxpr object (read by
         # the C core only)
         self.describer = describer
         self.values: list = describer.tuples
