@@ -57,8 +57,7 @@ static PyObject *jit_names;          /* the names of JAX's jit primitive */
 static PyObject *array_type;         /* array.array */
 static PyObject *s_name, *s_jaxpr, *s_donated, *s_inline, *s_i;
 static PyObject *float_hex;          /* float.hex */
-static PyObject *inline_enum_name;   /* the name of jit's inline=True on JAX's Inline enum */
-static PyObject *inline_members;     /* id(an inline param's enum member) -> (it, is inline) */
+static PyObject *inline_members;     /* id(an inline param's enum member) -> it */
 
 /* --- the core ------------------------------------------------------------------------- */
 typedef struct {
@@ -597,16 +596,15 @@ fail:
     return NULL;
 }
 
-/* _interpreters.inline_token(params) (a new reference) and whether the jit is a jnp
- * wrapper's (is_inline_jit_params), an enum member's answer kept by its identity. */
+/* _interpreters.inline_token(params), a new reference: an enum member by its id, the
+ * member kept in inline_members so that its id stays its own (an Enum's hash is Python code). */
 static PyObject *
-inline_token(PyObject *params, int *is_inline)
+inline_token(PyObject *params)
 {
     PyObject *inline_ = PyDict_GetItemWithError(params, s_inline);
     if (inline_ == NULL && PyErr_Occurred())
         return NULL;
     if (inline_ == NULL || inline_ == Py_None || PyBool_Check(inline_)) {
-        *is_inline = inline_ == Py_True;
         inline_ = inline_ == NULL ? Py_None : inline_;
         Py_INCREF(inline_);
         return inline_;
@@ -614,35 +612,11 @@ inline_token(PyObject *params, int *is_inline)
     PyObject *id = PyLong_FromVoidPtr(inline_);
     if (id == NULL)
         return NULL;
-    PyObject *known = PyDict_GetItemWithError(inline_members, id);
-    if (known == NULL) {
-        if (PyErr_Occurred())
-            goto fail;
-        PyObject *name = PyObject_GetAttr(inline_, s_name);
-        int early = 0;
-        if (name == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                goto fail;
-            PyErr_Clear();
-        } else {
-            early = PyObject_RichCompareBool(name, inline_enum_name, Py_EQ);
-            Py_DECREF(name);
-            if (early < 0)
-                goto fail;
-        }
-        /* the member kept with its answer: its id stays its own */
-        known = Py_BuildValue("(OO)", inline_, early ? Py_True : Py_False);
-        if (known == NULL || PyDict_SetItem(inline_members, id, known) < 0) {
-            Py_XDECREF(known);
-            goto fail;
-        }
-        Py_DECREF(known);
+    if (PyDict_SetDefault(inline_members, id, inline_) == NULL) {
+        Py_DECREF(id);
+        return NULL;
     }
-    *is_inline = PyTuple_GET_ITEM(known, 1) == Py_True;
     return id;
-fail:
-    Py_DECREF(id);
-    return NULL;
 }
 
 /* A jit step's (pairs, subjaxprs, inline) kept for its jaxpr object, or NULL with no error. */
@@ -656,8 +630,7 @@ known_jit(StepCore *self, PyObject *params)
     PyObject *donated = name == NULL && PyErr_Occurred() ? NULL : PyDict_GetItemWithError(params, s_donated);
     if (PyErr_Occurred())
         return NULL;
-    int is_inline;
-    PyObject *token = inline_token(params, &is_inline);
+    PyObject *token = inline_token(params);
     if (token == NULL)
         return NULL;
     PyObject *id = PyLong_FromVoidPtr(jaxpr);
@@ -1300,16 +1273,15 @@ configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
     static char *names[] = {"tracer_type", "tracer_parts", "name_stack_place", "name_stack",
                             "code_kinds", "locations", "user_kind", "internal_kind",
                             "user_location", "param_summaries", "keyed_objects",
-                            "small_record", "seeded", "jit_names", "inline_enum_name", NULL};
+                            "small_record", "seeded", "jit_names", NULL};
     PyObject *tracer, *parts, *place, *stack_fn, *kinds, *locs, *user_fn, *summaries, *keyed,
-             *small, *seed, *jits, *enum_name;
+             *small, *seed, *jits;
     long user, internal;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "O!O!O!OO!O!llOO!O!OO!O!U:configure", names, &PyType_Type, &tracer,
+            args, kwds, "O!O!O!OO!O!llOO!O!OO!O!:configure", names, &PyType_Type, &tracer,
             &PyTuple_Type, &parts, &PyTuple_Type, &place, &stack_fn, &PyDict_Type, &kinds,
             &PyDict_Type, &locs, &user, &internal, &user_fn, &PyDict_Type, &summaries,
-            &PyTuple_Type, &keyed, &small, &PyTuple_Type, &seed, &PyTuple_Type, &jits,
-            &enum_name))
+            &PyTuple_Type, &keyed, &small, &PyTuple_Type, &seed, &PyTuple_Type, &jits))
         return NULL;
     if (PyTuple_GET_SIZE(parts) != 6 || PyTuple_GET_SIZE(place) != 3 ||
         PyTuple_GET_SIZE(seed) <= TEXT_BACKWARD) {
@@ -1342,7 +1314,6 @@ configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
     set_global(&small_record, small);
     set_global(&seeded, seed);
     set_global(&jit_names, jits);
-    set_global(&inline_enum_name, enum_name);
     user_kind = user;
     internal_kind = internal;
     configured = 1;

@@ -10,7 +10,7 @@ def configure(*, tracer_type: type, tracer_parts: tuple[str, ...],
               code_kinds: dict, locations: dict, user_kind: int, internal_kind: int,
               user_location: Callable[[int], Any], param_summaries: dict,
               keyed_objects: tuple[type, ...], small_record: Any, seeded: tuple[str, ...],
-              jit_names: tuple[str, ...], inline_enum_name: str) -> None: ...
+              jit_names: tuple[str, ...]) -> None: ...
 
 class StepCore:
     count: int

@@ -328,10 +328,6 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
         _block_key.reset(key_token)
 
 
-# The pairs of jnp wrappers' jit steps by what they print (_rules.jit_pairs_key).
-_inline_jit_pairs: BoundedCache = BoundedCache(10_000)
-
-
 class StepSummaries:
     """Steps' params as text pairs, and the records of their sub-jaxprs: what a step core
     asks when its own tables do not have them (`step_params`, `jit_step`). One for each
@@ -347,6 +343,8 @@ class StepSummaries:
         self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
         # (jaxpr, (name, donated_invars, inline_token)) -> (pairs, subjaxprs, inline)
         self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
+        # jit_pairs_key(params) -> the pairs of a jnp wrapper's jit step (default detail)
+        self._pairs_by_text: BoundedCache = BoundedCache(10_000)
 
     def jaxpr(self, name: str, jaxpr: Any):
         # JAX caches the jaxprs of jnp wrappers: print each object once.
@@ -364,13 +362,13 @@ class StepSummaries:
     def _inline_pairs(self, params: dict) -> tuple:
         key = jit_pairs_key(params)
         try:
-            pairs = _inline_jit_pairs.get(key) if key is not None else None
+            pairs = self._pairs_by_text.get(key) if key is not None else None
         except TypeError:  # flags of a kind that cannot be hashed
             key = pairs = None
         if pairs is None:
             pairs = summarize_params("jit", params)[0]
             if key is not None:
-                _inline_jit_pairs.put(key, pairs)
+                self._pairs_by_text.put(key, pairs)
         return pairs
 
     def jit_step(self, params: dict) -> tuple:

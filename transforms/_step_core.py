@@ -308,7 +308,6 @@ def _core_setting() -> dict[str, Any]:
         small_record=SMALL_RECORD,
         seeded=SEEDED,
         jit_names=JIT_NAMES,
-        inline_enum_name=_i.INLINE_ENUM_NAME,
     )
 
 
