@@ -49,7 +49,8 @@ def composed_label(call: Call) -> str:
 
 def call_labels(session: Session) -> list[str]:
     """Each call's composed label; calls whose labels are equal are told apart by the
-    line that made them (`at _seed003.py:302`), else by their number among them."""
+    line that made them (`at _seed003.py:302`), else by their index (`call 59`, as `show`
+    and `graph --call` number them: with calls dropped by max_steps it is no position)."""
     labels = [sanitize(composed_label(c)) for c in session.calls]
     groups: dict[str, list[int]] = {}
     for i, label in enumerate(labels):
@@ -60,8 +61,9 @@ def call_labels(session: Session) -> list[str]:
             continue
         wheres = [_call_line(session.calls[i]) for i in members]
         distinct = len(set(wheres)) == len(wheres) and all(wheres)
-        for n, (i, where) in enumerate(zip(members, wheres), 1):
-            out[i] = f"{label} at {where}" if distinct else f"{label} #{n}"
+        for i, where in zip(members, wheres):
+            out[i] = f"{label} at {where}" if distinct else \
+                f"{label} (call {session.calls[i].index})"
     return out
 
 
