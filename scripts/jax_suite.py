@@ -10,8 +10,8 @@ file is run three times, each in its own pytest process:
   baseline   plain JAX
   plain      jax.grad, value_and_grad, vmap, jit, jvp, vjp, linearize, jacfwd,
              jacrev, hessian replaced by transforms.* for calls from the test code
-  record     the same, each test inside transforms.record() (record(stages=True)
-             with --stages)
+  record     the same, each test inside transforms.record(stages=False) (with
+             --stages inside record(stages=True), the default a user gets)
 
 and prints, per mode, `kept K/N baseline-passing tests (P%)` with the tests
 lost grouped by their first error line. JAX's test dependencies (absl-py) are
@@ -49,7 +49,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--jax-src", required=True,
                    help="a JAX source checkout (or an archive of its tests/) at the installed "
                         "jax's tag")
-    p.add_argument("--stages", action="store_true", help="record with record(stages=True)")
+    p.add_argument("--stages", action="store_true", help="record with record(stages=True) (default: stages=False)")
     p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     p.add_argument("--modes", default=",".join(MODES),
                    help="comma-separated subset of baseline,plain,record (default: all)")
