@@ -49,7 +49,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--jax-src", required=True,
                    help="a JAX source checkout (or an archive of its tests/) at the installed "
                         "jax's tag")
-    p.add_argument("--stages", action="store_true", help="record with record(stages=True) (default: stages=False)")
+    p.add_argument("--stages", action="store_true",
+                   help="record with record(stages=True) (default: stages=False)")
     p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     p.add_argument("--modes", default=",".join(MODES),
                    help="comma-separated subset of baseline,plain,record (default: all)")
