@@ -65,6 +65,14 @@ def test_terminal_text_is_exact_and_harmless(text):
     assert not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in out)
 
 
+def test_every_ascii_control_is_escaped_in_otherwise_plain_text():
+    # plain printable ASCII skips the escaping pass: one control character must not
+    for code in [*range(32), 0x7f]:
+        out = safe_text.terminal(f"ab{chr(code)}cd")
+        assert out.startswith("ab\\") and out.endswith("cd"), (code, out)
+    assert safe_text.terminal(" ~" * 3) == " ~" * 3
+
+
 def test_svg_and_dot_text_are_exact():
     assert safe_text.svg(TITLE_ATTACK + DOT_META) == (
         "x\\x1b]0;pwned\\x07\\x1b[2Ja&quot;b\\c{|}&lt;x&gt;&amp;")

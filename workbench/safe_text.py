@@ -70,6 +70,8 @@ def terminal(text: object, limit: int = DEFAULT_LIMIT, *, lines: bool = False) -
     if lines:
         return "\n".join(_UNSAFE_LINES.sub(_escape, cut(line, limit))
                          for line in s.split("\n"))
+    if s.isascii() and s.isprintable():  # nothing to escape (most text): no regex pass
+        return cut(s, limit)
     return _UNSAFE_ONE_LINE.sub(_escape, cut(s, limit))
 
 
