@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import Iterator, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from transforms.model import Call, TreeNode, TreePair, TreeRecord
 
@@ -77,18 +77,16 @@ def node_text(node: TreeNode, with_static: bool = True) -> tuple[str, str]:
 
 def wrap(text: str, width: int) -> list[str]:
     """Greedy wrap at spaces (a value's `, `), hard where a word is longer than the width."""
-    return list(_wrapped(text, width))
-
-
-def _wrapped(text: str, width: int) -> Iterator[str]:
     width = max(width, 1)
+    out = []
     while len(text) > width:
         cut = text.rfind(" ", 0, width + 1)
         if cut <= 0:
             cut = width
-        yield text[:cut]
+        out.append(text[:cut])
         text = text[cut:].lstrip(" ")
-    yield text
+    out.append(text)
+    return out
 
 
 def _fit(text: str, width: int) -> str:
@@ -197,9 +195,7 @@ class PairBlock(Block):
 
     @staticmethod
     def _lines(text: str, width: int) -> int:
-        # NB: counted without wrap's list: every entry of a 10,000-leaf pair is counted
-        # when the view opens.
-        return 1 if len(text) <= width else sum(1 for _ in _wrapped(text, width))
+        return 1 if len(text) <= width else len(wrap(text, width))
 
     def __len__(self) -> int:
         return self.count
