@@ -13,7 +13,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from transforms._step_core import step_core_class
+from transforms._capture._step_core import step_core_class
 
 WIDTH = 64
 DEPTH = 8
@@ -61,7 +61,7 @@ def timed_capture(run: Callable[[], object]) -> tuple[float, object]:
     `DeferredJit.finish` (a top-level jit's compiled stages, when the block
     ends); the recorded call itself (JAX's trace, jit's compile) is not counted.
     """
-    import transforms._stages as stages_module
+    import transforms._stages._chain as stages_module
     spent = [0.0]
     originals = stages_module.capture, stages_module.DeferredJit.finish
 

@@ -50,8 +50,11 @@ from _common import (  # noqa: E402
 )
 
 import transforms  # noqa: E402
-from transforms._layout import gc_paused  # noqa: E402
-from transforms.model import Call, Session  # noqa: E402
+from transforms.model import (  # noqa: E402
+    Call,
+    Session,
+    gc_paused,  # noqa: E402
+)
 
 RUN_TARGET = 1.5
 IO_TARGET = 2.0

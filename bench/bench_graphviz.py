@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from transforms import _stage_records  # noqa: E402  (bench only: stage one jaxpr without a call)
+from transforms._stages import _records as _stage_records  # noqa: E402  (bench only: stage one jaxpr without a call)
 from workbench import export  # noqa: E402
 from workbench.export import GraphTooLarge, collect_jaxpr, to_dot  # noqa: E402
 

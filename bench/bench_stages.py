@@ -52,8 +52,8 @@ from _common import (  # noqa: E402
 )
 
 import transforms  # noqa: E402
-import transforms._stage_records as stage_records  # noqa: E402
-from transforms.diff import diff_stages, find_stage  # noqa: E402
+import transforms._stages._records as stage_records  # noqa: E402
+from transforms.model import diff_stages, find_stage  # noqa: E402
 
 CAPTURE_TARGET = 3.0
 DIFF_TARGET = 2.0

@@ -54,7 +54,7 @@ from _common import (  # noqa: E402
 )
 
 import transforms  # noqa: E402
-from transforms.diff import find_stage  # noqa: E402
+from transforms.model import find_stage  # noqa: E402
 
 RUN_TARGET = 1.3
 CAPTURE_TARGET = 0.8

@@ -16,7 +16,7 @@ caller's file is under the tests folder and to JAX's own function otherwise,
 so JAX's internals (hessian calling jacfwd, check_grads calling jvp) stay
 JAX's. No frame of a dispatcher is on the stack while the chosen function
 runs (see _Dispatcher). Only `jax.*` is patched: our package calls JAX's
-originals as it captured them at import (`transforms._interpreters.jax_own`).
+originals as it captured them at import (`transforms._jax.jax_own`).
 """
 from __future__ import annotations
 
@@ -66,13 +66,13 @@ def _install() -> None:
     from jax._src import api
 
     import transforms
-    from transforms import _interpreters
+    from transforms import _jax
 
     # NB: only jax.* is patched. transforms calls JAX's own functions as they were when it
-    # was imported (`_interpreters.jax_own`, captured here, before the swap), as
+    # was imported (`_jax.jax_own`, captured here, before the swap), as
     # workbench/runner.py relies on: no module of ours has its `jax` swapped.
     originals = {name: getattr(jax, name) for name in NAMES}
-    assert all(getattr(_interpreters.jax_own, name) is fun for name, fun in originals.items())
+    assert all(getattr(_jax.jax_own, name) is fun for name, fun in originals.items())
     for name, original in originals.items():
         dispatcher = _Dispatcher(name, original, getattr(transforms, name))
         setattr(jax, name, dispatcher)

@@ -7,7 +7,7 @@
 #                (not with --only-311: the demo needs .venv only)
 #
 # A venv is left alone when the package is installed in it and pyproject.toml,
-# setup.py, transforms/_core.c (and the checkout's path) have not changed since its
+# setup.py, transforms/_capture/_core.c (and the checkout's path) have not changed since its
 # last install, and the C step core it built is there: the hash
 # is kept in <venv>/.setup-stamp. Messages go to stderr, so the stdout of the
 # scripts that call this one stays theirs.
@@ -99,16 +99,16 @@ find_python312() {
 # --- venvs ---------------------------------------------------------------------
 stamp_of() {
     # pyproject.toml's, setup.py's and the C step core's content (the install builds
-    # transforms/_core.c), and where this checkout lives (an editable install points at a path)
-    { sha256sum pyproject.toml setup.py transforms/_core.c | cut -d' ' -f1; echo "$ROOT"; } |
+    # transforms/_capture/_core.c), and where this checkout lives (an editable install points at a path)
+    { sha256sum pyproject.toml setup.py transforms/_capture/_core.c | cut -d' ' -f1; echo "$ROOT"; } |
         sha256sum | cut -d' ' -f1
 }
 
-# core_built VENV: the C step core for VENV's Python is in transforms/ (a fresh clone has none)
+# core_built VENV: the C step core for VENV's Python is in transforms/_capture/ (a fresh clone has none)
 core_built() {
     local suffix
     suffix="$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
-    [ -f "transforms/_core$suffix" ]
+    [ -f "transforms/_capture/_core$suffix" ]
 }
 
 setup_venv() {
@@ -143,7 +143,7 @@ setup_venv() {
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
         "$venv/bin/python" -m pip install -qq --progress-bar off -e '.[test]' ||
         die "pip install -e '.[test]' failed in $venv (errors above)"
-    core_built "$venv" || warn "the C step core (transforms/_core.c) did not build for $venv:" \
+    core_built "$venv" || warn "the C step core (transforms/_capture/_core.c) did not build for $venv:" \
         "recording uses the Python step core, slower (is gcc there, and Python's headers?)"
     echo "$stamp" >"$venv/$STAMP_NAME"
     say "$venv ready: $("$venv/bin/python" -c 'import sys, jax; print("Python", sys.version.split()[0], "+ jax", jax.__version__)')"

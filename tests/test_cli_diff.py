@@ -16,8 +16,8 @@ from transforms.model import (
     Stage,
     Step,
     ValueRecord,
+    _schema as schema,
 )
-from workbench import schema
 from workbench.cli import main
 from workbench.session_diff import diff_sessions
 
@@ -154,7 +154,7 @@ def test_the_validator_reports_paths(tmp_path):
     path = _save(tmp_path, "a.json", _call(0, "loss", ("sin",)))
     with open(path) as f:
         data = json.load(f)
-    assert schema.validate(data) == []
+    assert schema.schema_problems(data) == []
     call = data["calls"][0]
     where = {name: i for i, name in enumerate(data["fields"]["Call"])}
     call[where["steps"]][0] = "zero"  # a step: a step shape's number (or [index, number])
@@ -162,7 +162,7 @@ def test_the_validator_reports_paths(tmp_path):
     data["tables"]["tuple[Level, ...]"][0][0].append("extra")  # a call's levels: shared
     call[where["function"]] = 3
     data["tables"]["ValueRecord"] = [["array"]]
-    problems = schema.validate(data)
+    problems = schema.schema_problems(data)
     assert f"$.calls[0][{where['function']}]: expected string, got 3" in problems
     width = {name: len(names) for name, names in data["fields"].items()}
     assert (f"$.tables.tuple[Level, ...][0][0]: expected at most {width['Level']} items, "

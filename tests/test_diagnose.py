@@ -22,7 +22,7 @@ from corpus import (
 from jax import lax
 
 import transforms as T
-from transforms._diagnose import check_inputs
+from transforms._trees._diagnose import check_inputs
 
 # Seed 000 exactly as posted: repack_NTC returns `value`, a name never defined.
 NTBroken = namedtuple("NTBroken", ["name", "flag", "array"])

@@ -26,7 +26,8 @@ from jax import lax
 from jax.ad_checkpoint import checkpoint_name
 
 import transforms as T
-from transforms import _interpreters, _returned
+from transforms import _jax as _door
+from transforms._wrappers import _returned
 from transforms.model import Lazy
 
 
@@ -50,24 +51,24 @@ def _same(a, b):
 
 def test_every_method_of_jax_trace_base_class_is_handled():
     """Fails when a JAX release adds a Trace method: decide how RecordingTrace handles it."""
-    unknown = _interpreters.trace_base_names() - _interpreters.TRACE_METHODS.keys()
+    unknown = _door.trace_base_names() - _door.TRACE_METHODS.keys()
     assert unknown == set(), f"JAX's Trace has new names: {sorted(unknown)}"
-    assert _interpreters.UNKNOWN_TRACE_METHODS == []
-    base = vars(_interpreters.Trace)
-    for name, how in _interpreters.TRACE_METHODS.items():
+    assert _door.UNKNOWN_TRACE_METHODS == []
+    base = vars(_door.Trace)
+    for name, how in _door.TRACE_METHODS.items():
         if how in ("recorded", "forwarded") and name in base:
-            assert name in vars(_interpreters.RecordingTrace), name
+            assert name in vars(_door.RecordingTrace), name
 
 
 def test_a_base_method_we_do_not_know_is_forwarded_not_raised(monkeypatch):
-    Trace = _interpreters.Trace
+    Trace = _door.Trace
 
     def process_future(self, primitive, tracers, params):
         raise NotImplementedError("must override")
 
     monkeypatch.setattr(Trace, "process_future", process_future, raising=False)
     try:
-        assert _interpreters._forward_unknown_base_methods() == ["process_future"]
+        assert _door._forward_unknown_base_methods() == ["process_future"]
 
         class Parent(Trace):
             def process_future(self, primitive, tracers, params):
@@ -82,11 +83,11 @@ def test_a_base_method_we_do_not_know_is_forwarded_not_raised(monkeypatch):
             def end_step(self, *args):
                 pass
 
-        recorder = _interpreters.RecordingTrace(Parent(), Level())
+        recorder = _door.RecordingTrace(Parent(), Level())
         assert recorder.process_future(jax.lax.sin_p, [], {"n": 3}) == ("parent", 3)
     finally:
-        if "process_future" in vars(_interpreters.RecordingTrace):
-            delattr(_interpreters.RecordingTrace, "process_future")
+        if "process_future" in vars(_door.RecordingTrace):
+            delattr(_door.RecordingTrace, "process_future")
 
 
 def _remat_scan(c, xs):
@@ -135,7 +136,7 @@ def test_jvp_of_a_primitive_binding_a_jaxpr_is_jaxs(recording):
     _same(T.jvp(_bind_eval_jaxpr, (x,), (1.0,)), jax.jvp(_bind_eval_jaxpr, (x,), (1.0,)))
 
 
-@pytest.mark.skipif(not hasattr(_interpreters.Trace, "process_call"),
+@pytest.mark.skipif(not hasattr(_door.Trace, "process_call"),
                     reason="this JAX's Trace has no process_call (0.12 removed it)")
 def test_core_call_bound_under_each_transform_is_jaxs(recording):
     """A core.call-style bind (JAX 0.10's call_p takes a WrappedFun): process_call."""
@@ -413,7 +414,7 @@ def test_a_function_traced_before_a_block_is_traced_again_and_recorded_inside_it
 
 def test_blocks_that_trace_no_jit_of_ours_keep_jaxs_cache():
     """A new cache key (all of JAX traced and compiled again) only after a block traced a jit."""
-    from transforms import _recorder
+    from transforms._capture import _state
     traces = []
 
     @jax.jit
@@ -424,33 +425,33 @@ def test_blocks_that_trace_no_jit_of_ours_keep_jaxs_cache():
     keys = []
     for _ in range(3):
         with T.record(stages=False):
-            keys.append(_recorder._block_key.get())
+            keys.append(_state._block_key.get())
             T.grad(lambda x: jaxs_own(x) * 2)(1.0)
     assert keys[0] == keys[1] == keys[2] and len(traces) == 1  # traced in the first block only
     with T.record(stages=False):
-        first = _recorder._block_key.get()
+        first = _state._block_key.get()
         T.jit(jnp.sin)(1.0)
     with T.record(stages=False):
-        assert _recorder._block_key.get() != first
+        assert _state._block_key.get() != first
 
 
 def test_the_cache_key_of_a_block_is_a_number_and_recording_off_is_keyed_as_outside():
-    from transforms import _recorder
+    from transforms._capture import _state
     seen = []
 
     def f(x):
         seen.append(1)
         return x
 
-    assert _recorder._block_key.get() is None
+    assert _state._block_key.get() is None
     with T.record(stages=False):
-        key = _recorder._block_key.get()
+        key = _state._block_key.get()
         assert type(key) is int
-        with _recorder.recording_off():
+        with _state.recording_off():
             T.jit(f)(1.0)  # a plain trace: a later recorded call must still trace
         T.jit(f)(1.0)
     assert len(seen) == 2
-    assert _recorder._block_key.get() is None
+    assert _state._block_key.get() is None
 
 
 def test_a_jitted_function_prints_as_jaxs(recording):
@@ -703,7 +704,7 @@ def _plain_data(value, path="session"):
     """Every value in a session is a record, a tuple/list/dict of them, or a plain scalar."""
     if isinstance(value, _PLAIN):
         return
-    if dataclasses.is_dataclass(value) and type(value).__module__ == "transforms.model":
+    if dataclasses.is_dataclass(value) and type(value).__module__.startswith("transforms.model."):
         for field in dataclasses.fields(value):
             _plain_data(getattr(value, field.name), f"{path}.{field.name}")
         return

@@ -18,8 +18,8 @@ import dump_fuzz
 import pytest
 from test_tui_support import sync
 
-from transforms.dump import loads
-from workbench import cli, schema
+from transforms.model import _schema as schema, loads
+from workbench import cli
 
 SEED = 17
 MUTANTS = 48        # about 0.1 s of CPU each: a few seconds per Python
@@ -35,7 +35,7 @@ def test_every_real_dump_loads_renders_and_validates(dumps):
     for name, text in dumps.items():
         assert dump_fuzz.try_dump(text).loaded, name
         data = json.loads(text)
-        assert schema.validate(data, schema.session_schema(data["fields"])) == [], name
+        assert schema.schema_problems(data, schema.session_schema(data["fields"])) == [], name
 
 
 def test_mutated_dumps_load_and_render_or_are_refused_briefly(dumps):
@@ -50,7 +50,7 @@ def test_mutated_dumps_load_and_render_or_are_refused_briefly(dumps):
             loaded += 1
             data = json.loads(text)
             if data["schema_version"] == 2:  # what `schema --validate` checks after loading
-                problems = schema.validate(data, schema.session_schema(data["fields"]))
+                problems = schema.schema_problems(data, schema.session_schema(data["fields"]))
                 assert problems == [], f"mutant {name} loads but fails the schema: {problems}"
         else:
             refused += 1

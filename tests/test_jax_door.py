@@ -1,5 +1,5 @@
 """JAX behind one door (issue 13, item 4): every fact about JAX that a release may change is a
-named function of the transforms/_interpreters package, tested here on the installed JAX (the suite runs
+named function of the transforms/_jax package, tested here on the installed JAX (the suite runs
 on jax 0.10.2 and on jax 0.12), and no other module states one (a scan of the sources)."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from jax import lax
 
 import transforms as T
-from transforms import _interpreters as _i
+from transforms import _jax as _i
 
 ROOT = Path(__file__).resolve().parent.parent
-DOOR = ROOT / "transforms" / "_interpreters"  # a package: each part one subject
+DOOR = ROOT / "transforms" / "_jax"  # a package: each part one subject
 # The gallery's examples are user code: a seed peeks at `.val` on purpose (its lesson).
 SCANNED = [p for pkg in ("transforms", "workbench") for p in sorted((ROOT / pkg).rglob("*.py"))
            if DOOR not in p.parents and "gallery" not in p.parts]
@@ -399,7 +399,7 @@ def test_staged_var_is_the_variable_of_the_equation_jax_staged():
 
 
 def test_other_modules_import_the_door_not_its_parts():
-    """The door is one module to the others (`from . import _interpreters as _i`): its parts
+    """The door is one module to the others (`from .. import _jax as _i`): its parts
     (each one subject) may move between releases without another module changing."""
     found = []
     for p in SCANNED + sorted((ROOT / "tests").glob("*.py")):
@@ -407,5 +407,5 @@ def test_other_modules_import_the_door_not_its_parts():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             found += [f"{p.relative_to(ROOT)}:{node.lineno}" for n in names  # type: ignore[attr-defined]
-                      if "_interpreters." in n]
+                      if "_jax." in n]
     assert found == []

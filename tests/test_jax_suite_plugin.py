@@ -1,6 +1,6 @@
 """scripts/_jax_suite_plugin.py swaps only `jax.*` (and `jax._src.api`'s names): our own modules
 keep the `jax` module itself and call JAX's functions as transforms captured them at import
-(`_interpreters.jax_own`), as workbench's runner does (issue 13)."""
+(`_jax.jax_own`), as workbench's runner does (issue 13)."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,7 @@ _CHILD = textwrap.dedent("""
     import jax
     import _jax_suite_plugin as plugin
     import transforms
-    from transforms import _interpreters
+    from transforms import _jax
 
     # Only jax.* is patched: every module of ours sees the jax module itself.
     swapped = [name for name, m in sys.modules.items()
@@ -24,7 +24,7 @@ _CHILD = textwrap.dedent("""
     assert not swapped, swapped
     for name in plugin.NAMES:
         assert type(getattr(jax, name)).__name__ == "_Dispatcher", name
-        assert getattr(_interpreters.jax_own, name) is getattr(jax, name).__wrapped__, name
+        assert getattr(_jax.jax_own, name) is getattr(jax, name).__wrapped__, name
     # A call from a test file gets ours (recording), and ours still works while jax.* is patched.
     sys.path.insert(0, TESTS)
     import suite_case

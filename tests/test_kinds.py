@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import transforms as T
-from transforms import kinds
-from transforms._spec import Options
+from transforms._capture._spec import Options
+from transforms.model import _kinds as kinds
 
 X = jnp.array([0.5, 1.0, 2.0])
 

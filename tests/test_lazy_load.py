@@ -10,9 +10,7 @@ import pytest
 from test_tui_support import sync
 
 import transforms as T
-from transforms import _layout
-from transforms.dump import LAZY_FIELDS, SessionLoadError
-from transforms.model import RECORD_TYPES, Lazy
+from transforms.model import LAZY_FIELDS, RECORD_TYPES, Lazy, SessionLoadError, _layout
 from workbench.tui.model import Outline
 
 

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from transforms._snapshot import SMALL_VALUE_SIZE, describe_concrete, leaf_value
+from transforms._capture._describe import SMALL_VALUE_SIZE, describe_concrete, leaf_value
 
 
 def _g(v) -> str:
@@ -70,7 +70,7 @@ def test_leaves_without_statistics():
 
 def test_scalar_literals_keep_their_exact_values():
     # Scalars' records are shared by class, aval and exact value: 0.0 == -0.0, 1 == True.
-    from transforms._snapshot import Describer
+    from transforms._capture._describe import Describer
     describer = Describer({})
     literals = [0.0, -0.0, 1, True, 1.0, float("nan"), float("nan"), 2.5, np.float32(2.5),
                 1 + 0j, complex(1, -0.0), jnp.float32(2.5)]

@@ -12,8 +12,7 @@ import pytest
 from test_tui_support import sync
 
 import transforms as T
-from workbench.cli import DEFAULT_MAX_STEPS, build_parser
-from workbench.cli import main as workbench_main
+from workbench.cli import DEFAULT_MAX_STEPS, build_parser, main as workbench_main
 
 
 def loss(w, x):

@@ -1,5 +1,7 @@
-"""The model is `transforms.model`, reading dumps `transforms.dump`: `transforms.record` is the
-record() function, and the module of that old name only forwards old imports (issue 13)."""
+"""The model is the package `transforms.model`: the records, load/save, diff, the kinds and the
+schema. The modules folded into it (`transforms.dump`, `diff`, `kinds`, `files`) and
+`transforms.record`, the model's first home, still import, warning with the new home;
+`transforms.record` itself is the record() function."""
 from __future__ import annotations
 
 import subprocess
@@ -8,21 +10,27 @@ import sys
 import pytest
 
 import transforms
-from transforms import dump, model
+from transforms import model
 
 
-def test_old_imports_from_transforms_record_still_work_and_say_where_the_name_went():
+def test_old_imports_still_work_and_say_where_the_name_went():
     with pytest.warns(DeprecationWarning, match=r"transforms\.record\.Session is now "
                                                r"transforms\.model\.Session"):
         from transforms.record import Session
     assert Session is model.Session
-    with pytest.warns(DeprecationWarning, match=r"transforms\.dump\.load"):
-        from transforms.record import load
-    assert load is dump.load is transforms.load
+    with pytest.warns(DeprecationWarning, match=r"transforms\.dump\.load is now "
+                                               r"transforms\.model\.load"):
+        from transforms.dump import load
+    assert load is model.load is transforms.load
+    with pytest.warns(DeprecationWarning, match=r"transforms\.diff\.diff_stages"):
+        from transforms.diff import diff_stages
+    assert diff_stages is model.diff_stages
+    with pytest.warns(DeprecationWarning, match=r"transforms\.kinds\.kind_of"):
+        assert transforms.kinds.kind_of is model.kind_of  # type: ignore[attr-defined]
 
 
-def test_a_name_the_old_module_never_had_is_an_error_naming_the_new_homes():
-    old = sys.modules["transforms.record"]
+def test_a_name_the_old_module_never_had_is_an_error_naming_the_new_home():
+    old = sys.modules["transforms.dump"]
     with pytest.raises(AttributeError, match="transforms.model"):
         old.NoSuchRecord  # noqa: B018
     with pytest.raises(ImportError):
@@ -40,11 +48,13 @@ def test_transforms_record_stays_the_function_after_the_old_module_is_imported()
             "print(callable(r), r.__module__, type(s).__module__)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
-    assert done.stdout.split() == ["True", "transforms._recorder", "transforms.model"]
+    assert done.stdout.split() == ["True", "transforms._recording._recorder",
+                                   "transforms.model._records"]
 
 
-def test_the_model_module_holds_no_file_reading():
-    """Save and load are transforms.dump's (and _layout's): the model defines records only."""
-    assert not hasattr(model, "load") and not hasattr(model, "loads")
-    assert not hasattr(model, "SessionLoadError")
-    assert dump.Session is model.Session
+def test_the_records_module_holds_no_file_reading():
+    """Save and load are _load's (and _layout's): the records module defines records only."""
+    from transforms.model import _load, _records
+    assert not hasattr(_records, "load") and not hasattr(_records, "loads")
+    assert not hasattr(_records, "SessionLoadError")
+    assert _load.Session is _records.Session

@@ -15,15 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from rich.console import Console
 from test_tui import _status, _text
 from test_tui_support import sync
 
 import transforms
-from transforms.dump import SessionLoadError, load
-from transforms.model import DeviceRecord, ProcessInfo, Session
+from transforms.model import DeviceRecord, ProcessInfo, Session, SessionLoadError, load
 from workbench import launch, processes
 from workbench.cli import main
 from workbench.export.devices import collect_devices

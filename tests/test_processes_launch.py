@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms.dump import load
+from transforms.model import load
 from workbench import launch, processes
 
 DATA = Path(__file__).parent / "data" / "processes"

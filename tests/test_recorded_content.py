@@ -716,8 +716,7 @@ _BAD_V3_STEP_ROWS = [
 @pytest.mark.parametrize("problem, fragments", _BAD_V3_STEP_ROWS,
                          ids=[p for p, _ in _BAD_V3_STEP_ROWS])
 def test_a_version_3_dump_with_a_bad_step_row_is_refused(tmp_path, problem, fragments):
-    from transforms import _layout
-    from transforms.model import RECORD_TYPES
+    from transforms.model import RECORD_TYPES, _layout
     good = json.loads(_layout.json_text(_rich_session(), RECORD_TYPES, 3))
     path = tmp_path / "v3.json"
     path.write_text(json.dumps(good))
@@ -782,7 +781,7 @@ def test_recorders_are_released_when_the_block_ends():
     """No recorder outlives its call: JAX's caches must not keep a recording alive."""
     import gc
 
-    from transforms._interpreters import RecordingTrace
+    from transforms._jax import RecordingTrace
 
     def alive():
         gc.collect()

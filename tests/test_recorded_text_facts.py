@@ -14,9 +14,7 @@ import pytest
 from jax import lax
 
 import transforms as T
-from transforms import _jaxpr_text
-from transforms.dump import SessionLoadError, loads
-from transforms.model import SourceLocation
+from transforms.model import SessionLoadError, SourceLocation, _jaxpr_text, loads
 from workbench.tui.stage_map import StageMap, eqn_lines, step_primitive
 
 DATA = Path(__file__).parent / "data"

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import transforms as T
-from transforms._state import _state
+from transforms._capture import state as _state
 
 
 def _chain(n):

@@ -6,7 +6,7 @@ from corpus import CASES_BY_NAME, Primal, Tangent
 from rich.console import Console
 
 import transforms as T
-from transforms._trees import TreeBuilder, pair_trees
+from transforms._trees._pytrees import TreeBuilder, pair_trees
 from transforms.model import Call, Diagnostic, ErrorRecord, Level, SourceLocation, Step
 from workbench.render.failure import DiagnosticsView, FailurePanel
 

@@ -13,7 +13,6 @@ from corpus import WS, XS, convolve
 from rich.console import Console
 
 import transforms
-from transforms.diff import diff_stages
 from transforms.model import (
     EqnRecord,
     Growth,
@@ -23,6 +22,7 @@ from transforms.model import (
     Metric,
     PrimitiveCount,
     Stage,
+    diff_stages,
 )
 from workbench.render import (
     ChainView,

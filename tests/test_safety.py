@@ -23,17 +23,19 @@ from rich.console import Console
 from test_tui_support import sync
 
 import transforms
-from transforms.dump import SessionLoadError, loads
+from transforms._capture import _state
 from transforms.model import (
     Call,
     ErrorRecord,
     Level,
     Session,
+    SessionLoadError,
     SourceLocation,
     Step,
     TreeNode,
     TreeRecord,
     ValueRecord,
+    loads,
 )
 from workbench import cli, runner, safe_text
 
@@ -202,8 +204,7 @@ async def test_the_tui_shows_names_safely_and_saves_a_valid_svg(tmp_path, name):
 
 @sync
 async def test_a_graph_the_exporter_refuses_is_a_message_in_the_tui(tmp_path, monkeypatch):
-    from workbench.tui import build_app
-    from workbench.tui import export as tui_export
+    from workbench.tui import build_app, export as tui_export
     from workbench.tui.widgets.common.status_bar import StatusBar
 
     def refuse(call, folder, stem):
@@ -537,7 +538,7 @@ def test_interleaved_generators_record_into_their_own_blocks_and_restore_in_orde
     with transforms.record() as probe:
         pass
     transforms.grad(jnp.tanh)(1.0)
-    assert probe.calls == [] and not transforms._recorder._blocks.get()
+    assert probe.calls == [] and not _state._blocks.get()
 
 
 def test_threads_record_into_their_own_sessions():

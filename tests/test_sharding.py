@@ -12,12 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import transforms
-from transforms._sharding import COLLECTIVE_KINDS, collectives_in_hlo, parse_groups
-from transforms.dump import load
+from transforms._devices._sharding import COLLECTIVE_KINDS, collectives_in_hlo, parse_groups
+from transforms.model import load
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import transforms
-from transforms import _recorder
-from transforms.diff import default_pair, find_stage
-from transforms.dump import load
+from transforms._recording import _recorder
+from transforms.model import default_pair, find_stage, load
 
 REVERSE = ("f", "jvp(f)", "linearize(f)", "linear(f)", "transpose(linear(f))")
 

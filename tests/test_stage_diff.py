@@ -10,9 +10,17 @@ import pytest
 from corpus import WS, XS, X, convolve
 
 import transforms
-import transforms.diff as diff_module
-from transforms.diff import AvalChange, EqnChange, PrimitiveDelta, align, diff_stages, find_stage, short_aval
-from transforms.model import Stage
+import transforms.model._diff as diff_module
+from transforms.model import (
+    AvalChange,
+    EqnChange,
+    PrimitiveDelta,
+    Stage,
+    align,
+    diff_stages,
+    find_stage,
+    short_aval,
+)
 
 
 def stages_of(build, *args) -> tuple[Stage, ...]:

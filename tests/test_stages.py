@@ -32,11 +32,9 @@ from jax.extend.core import Primitive
 from jax.interpreters import batching
 
 import transforms
-import transforms._stages as stages_module
-from transforms._stages import growth
-from transforms.diff import find_stage
-from transforms.dump import load
-from transforms.model import GrowthPoint, Metric, PrimitiveCount, Stage
+import transforms._stages._chain as stages_module
+from transforms._stages._chain import growth
+from transforms.model import GrowthPoint, Metric, PrimitiveCount, Stage, find_stage, load
 
 REVERSE_CHAIN = ("f", "jvp(f)", "linearize(f)", "linear(f)", "transpose(linear(f))", "grad(f)")
 JIT_STAGES = ("stablehlo(jit(f))", "hlo(jit(f))", "cost(jit(f))", "memory(jit(f))")

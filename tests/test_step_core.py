@@ -18,7 +18,8 @@ import pytest
 from corpus import CASES
 
 import transforms as T
-from transforms import _recorder, _step_core
+from transforms._capture import _step_core
+from transforms._recording import _recorder
 
 C_CORE, WHY_NOT = _step_core._c_core()
 REQUIRED = os.environ.get("WORKBENCH_REQUIRE_CORE") == "1"
@@ -98,14 +99,14 @@ def test_both_cores_agree_on_a_tower_a_custom_rule_and_a_failure(monkeypatch):
 
 @needs_c
 def test_the_c_core_has_the_reference_layout():
-    from transforms import _core
+    from transforms._capture import _core
     assert _core.STRIDE == _step_core.STRIDE
     assert _core.SOURCE_SHA == _step_core.core_source_sha()
 
 
 @needs_c
 def test_the_c_core_says_what_is_wrong_with_its_arguments():
-    from transforms import _core
+    from transforms._capture import _core
     with pytest.raises(TypeError):
         _core.StepCore(object(), print, print, [])  # jit_entries must be a dict
     with pytest.raises(AttributeError):
@@ -131,7 +132,7 @@ def test_without_the_c_core_a_process_warns_and_records_with_python(monkeypatch)
 
 
 def test_workbench_core_python_chooses_the_reference():
-    code = ("import transforms._step_core as s; import transforms as T, jax.numpy as jnp; "
+    code = ("import transforms._capture._step_core as s; import transforms as T, jax.numpy as jnp; "
             "print(s.step_core_class().__name__); "
             "w = T.record(stages=False)\n"
             "with w as session: T.grad(lambda x: jnp.sin(x))(1.0)\n"
@@ -146,7 +147,7 @@ def test_workbench_core_python_chooses_the_reference():
 def test_the_doors_facts_the_c_core_reads_hold_on_this_jax():
     from jax.extend import source_info_util
 
-    from transforms import _interpreters as _i
+    from transforms import _jax as _i
     holder, context, attribute = _i.NAME_STACK_PLACE
     with source_info_util.extend_name_stack("outer"):
         assert getattr(getattr(holder, context), attribute) is \

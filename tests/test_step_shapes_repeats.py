@@ -11,7 +11,6 @@ import random
 import pytest
 from test_step_shapes import LEVELS, _random_steps
 
-from transforms import _layout, _step_shapes, dump
 from transforms.model import (
     Call,
     Lazy,
@@ -21,6 +20,9 @@ from transforms.model import (
     TreeNode,
     TreePair,
     TreeRecord,
+    _layout,
+    _load as dump,
+    _step_shapes,
 )
 
 

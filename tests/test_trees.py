@@ -8,7 +8,7 @@ import pytest
 from corpus import CASES_BY_NAME, CONTAINER, MATRIX, PARAMS, assert_same_error, outcome
 
 import transforms as T
-from transforms._trees import MAX_DEPTH, MAX_NODES, TreeBuilder, pair_trees, treedef_tree
+from transforms._trees._pytrees import MAX_DEPTH, MAX_NODES, TreeBuilder, pair_trees, treedef_tree
 
 
 def recorded(case_name):
@@ -187,7 +187,7 @@ def test_jacobian_outer_structure_is_the_function_output():
 
 
 def test_nesting_a_wide_tree_is_truncated():
-    from transforms._trees import nest_trees
+    from transforms._trees._pytrees import nest_trees
     wide = TreeBuilder().build(list(range(100)), "input", "x")
     nested = nest_trees(wide, wide)
     assert len(nested.nodes) == MAX_NODES and nested.note == f"truncated at {MAX_NODES} nodes"
@@ -195,7 +195,7 @@ def test_nesting_a_wide_tree_is_truncated():
 
 
 def test_a_tree_from_the_cached_structure_equals_the_walked_one():
-    from transforms import _trees
+    from transforms._trees import _pytrees as _trees
     b = TreeBuilder()
     first = b.build({"a": [1.0, jnp.ones(2)], "b": CONTAINER}, "input", "x")
     again = b.build({"a": [2, jnp.zeros(2)], "b": CONTAINER}, "input", "x")  # cached structure

@@ -20,8 +20,7 @@ from test_tui_support import seed_convolve, seed_logistic, sync
 
 from transforms.model import Session
 from workbench.gallery import find, run_example
-from workbench.tui import build_app as _build_app
-from workbench.tui import build_gallery_app
+from workbench.tui import build_app as _build_app, build_gallery_app
 from workbench.tui.model import Outline, call_labels, composed_label, step_haystack
 from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen
@@ -381,7 +380,7 @@ def test_the_tui_imports_no_jax(tmp_path):
         stub = types.ModuleType("transforms")
         stub.__path__ = list(spec.submodule_search_locations)
         sys.modules["transforms"] = stub
-        from transforms.dump import load
+        from transforms.model import load
         from workbench.tui import build_app
         app = build_app(load({str(path)!r}), title="t")
         async def main():

@@ -15,49 +15,53 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .dump import SessionLoadError as SessionLoadError
-from .dump import load as load
-from .kinds import PUBLIC_KINDS
-from .model import SCHEMA_VERSION as SCHEMA_VERSION
-from .model import Call as Call
-from .model import ErrorRecord as ErrorRecord
-from .model import JaxprRecord as JaxprRecord
-from .model import Level as Level
-from .model import Session as Session
-from .model import SourceLocation as SourceLocation
-from .model import Step as Step
-from .model import ValueRecord as ValueRecord
+from . import _old_homes
+from .model import (
+    PUBLIC_KINDS,
+    SCHEMA_VERSION as SCHEMA_VERSION,
+    Call as Call,
+    ErrorRecord as ErrorRecord,
+    JaxprRecord as JaxprRecord,
+    Level as Level,
+    Session as Session,
+    SessionLoadError as SessionLoadError,
+    SourceLocation as SourceLocation,
+    Step as Step,
+    ValueRecord as ValueRecord,
+    load as load,
+)
 
-# `transforms.record` is the record() function (found by __getattr__ below); the submodule of
-# that name is the model's old home, kept for old imports. Loaded now (which binds the name to
-# the module, undone here), a later `import transforms.record` finds it in sys.modules and
-# rebinds nothing.
-importlib.import_module(f"{__name__}.record")
-globals().pop("record", None)
+# The modules folded into transforms.model (transforms.dump, .diff, ...) still import.
+_old_homes.install(__name__)
 
-# The names that need JAX, and the private module defining each.
-_LAZY = {**dict.fromkeys(PUBLIC_KINDS, "_api"), "record": "_recorder", "growth": "_stages",
-         "set_user_code": "_snapshot"}
+# The names that need JAX, and the private package defining each.
+_LAZY = {**dict.fromkeys(PUBLIC_KINDS, "_wrappers"), "record": "_recording", "growth": "_stages",
+         "set_user_code": "_capture"}
 
 if TYPE_CHECKING:
-    from ._api import grad as grad
-    from ._api import hessian as hessian
-    from ._api import jacfwd as jacfwd
-    from ._api import jacrev as jacrev
-    from ._api import jit as jit
-    from ._api import jvp as jvp
-    from ._api import linearize as linearize
-    from ._api import value_and_grad as value_and_grad
-    from ._api import vjp as vjp
-    from ._api import vmap as vmap
-    from ._recorder import record as record
-    from ._snapshot import set_user_code as set_user_code
+    from ._capture import set_user_code as set_user_code
+    from ._recording import record as record
     from ._stages import growth as growth
+    from ._wrappers import (
+        grad as grad,
+        hessian as hessian,
+        jacfwd as jacfwd,
+        jacrev as jacrev,
+        jit as jit,
+        jvp as jvp,
+        linearize as linearize,
+        value_and_grad as value_and_grad,
+        vjp as vjp,
+        vmap as vmap,
+    )
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        old = _old_homes.old_home(__name__, name)
+        if old is not None:  # `import transforms.dump`, then `transforms.dump.load`
+            return old
         raise AttributeError(f"module 'transforms' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # found directly from now on

@@ -6,8 +6,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
-from transforms.diff import default_pair, stage_function, whole_program
-from transforms.model import Call, Stage
+from transforms.model import Call, Stage, default_pair, stage_function, whole_program
 
 __all__ = ["UNKNOWN_LEVEL", "default_stage_pair", "failing_steps", "function_program",
            "steps_by_level", "whole_program"]

@@ -22,9 +22,11 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ._cli_args import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
-from ._cli_args import build_parser as build_parser
-from ._cli_args import take_trailing_options
+from ._cli_args import (
+    DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS,
+    build_parser as build_parser,
+    take_trailing_options,
+)
 from .safe_text import terminal as _t
 
 if TYPE_CHECKING:
@@ -66,7 +68,7 @@ def _note(args: argparse.Namespace, message: str) -> None:
 
 
 def _load_or_report(path: str, lazy: bool = False) -> Session | None:
-    from transforms.dump import SessionLoadError
+    from transforms.model import SessionLoadError
     from workbench.processes import load_run
     try:
         return load_run(path, lazy=lazy)
@@ -213,8 +215,7 @@ def write_gallery(outcomes: list, folder: str,
                   exporter: Callable[[Session, str, str], list[str]] | None = None,
                   quiet: bool = True) -> str:
     """One dump per example, graph images when an exporter is given, index.json and index.md."""
-    from transforms.files import write_atomically
-    from transforms.model import SCHEMA_VERSION
+    from transforms.model import SCHEMA_VERSION, write_atomically
     from workbench._progress import Progress
     entries = []
     with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
@@ -556,7 +557,7 @@ def _merge(args: argparse.Namespace) -> int:
 # --- schema -------------------------------------------------------------------------
 
 def _schema(args: argparse.Namespace) -> int:
-    from workbench import schema
+    from transforms import model as schema
     if args.validate:
         return _validate(args.validate, schema)
     text = schema.schema_text()
@@ -565,7 +566,7 @@ def _schema(args: argparse.Namespace) -> int:
         if problem:
             _error(problem)
             return EXIT_BAD_INPUT
-        from transforms.files import write_atomically
+        from transforms.model import write_atomically
         write_atomically(args.output, text)
     else:
         sys.stdout.write(text)
@@ -591,7 +592,7 @@ def _validate(paths: list[str], schema: Any) -> int:
             print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
                   f"still reads; the schema describes version {SCHEMA_VERSION})")
             continue
-        problems = schema.validate(data, schema.session_schema(
+        problems = schema.schema_problems(data, schema.session_schema(
             data["fields"], data["schema_version"], data["tables"]))
         if problems:
             code = EXIT_BAD_INPUT

@@ -45,8 +45,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterator, Sequence
 
-from transforms.dump import SessionLoadError, load
-from transforms.model import ProcessInfo, Session
+from transforms.model import ProcessInfo, Session, SessionLoadError, load
 
 from . import processes
 
@@ -136,7 +135,7 @@ def _process_info(state: _ChildState, complete: bool = True) -> ProcessInfo | No
     if not (state.initialized or jax.distributed.is_initialized() or launched_index() is not None):
         return None
     try:
-        from transforms._sharding import process_info
+        from transforms._devices._sharding import process_info
         return process_info(host=socket.gethostname(), pid=os.getpid(),
                             coordinator=os.environ.get(ENV_COORDINATOR, ""), complete=complete)
     except Exception:  # a backend that is gone: the launcher's facts will do

@@ -18,8 +18,16 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from transforms.dump import SessionLoadError, load
-from transforms.model import Call, CollectiveRecord, ProcessInfo, ProcessRecord, Session, Step
+from transforms.model import (
+    Call,
+    CollectiveRecord,
+    ProcessInfo,
+    ProcessRecord,
+    Session,
+    SessionLoadError,
+    Step,
+    load,
+)
 
 # Per-process dumps in a run folder: process-0.json, process-1.json, ...
 PROCESS_FILE = "process-{index}.json"

@@ -23,8 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import jax
 
 import transforms
-from transforms.kinds import PUBLIC_KINDS
-from transforms.model import Session
+from transforms.model import PUBLIC_KINDS, Session
 
 from . import saving
 from .launch import describe_run, process_recording

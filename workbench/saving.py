@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Callable, Iterator
 
-from transforms.files import special_file_kind, write_atomically
-from transforms.model import Session
+from transforms.model import Session, special_file_kind, write_atomically
 
 # The signals `workbench run` treats as Ctrl-C (each ends the script, keeping the recording).
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")

@@ -15,8 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from transforms.dump import load
-from transforms.model import Session
+from transforms.model import Session, load
 
 # Printed output kept per recording (the Output view), in characters.
 MAX_OUTPUT = 200_000

@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from transforms.diff import default_pair, stage_groups, whole_program
-from transforms.dump import SessionLoadError
-from transforms.model import Call, Session, Stage
+from transforms.model import Call, Session, SessionLoadError, Stage, default_pair, stage_groups, whole_program
 from workbench.processes import load_run, owners, process_session
 
 from .. import safe_text

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from transforms.diff import short_aval
-from transforms.model import Call, TreePair, TreeRecord
+from transforms.model import Call, TreePair, TreeRecord, short_aval
 
 from .._index import failing_steps, steps_by_level
 from ._graph import Cluster, CollectError, Edge, Graph, GraphOptions, Node, _shorten

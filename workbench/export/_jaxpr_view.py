@@ -8,23 +8,24 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from transforms.diff import short_aval
-from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord
+from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord, short_aval
 
-from ._call_views import collect_pytree as collect_pytree
-from ._call_views import collect_tower as collect_tower
-from ._graph import Cluster as Cluster
-from ._graph import CollectError as CollectError
-from ._graph import Edge as Edge
-from ._graph import Folding, _shorten
-from ._graph import Graph as Graph
-from ._graph import GraphOptions as GraphOptions
-from ._graph import Node as Node
-from ._graph import count as count
-from ._graph import dot_escape as dot_escape
-from ._graph import dot_string as dot_string
-from ._graph import origin_of as origin_of
-from ._graph import to_dot as to_dot
+from ._call_views import collect_pytree as collect_pytree, collect_tower as collect_tower
+from ._graph import (
+    Cluster as Cluster,
+    CollectError as CollectError,
+    Edge as Edge,
+    Folding,
+    Graph as Graph,
+    GraphOptions as GraphOptions,
+    Node as Node,
+    _shorten,
+    count as count,
+    dot_escape as dot_escape,
+    dot_string as dot_string,
+    origin_of as origin_of,
+    to_dot as to_dot,
+)
 from ._names import input_names, output_names
 
 # --- jaxpr view --------------------------------------------------------------------

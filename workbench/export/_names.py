@@ -2,23 +2,22 @@
 (`params['w']` rather than `a`): where a stage's variables are the call's own."""
 from __future__ import annotations
 
-from transforms.diff import stage_function
-from transforms.kinds import kind_of
-from transforms.model import Call, Stage
+from transforms.model import Call, Stage, kind_of, stage_function
 
-from ._call_views import collect_pytree as collect_pytree
-from ._call_views import collect_tower as collect_tower
-from ._graph import Cluster as Cluster
-from ._graph import CollectError as CollectError
-from ._graph import Edge as Edge
-from ._graph import Graph as Graph
-from ._graph import GraphOptions as GraphOptions
-from ._graph import Node as Node
-from ._graph import count as count
-from ._graph import dot_escape as dot_escape
-from ._graph import dot_string as dot_string
-from ._graph import origin_of as origin_of
-from ._graph import to_dot as to_dot
+from ._call_views import collect_pytree as collect_pytree, collect_tower as collect_tower
+from ._graph import (
+    Cluster as Cluster,
+    CollectError as CollectError,
+    Edge as Edge,
+    Graph as Graph,
+    GraphOptions as GraphOptions,
+    Node as Node,
+    count as count,
+    dot_escape as dot_escape,
+    dot_string as dot_string,
+    origin_of as origin_of,
+    to_dot as to_dot,
+)
 
 
 def input_names(stage: Stage, call: Call | None) -> tuple[tuple[str, ...] | None, str]:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from transforms.files import new_file_mode, write_atomically
+from transforms.model import new_file_mode, write_atomically
 
 from ._graph import Graph, count, to_dot
 

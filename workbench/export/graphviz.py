@@ -11,28 +11,31 @@ DOT text `_graph.py`, the tower and pytree views `_call_views.py`.
 """
 from __future__ import annotations
 
-from transforms.diff import diff_stages
-from transforms.model import Call, Stage
+from transforms.model import Call, Stage, diff_stages
 
-from ._call_views import collect_pytree as collect_pytree
-from ._call_views import collect_tower as collect_tower
-from ._graph import Cluster as Cluster
-from ._graph import CollectError as CollectError
-from ._graph import Edge as Edge
-from ._graph import Graph as Graph
-from ._graph import GraphOptions as GraphOptions
-from ._graph import Node as Node
-from ._graph import count as count
-from ._graph import dot_escape as dot_escape
-from ._graph import dot_string as dot_string
-from ._graph import origin_of as origin_of
-from ._graph import to_dot as to_dot
-from ._jaxpr_view import MIN_JAXPR_NODES as MIN_JAXPR_NODES
-from ._jaxpr_view import _check_jaxpr_stage, _JaxprBuilder, _within_max_nodes
-from ._jaxpr_view import collect_jaxpr as collect_jaxpr
-from ._jaxpr_view import find_repeats as find_repeats
-from ._names import input_names as input_names
-from ._names import output_names as output_names
+from ._call_views import collect_pytree as collect_pytree, collect_tower as collect_tower
+from ._graph import (
+    Cluster as Cluster,
+    CollectError as CollectError,
+    Edge as Edge,
+    Graph as Graph,
+    GraphOptions as GraphOptions,
+    Node as Node,
+    count as count,
+    dot_escape as dot_escape,
+    dot_string as dot_string,
+    origin_of as origin_of,
+    to_dot as to_dot,
+)
+from ._jaxpr_view import (
+    MIN_JAXPR_NODES as MIN_JAXPR_NODES,
+    _check_jaxpr_stage,
+    _JaxprBuilder,
+    _within_max_nodes,
+    collect_jaxpr as collect_jaxpr,
+    find_repeats as find_repeats,
+)
+from ._names import input_names as input_names, output_names as output_names
 
 # --- stages view -------------------------------------------------------------------
 

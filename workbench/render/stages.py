@@ -14,8 +14,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from transforms.diff import EqnChange, StageDiff, short_aval
-from transforms.model import EqnRecord, Growth, Stage
+from transforms.model import EqnChange, EqnRecord, Growth, Stage, StageDiff, short_aval
 
 from .. import safe_text
 from ._safe import safe as _safe

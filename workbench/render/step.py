@@ -15,8 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from transforms.kinds import tracer_kind
-from transforms.model import SourceLocation, Step, ValueRecord
+from transforms.model import SourceLocation, Step, ValueRecord, tracer_kind
 
 from .. import safe_text
 from ._safe import safe

@@ -85,7 +85,7 @@ def build_open_app(path: str, load: Callable[[str], Session] | None = None,
 
 def _load_dump(path: str) -> Session:
     # Imported in the loader's thread, after the first frame.
-    from transforms.dump import load
+    from transforms.model import load
     return load(path)
 
 

@@ -16,31 +16,37 @@ from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
 
 # The TUI's data layer is read through this module; step <-> equation and source lines
 # are their own modules, their names re-exported here.
-from .source import MAX_SOURCE_BYTES as MAX_SOURCE_BYTES
-from .source import SOURCE_SUFFIXES as SOURCE_SUFFIXES
-from .source import readable_source as readable_source
-from .source import source_context as source_context
-from .source import source_roots as source_roots
-from .stage_map import StageMap as StageMap
-from .stage_map import eqn_lines as eqn_lines
-from .stage_map import stage_lines as stage_lines
-from .stage_map import step_primitive as step_primitive
-from .texts import TRANSFORMATIONS as TRANSFORMATIONS
-from .texts import Entries as Entries
-from .texts import Gallery as Gallery
-from .texts import as_gallery as as_gallery
-from .texts import call_labels as call_labels
-from .texts import composed_label as composed_label
-from .texts import composition as composition
-from .texts import dropped_summary as dropped_summary
-from .texts import first_line as first_line
-from .texts import plural as plural
-from .texts import sanitize as sanitize
-from .texts import session_description as session_description
-from .texts import session_output as session_output
-from .texts import session_summary as session_summary
-from .texts import step_haystack as step_haystack
-from .texts import step_title as step_title
+from .source import (
+    MAX_SOURCE_BYTES as MAX_SOURCE_BYTES,
+    SOURCE_SUFFIXES as SOURCE_SUFFIXES,
+    readable_source as readable_source,
+    source_context as source_context,
+    source_roots as source_roots,
+)
+from .stage_map import (
+    StageMap as StageMap,
+    eqn_lines as eqn_lines,
+    stage_lines as stage_lines,
+    step_primitive as step_primitive,
+)
+from .texts import (
+    TRANSFORMATIONS as TRANSFORMATIONS,
+    Entries as Entries,
+    Gallery as Gallery,
+    as_gallery as as_gallery,
+    call_labels as call_labels,
+    composed_label as composed_label,
+    composition as composition,
+    dropped_summary as dropped_summary,
+    first_line as first_line,
+    plural as plural,
+    sanitize as sanitize,
+    session_description as session_description,
+    session_output as session_output,
+    session_summary as session_summary,
+    step_haystack as step_haystack,
+    step_title as step_title,
+)
 
 CALL, LEVEL, STEP = 0, 1, 2
 _CALL_BITS = 16  # up to 65,536 calls per session

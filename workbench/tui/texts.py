@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable
 
-from transforms.kinds import PUBLIC_KINDS
-from transforms.model import Call, Level, Session, Stage, Step
+from transforms.model import PUBLIC_KINDS, Call, Level, Session, Stage, Step
 
 from .. import safe_text
 

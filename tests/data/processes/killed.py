@@ -5,8 +5,7 @@ import signal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 jax.distributed.initialize()
 mesh = Mesh(jax.devices(), ("data",))

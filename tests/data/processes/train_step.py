@@ -10,8 +10,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 if len(sys.argv) > 2:
     jax.distributed.initialize(coordinator_address=sys.argv[1], num_processes=2,

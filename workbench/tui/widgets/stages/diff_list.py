@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from transforms.diff import StageDiff
-from transforms.model import Stage
+from transforms.model import Stage, StageDiff
 
 from ....render.stages import eqn_text
 from ..common.line_list import LineList

@@ -6,7 +6,7 @@ import itertools
 
 from rich.text import Text
 
-from transforms._caches import BoundedCache
+from transforms._common._caches import BoundedCache
 from transforms.model import Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr

@@ -9,8 +9,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
-from transforms.diff import StageDiff, diff_stages
-from transforms.model import Call, Session, Stage
+from transforms.model import Call, Session, Stage, StageDiff, diff_stages
 
 from .... import safe_text
 from ...._index import default_stage_pair

@@ -1,0 +1,56 @@
+"""The live side of recording, below every recording layer: what a wrapper was built from
+(TransformSpec, Options), the recording state (open record() blocks, the call and levels in
+this context), live values described as records (Describer), the user's source line, each
+primitive's params as text, and the step core each level's RecordingTrace calls (C or
+Python). The recording Trace itself is JAX's side of the door (transforms._jax)."""
+from __future__ import annotations
+
+from ._describe import (
+    Describer as Describer,
+    aval_text as aval_text,
+    describe_concrete as describe_concrete,
+    jaxpr_record as jaxpr_record,
+    leaf_value as leaf_value,
+    location_of as location_of,
+    set_user_code as set_user_code,
+    traceback_location as traceback_location,
+    user_location as user_location,
+)
+from ._param_rules import jit_pairs_key as jit_pairs_key, summarize_params as summarize_params
+from ._sharding_text import mesh_text as mesh_text, sharding_text as sharding_text, spec_text as spec_text
+from ._spec import (
+    Options as Options,
+    TransformSpec as TransformSpec,
+    Wrapper as Wrapper,
+    chain_of as chain_of,
+    function_name as function_name,
+    signature_holder as signature_holder,
+    spec_of as spec_of,
+)
+from ._state import (
+    RetraceRefused as RetraceRefused,
+    active_session as active_session,
+    check_retrace as check_retrace,
+    enter_block as enter_block,
+    entering_frame as entering_frame,
+    leave_block as leave_block,
+    note_jit_traced as note_jit_traced,
+    open_levels as open_levels,
+    recording_off as recording_off,
+    refusing_retrace as refusing_retrace,
+    reset_block_key as reset_block_key,
+    retrace_refused as retrace_refused,
+    state as state,
+)
+from ._step_core import (
+    ERROR as ERROR,
+    KIND as KIND,
+    LEVEL as LEVEL,
+    NONE as NONE,
+    OUTPUTS as OUTPUTS,
+    RUNNING as RUNNING,
+    STRIDE as STRIDE,
+    built_steps as built_steps,
+    step_core_class as step_core_class,
+    steps_from as steps_from,
+)

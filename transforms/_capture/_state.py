@@ -1,0 +1,215 @@
+"""Recording state: the open record() blocks, the call being recorded, its levels.
+
+Context-local (contextvars), so asyncio tasks and threads each record into their own
+session; also the keys of JAX's jit caches per block, and stage capture's refusal to
+run a user's function again. The recorder (_recorder.py) writes it, the wrappers
+(_api.py) and stage capture (_stages.py) read it.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
+
+from .. import _jax as _i
+from ._spec import function_name
+
+if TYPE_CHECKING:
+    from .._recording import CallBuilder, LevelState, SessionRecorder
+
+class _Block:
+    """One open `record()` block: its recorder and the frame that entered it."""
+    __slots__ = ("recorder", "frame")
+
+    def __init__(self, recorder: SessionRecorder, frame: FrameType | None):
+        self.recorder, self.frame = recorder, frame
+
+
+# Recording state is context-local (contextvars), so asyncio tasks and threads each
+# record into their own session. NB: a tuple of the open blocks, not one value with
+# its previous one saved: a block that exits out of order (generators interleaved)
+# removes only itself, and never restores a session that has already closed.
+_blocks: contextvars.ContextVar[tuple[_Block, ...]] = contextvars.ContextVar(
+    "transforms_record_blocks", default=())
+_off: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_recording_off",
+                                                            default=False)
+_call: contextvars.ContextVar[CallBuilder | None] = contextvars.ContextVar(
+    "transforms_call", default=None)
+_levels: contextvars.ContextVar[list[LevelState] | None] = contextvars.ContextVar(
+    "transforms_levels", default=None)
+
+
+class _State:
+    """The recording state as attributes (read by _api.py), kept in context variables.
+
+    `session` is the recorder of the innermost open block whose frame is running (a
+    generator resumed inside its own `with record()` records there), else of the
+    block entered last (a pytest fixture that yields inside one)."""
+
+    @property
+    def session(self) -> SessionRecorder | None:
+        if _off.get():
+            return None
+        blocks = _blocks.get()
+        if not blocks:
+            return None
+        if len(blocks) == 1:
+            return blocks[0].recorder
+        frames = {id(b.frame) for b in blocks}
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame) in frames:
+                return [b for b in blocks if b.frame is frame][-1].recorder
+            frame = frame.f_back
+        return blocks[-1].recorder
+
+    @property
+    def call(self) -> CallBuilder | None:
+        return _call.get()
+
+    @call.setter
+    def call(self, value: CallBuilder | None) -> None:
+        _call.set(value)
+
+    @property
+    def levels(self) -> list[LevelState]:
+        levels = _levels.get()
+        if levels is None:
+            levels = []
+            _levels.set(levels)
+        return levels
+
+
+state = _State()
+
+
+def entering_frame() -> FrameType | None:
+    """The frame whose `with` statement entered record(): the first outside contextlib."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == contextlib.__file__:
+        frame = frame.f_back
+    return frame
+
+
+def active_session() -> SessionRecorder | None:
+    return state.session
+
+class Entered(NamedTuple):
+    """What entering a record() block replaced: leave_block puts it back."""
+    block: _Block
+    call: Any
+    levels: Any
+    key: int
+    key_token: Any
+
+
+def enter_block(recorder: Any, frame: FrameType | None) -> Entered:
+    """Open a record() block: calls in this context now record into `recorder`."""
+    block = _Block(recorder, frame)
+    prev = (_call.get(), _levels.get())
+    _blocks.set((*_blocks.get(), block))
+    _call.set(None)
+    _levels.set([])
+    key = _new_block_key()
+    return Entered(block, *prev, key, _block_key.set(key))
+
+
+def leave_block(entered: Entered) -> None:
+    """Close the block: it records no more (the block's jit cache key stays until
+    reset_block_key, for the stages read after)."""
+    blocks = _blocks.get()
+    innermost = bool(blocks) and blocks[-1] is entered.block
+    _blocks.set(tuple(b for b in blocks if b is not entered.block))
+    if innermost:  # in order: the state of the block around it comes back
+        _call.set(entered.call)
+        _levels.set(entered.levels)
+    entered.block.frame = None
+
+
+def reset_block_key(entered: Entered) -> None:
+    _block_key.reset(entered.key_token)
+
+
+def open_levels() -> list:
+    """The levels open in this context's call (none: an empty list, not kept)."""
+    return _levels.get() or []
+
+
+
+# Stage capture's own state, in context variables as the recording state is.
+_refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "transforms_refuse_retrace", default=False)
+
+
+# JAX's jit caches are keyed on the open block (a number, nothing of ours): a
+# function traced outside, or in an earlier block, is traced again, and recorded,
+# the first time a block calls it; inside one block JAX caches as it always does.
+# NB: a new number only after a block under the last one traced a jit entry of ours:
+# a new number makes JAX trace and compile everything again (its jnp functions too),
+# which a block that recorded no jit does not need.
+_block_serials = itertools.count(1)
+_block_key: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "transforms_block_key", default=None)
+_last_key = [next(_block_serials)]
+_keys_with_jit_traces: set[int] = set()
+
+
+def _new_block_key() -> int:
+    key = _last_key[0]
+    if key in _keys_with_jit_traces:
+        key = _last_key[0] = next(_block_serials)
+    return key
+
+
+def note_jit_traced() -> None:
+    """A jit entry of ours is traced under the open block's key: the next block takes a new one."""
+    key = _block_key.get()
+    if key is not None:
+        _keys_with_jit_traces.add(key)
+
+
+class RetraceRefused(RuntimeError):
+    """Stage capture met a JAX cache miss that would run the user's function again."""
+
+
+@contextlib.contextmanager
+def refusing_retrace() -> Iterator[None]:
+    """While capturing from JAX's caches: a trace of a recorded function raises instead."""
+    token = _refuse_retrace.set(True)
+    try:
+        with _i.jit_cache_key(_block_key.get()):  # the traces the block recorded
+            yield
+    finally:
+        _refuse_retrace.reset(token)
+
+
+def check_retrace(fun: Any) -> None:
+    """Called by the jit entry: refuse to run the user's function for stage capture."""
+    if _refuse_retrace.get():
+        raise RetraceRefused(
+            f"JAX's tracing cache had no entry for {function_name(fun)} at these arguments, and "
+            f"stages never run the user's function again")
+
+
+def retrace_refused() -> bool:
+    """True while stage capture reads JAX's cache (the jit entry then checks every trace)."""
+    return _refuse_retrace.get()
+
+
+@contextlib.contextmanager
+def recording_off() -> Iterator[None]:
+    """Nothing done inside is recorded: for the traces stages and growth make themselves.
+
+    JAX's caches are keyed as outside any block: what is traced here is a plain trace.
+    """
+    off, call, levels = _off.set(True), _call.set(None), _levels.set([])
+    try:
+        with _i.jit_cache_key(None):
+            yield
+    finally:
+        _levels.reset(levels)
+        _call.reset(call)
+        _off.reset(off)

@@ -1,0 +1,269 @@
+"""The recording trace: RecordingTrace wraps the trace JAX is running, records each
+`process_*` call and forwards it unchanged; the table of JAX's Trace methods it handles
+(checked against the installed Trace at import); installing one as the current trace.
+Part of the door.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from jax import core as jax_core
+from jax.extend import linear_util as lu
+
+from ._base import Trace, set_current_trace, take_current_trace
+from ._params import is_inline_jit_params
+
+
+def current_trace() -> Trace:
+    with take_current_trace() as trace:
+        return trace
+
+
+def enclosing_traces(trace: Any) -> set[int]:
+    """ids of `trace` and the traces it binds on (`parent_trace`, our recorders' `parent`).
+
+    A tracer of a trace outside this set and outside a call's levels belongs
+    to no transformation running now: it leaked.
+    """
+    ids: set[int] = set()
+    while trace is not None and id(trace) not in ids and len(ids) < 1000:
+        ids.add(id(trace))
+        trace = trace.parent if isinstance(trace, RecordingTrace) else \
+            getattr(trace, "parent_trace", None)
+    return ids
+
+
+def trace_has_ended(trace: Any) -> bool:
+    """A trace whose transformation has returned: its tracers have leaked.
+
+    NB: JAX invalidates a trace when its transformation ends and raises
+    UnexpectedTracerError when it meets one of its tracers (`Trace.is_valid`).
+    """
+    is_valid = getattr(trace, "is_valid", None)
+    try:
+        return is_valid is not None and not is_valid()
+    except Exception:  # a trace type without the flag
+        return False
+
+
+def eval_jaxpr(closed_jaxpr: Any, args: list) -> list:
+    jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
+    consts = getattr(closed_jaxpr, "consts", ())
+    # Not the wrapper's own source info (traced inside jnp, it names no user
+    # frame): tracers made here must say "created on line" of the user's code.
+    return jax_core.eval_jaxpr(jaxpr, consts, *args, propagate_source_info=False)
+
+
+class RecordingTrace(Trace):
+    """Records every primitive bound at one level, then forwards it to `parent`.
+
+    NB: unlike JAX's traces this one makes no tracers of its own: the tracers
+    user code sees are the parent's, so JAX's identity checks
+    (`x._trace.tag is self.tag`) keep working unchanged.
+
+    Every method of JAX's `Trace` base class is handled as TRACE_METHODS says
+    (the base's own versions raise `must override`, and `__getattr__` never
+    runs for a name the class defines); names the base lacks are forwarded by
+    `__getattr__`.
+    """
+
+    def __init__(self, parent: Trace, level: Any):
+        super().__init__()
+        self.parent = parent
+        self.level = level  # a _recorder.LevelState; it knows its call
+        # Primitives check `trace.requires_low` before dispatch: answer as the parent would.
+        self.requires_low = getattr(parent, "requires_low", True)
+        # NB: JAX's rules bind on `parent_trace` with it current; here that is
+        # us. An eager impl run with us current would miss jit's top-level fast
+        # path (and record its inner jit), so make an EvalTrace parent current.
+        # Other traces set the current trace themselves before running rules.
+        self.parent_current = type(parent).__name__ == "EvalTrace"
+
+    def __repr__(self) -> str:
+        return f"RecordingTrace({self.level.label}, parent={self.parent!r})"
+
+    def process_primitive(self, primitive, tracers, params, /):
+        level = self.level
+        if level.inline_jnp and _is_inlinable_jit(primitive, params):
+            # Evaluate the wrapper's body here so users see sin/mul, not jit[name=sin].
+            with set_current_trace(self):
+                return eval_jaxpr(params["jaxpr"], list(tracers))
+        # The hot path of recording: the step core directly (one call each way), unless
+        # the level keeps a tape for stages (then LevelState's steps).
+        core = level.core if level.tape is None else None
+        if core is not None:
+            index = core.begin(level.index, primitive, tracers, "primitive")
+        else:
+            index = level.begin_step(primitive, tracers, params, "primitive")
+        try:
+            if self.parent_current:
+                with set_current_trace(self.parent):
+                    out = self.parent.process_primitive(primitive, tracers, params)
+            else:
+                out = self.parent.process_primitive(primitive, tracers, params)
+        except BaseException as e:
+            level.fail_step(index, primitive, params, e)
+            raise
+        if core is not None:
+            core.end(index, primitive, params, out, primitive.multiple_results)
+        else:
+            level.end_step(index, primitive, params, out, primitive.multiple_results)
+        return out
+
+    def process_call(self, call_primitive, f, tracers, params, /):
+        # `core.call`-style primitives (jax 0.10; gone from the base in 0.12).
+        # NB: we stay current: EvalTrace's impl runs `f` with the current
+        # trace, so the body's primitives are recorded at this level.
+        level = self.level
+        index = level.begin_step(call_primitive, tracers, params, "call")
+        try:
+            out = self.parent.process_call(call_primitive, f, tracers, params)
+        except BaseException as e:
+            level.fail_step(index, call_primitive, params, e)
+            raise
+        level.end_step(index, call_primitive, params, out, True)
+        return out
+
+    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
+        level = self.level
+        index = level.begin_step(primitive, tracers, params, "custom_jvp_call", (fun, jvp))
+        fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
+        jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
+        try:
+            with set_current_trace(self.parent):
+                out = self.parent.process_custom_jvp_call(primitive, fun, jvp, tracers, **params)
+        except BaseException as e:
+            level.fail_step(index, primitive, params, e)
+            raise
+        level.end_step(index, primitive, params, out, True)
+        return out
+
+    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, /, **params):
+        level = self.level
+        index = level.begin_step(primitive, tracers, params, "custom_vjp_call", (fun, fwd, bwd))
+        fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
+        fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
+        bwd = _record_rule(bwd, level.rule_spec("custom_vjp_bwd", bwd))
+        try:
+            with set_current_trace(self.parent):
+                out = self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, tracers,
+                                                          **params)
+        except BaseException as e:
+            level.fail_step(index, primitive, params, e)
+            raise
+        level.end_step(index, primitive, params, out, True)
+        return out
+
+    def stage_value(self, val):
+        return self.parent.stage_value(val)
+
+    def full_raise(self, x):
+        return self.parent.full_raise(x)
+
+    def __getattr__(self, name: str):
+        # Names JAX's Trace base class does not define (a concrete trace's
+        # process_custom_transpose, process_map, tag, ...): forwarded; the
+        # process_* family recorded as call steps so nothing passes unseen.
+        parent = object.__getattribute__(self, "parent")
+        attr = getattr(parent, name)
+        if name.startswith("process_") and callable(attr):
+            return _recording_forwarder(self, name, attr)
+        return attr
+
+
+def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> Callable:
+    """Record a process_* method we know nothing about as a call step, then forward it."""
+    level = trace.level
+
+    def forward(primitive, *args, **params):
+        tracers = next((a for a in reversed(args) if isinstance(a, (list, tuple))), ())
+        step_params = params or next((a for a in args if isinstance(a, dict)), {})
+        index = level.begin_step(primitive, tracers, step_params, "call")
+        try:
+            with set_current_trace(trace.parent):
+                out = method(primitive, *args, **params)
+        except BaseException as e:
+            level.fail_step(index, primitive, step_params, e)
+            raise
+        level.end_step(index, primitive, step_params, out, True)
+        return out
+    forward.__name__ = name
+    return forward
+
+
+# How RecordingTrace handles each attribute of JAX's Trace base class:
+#   recorded   overridden here: recorded as a step, then forwarded to the parent
+#   forwarded  overridden here: the parent's answer
+#   own        the base's own behaviour is right for a RecordingTrace (its own
+#              validity flag and weakref; `main` reads `tag`, which
+#              __getattr__ forwards; requires_low is set from the parent)
+# tests/test_fidelity.py fails when the installed JAX's Trace has a name
+# missing here: a JAX release added a method, decide how to handle it.
+TRACE_METHODS: dict[str, str] = {
+    "process_primitive": "recorded",
+    "process_call": "recorded",
+    "process_custom_jvp_call": "recorded",
+    "process_custom_vjp_call": "recorded",
+    "stage_value": "forwarded",
+    "full_raise": "forwarded",
+    "invalidate": "own",
+    "is_valid": "own",
+    "main": "own",
+    "requires_low": "own",
+    "_invalidated": "own",
+    "_weakref": "own",
+}
+
+
+def trace_base_names() -> set[str]:
+    """Every non-dunder attribute of the installed JAX's Trace base class."""
+    return {name for klass in Trace.__mro__ if klass is not object
+            for name in vars(klass) if not (name.startswith("__") and name.endswith("__"))}
+
+
+def _forward_unknown_base_methods() -> list[str]:
+    """Forward any method the base defines and TRACE_METHODS does not know.
+
+    NB: without this a new base method would raise `must override` under
+    recording. Recorded if it is a process_* method, else forwarded.
+    """
+    added = []
+    for name in sorted(trace_base_names() - TRACE_METHODS.keys()):
+        if not callable(getattr(Trace, name, None)) or name in vars(RecordingTrace):
+            continue
+
+        def method(self, *args, __name=name, **kwargs):
+            attr = getattr(self.parent, __name)
+            if __name.startswith("process_"):
+                return _recording_forwarder(self, __name, attr)(*args, **kwargs)
+            return attr(*args, **kwargs)
+        method.__name__ = name
+        setattr(RecordingTrace, name, method)
+        added.append(name)
+    return added
+
+
+UNKNOWN_TRACE_METHODS = _forward_unknown_base_methods()
+
+
+def _is_inlinable_jit(primitive, params) -> bool:
+    # The primitive was renamed pjit -> jit in 0.7.
+    return primitive.name in ("jit", "pjit") and "jaxpr" in params and is_inline_jit_params(params)
+
+
+def _record_rule_body(f, spec, *args, **kwargs):
+    """Run a custom_jvp/custom_vjp rule body inside a recorded sub-level."""
+    return spec.run(f, args, kwargs)
+
+
+def _record_rule(fun, spec):
+    """Wrap a linear_util WrappedFun so that its body runs in a recorded sub-level."""
+    if spec is None or not isinstance(fun, lu.WrappedFun):
+        return fun
+    # NB: transformation2 is curried: the trailing () applies it.
+    return lu.transformation2(_record_rule_body, fun, spec)()
+
+
+def install(level) -> Any:
+    """A context manager making a recorder for `level` the current trace."""
+    return set_current_trace(RecordingTrace(level.jax_trace, level))

@@ -1,0 +1,137 @@
+"""The live side of each recorded level: what its RecordingTrace reports to.
+
+A LevelState is a level's handle on its call's step core (`_step_core`), which turns each
+primitive JAX binds at the level into a step row; RuleSpec runs a custom_jvp /
+custom_vjp rule body as a sub-level; run_level runs a function with a level's
+recorder as JAX's current trace.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .. import _jax as _i
+from .._capture import state
+from .._common import message
+
+if TYPE_CHECKING:
+    from ._recorder import CallBuilder
+
+__all__ = ["LevelState", "RuleSpec", "run_level"]
+
+
+class LevelState:
+    """The live side of one Level: what its RecordingTrace reports to.
+
+    Its steps go to the call's step core (`core`), which also keeps the level's phase;
+    RecordingTrace calls the core directly unless the level has a tape (stages), and
+    the other kinds of step come through begin_step / end_step / fail_step.
+    """
+    __slots__ = ("call", "core", "index", "label", "depth", "jax_trace", "inline_jnp", "tape",
+                 "__weakref__")
+
+    def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
+                 jax_trace: Any, inline_jnp: bool):
+        self.call = call
+        self.core = call.core
+        self.index = index
+        self.label = label
+        self.depth = depth
+        self.jax_trace = jax_trace
+        self.inline_jnp = inline_jnp
+        self.tape: Any = None  # _tape.Tape: what the user's function binds here, for stages
+
+    @property
+    def phase(self) -> str:
+        return self.core.phase(self.index)
+
+    def set_phase(self, phase: str) -> None:
+        self.core.set_phase(self.index, phase)
+
+    def begin_step(self, primitive: Any, tracers: Any, params: dict, kind: str,
+                   rules: tuple = ()) -> int:
+        """A step starts: its row (in the call's step core); returns its index."""
+        index = self.core.begin(self.index, primitive, tracers, kind)
+        if self.tape is not None:
+            source = self.core.source_at(index)
+            self.tape.begin(index, primitive, tracers, params, kind, rules, _source_text(source))
+        return index
+
+    def end_step(self, index: int, primitive: Any, params: dict, out: Any, multiple: bool) -> None:
+        self.core.end(index, primitive, params, out, multiple)
+        if self.tape is not None:
+            self.tape.end(index, out, multiple)
+
+    def fail_step(self, index: int, primitive: Any, params: dict, error: BaseException) -> None:
+        self.core.fail(index, primitive, params, message(error))
+        if self.tape is not None:
+            self.tape.fail(index)
+
+    def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
+        return self.call.rule_spec(kind, self, fun)
+
+
+class RuleSpec:
+    """Runs a custom_jvp/custom_vjp rule body in a recorded sub-level.
+
+    Hashed by identity: linear_util uses transformation params in cache keys.
+    JAX's caches may keep it after the call, so it holds the call weakly:
+    a finished call's traces must not stay alive through it.
+    """
+
+    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str,
+                 fun: Any = None):
+        self._call = weakref.ref(call)
+        self._parent = weakref.ref(parent)
+        self.kind = kind
+        self.function = function
+        self.fun = fun  # the rule as JAX holds it (a WrappedFun): stages replay its tape
+
+    def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
+        call, parent = self._call(), self._parent()
+        current = state.call
+        if call is None or parent is None or current is not call:
+            # The rule runs after its call finished (a bwd in vjp's pullback): a level of
+            # the call running it when that call's stages wait for it, else unrecorded.
+            later, tape = (current.late_rule(self.kind, self.fun, self.function, args)
+                           if current is not None else (None, None))
+            if later is None:
+                return f(*args, **kwargs)
+            level = later
+        else:
+            level = call.new_level(self.kind, _i.current_trace(), parent, self.function)
+            level.set_phase("rule")
+            call.watch_rule_level(level)
+            tape = call.watch_rule(level, self.kind, self.fun, args)
+        if tape is None:
+            return run_level(level, f, args, kwargs)
+        try:
+            out = run_level(level, f, args, kwargs)
+        except BaseException as e:
+            tape.abandon(e)
+            raise
+        tape.finish(out)
+        return out
+
+
+def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
+    """Run `f` with a recorder for `level` as the current trace."""
+    # User code runs here (a custom rule inside a step, say): its steps keep
+    # the step that called it as their cause but find their own source line.
+    barrier = level.core.push_barrier()
+    state.levels.append(level)
+    try:
+        with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
+            return f(*args, **kwargs)
+    except BaseException as e:
+        level.call.record_error(e, level)
+        raise
+    finally:
+        state.levels.pop()
+        if barrier:
+            level.core.pop_barrier()
+
+
+def _source_text(source: Any) -> str:
+    return f"{source.file}:{source.line}" if source is not None else ""
+

@@ -1,0 +1,16 @@
+"""Stages: the jaxprs before and after each transformation of a call, rebuilt from what the
+call bound (its tapes) by JAX's own transformations, never by running the user's function
+again; jit's lowered and compiled stages; growth."""
+from __future__ import annotations
+
+from ._chain import PendingStages as PendingStages, capture as capture, growth as growth
+from ._plan import (
+    StagePlan as StagePlan,
+    abstract_point as abstract_point,
+    concrete_shardings as concrete_shardings,
+    mesh_context as mesh_context,
+    sharded_point as sharded_point,
+    signature as signature,
+)
+from ._records import failed_capture as failed_capture
+from ._tape import TapePair as TapePair

@@ -1,0 +1,577 @@
+"""What a user's function bound at one level, kept live for one call, replayable.
+
+A `Tape` is filled while the user's function runs under the recorder (the
+first call of each signature, with stages on): every primitive bound at that
+level with its live params, inputs and outputs. `Tape.replay` binds the same
+primitives, with the same params, on whatever trace is current: under
+`jax.make_jaxpr` it gives the jaxpr of the program that ran, and under
+`jax.linearize` / `jax.vjp` / `jax.vmap` JAX transforms exactly what the
+user's function bound, without the user's Python running again.
+
+Values are named by identity while the call runs (the objects are kept alive
+until the tape is dropped, so ids are not reused): an input of the level, an
+output of an earlier entry, a value traced by an enclosing transformation (a
+closure: an input of the replay after the level's own), or a constant.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import _jax as _i
+from .._common import ByObject
+
+# Kinds of recorded steps a tape can bind again; "call" steps (a process_* of a
+# future JAX) carry functions we cannot re-run.
+_REPLAYABLE = frozenset({"primitive", "custom_jvp_call", "custom_vjp_call"})
+_COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne"})
+
+
+def is_array_like(x: Any) -> bool:
+    """A value JAX traces as an input: tracers, arrays and Python floats.
+
+    NB: not Python ints and bools: small ints are shared objects in CPython, so
+    an argument `n=2` and a literal `2` in the function would be one value.
+    """
+    return isinstance(x, (_i.Tracer, jax.Array, np.ndarray, np.generic, float, complex))
+
+
+def abstract(x: Any) -> jax.ShapeDtypeStruct:
+    """The value's type as make_jaxpr takes it (weak types kept)."""
+    aval: Any = x.aval if isinstance(x, _i.Tracer) else jax.typeof(x)  # a float: weak float32
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
+
+
+# NumPy constants up to this size are kept as the tape's own copy, so the
+# program's object is freed when JAX frees it (a custom_vjp bwd returning
+# np.zeros: JAX drops each cotangent as its backward pass goes on).
+_COPIED_CONSTANT_BYTES = 1 << 20
+_COPIES = 4096  # the most copies a tape remembers by object
+
+
+@dataclass(frozen=True)
+class Entry:
+    primitive: Any
+    kind: str
+    params: dict
+    ins: tuple          # refs: ("var", n) or ("const", value)
+    outs: tuple[int, ...]  # var numbers
+    multiple: bool
+    rules: tuple        # custom_jvp (fun, jvp) / custom_vjp (fun, fwd, bwd) WrappedFuns
+    source: str         # where the user bound it (for messages)
+    where: Any          # JAX's source info at the bind: traceback and name stack
+    step: int = -1      # the recorded step it is (Step.index in its call)
+    staged: tuple = ()  # at a jit trace's level: the variables of the equations it staged
+
+    @property
+    def rule_kinds(self) -> tuple[str, ...]:
+        return RULE_KINDS.get(self.kind, ())
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A comparison whose result the user's Python read (no equation used it)."""
+    primitive: str
+    source: str
+
+
+class Tape:
+    """The primitives one level bound, in order, while its function ran."""
+
+    def __init__(self, function: str, args: tuple, kwargs: dict,
+                 rules: RuleTapes | None = None):
+        self.function = function
+        self.rules = rules  # the call's rule tapes: custom rules replayed from them
+        leaves, self.in_tree = jax.tree_util.tree_flatten((args, kwargs))
+        self._var: dict[int, int] = {}
+        self._keep: list[Any] = []
+        self._copies: ByObject[np.ndarray] = ByObject(_COPIES)
+        self.n_vars = 0
+        self.in_positions: list[int] = []   # leaf index of each traced input
+        self.in_types: list[Any] = []
+        self.closure_types: list[Any] = []  # values of enclosing traces the function used
+        self._closure_vars: list[int] = []
+        self.ambiguous = False  # one object stood for two values: which one an entry read is unknown
+        self.floats = {i: x for i, x in enumerate(leaves) if type(x) is float}  # Python floats
+        for i, x in enumerate(leaves):
+            if is_array_like(x):
+                self.in_positions.append(i)
+                self.in_types.append(abstract(x))
+                if id(x) in self._var:  # the same array passed twice: keep the first
+                    self.ambiguous = True
+                    self._keep.append(x)
+                    self._var_count_only()
+                else:
+                    self._new_var(x)
+        self.point = jax.tree_util.tree_unflatten(  # (args, kwargs), arrays as their types
+            self.in_tree, [abstract(x) if is_array_like(x) else x for x in leaves])
+        self.entries: list[Entry] = []
+        self._depth = _i.name_depth()  # the function's own name scopes come after these
+        self._open: dict[int, tuple] = {}
+        self.out_refs: tuple = ()
+        self.out_tree: Any = None
+        self.problem = ""   # why the tape cannot be replayed ("" when it can)
+        self.signature: tuple | None = None  # a rule's: its arguments' types and static values
+        self.finished = False
+        # A rule that ran in a later call (a bwd in vjp's pullback): its steps are that
+        # call's, not the capturing call's, so its equations name no step.
+        self.late = False
+
+    # -- filled while the call runs --------------------------------------------------
+    def _new_var(self, x: Any) -> int:
+        if id(x) in self._var:  # an output that is an earlier value itself (a no-op)
+            self.ambiguous = True
+        n = self._var[id(x)] = self.n_vars
+        self.n_vars += 1
+        self._keep.append(x)
+        return n
+
+    def _var_count_only(self) -> None:
+        self.n_vars += 1
+
+    def _ref(self, x: Any) -> tuple:
+        if is_array_like(x):
+            n = self._var.get(id(x))
+            if n is not None:
+                return ("var", n)
+            if isinstance(x, _i.Tracer):  # traced outside this level: a closure
+                n = self._new_var(x)
+                self._closure_vars.append(n)
+                self.closure_types.append(abstract(x))
+                return ("var", n)
+        return ("const", self._own_copy(x))
+
+    def _own_copy(self, x: Any) -> Any:
+        """A small NumPy constant as the tape's own copy, one per object (JAX dedups by object)."""
+        if not (isinstance(x, np.ndarray) and x.nbytes <= _COPIED_CONSTANT_BYTES):
+            return x
+        copy = self._copies.get(x)
+        if copy is None:
+            copy = x.copy()
+            self._copies.put(x, None, copy)
+        return copy
+
+    def begin(self, step: int, primitive: Any, tracers: Any, params: dict, kind: str,
+              rules: tuple, source: str) -> None:
+        if self.finished:
+            return
+        if kind not in _REPLAYABLE and not self.problem:
+            self.problem = (f"{self.function} binds {primitive} through a JAX interface the "
+                            f"workbench cannot replay ({kind})")
+        self._open[step] = (primitive, tuple(tracers), params, kind, rules, source,
+                            _i.source_now())
+
+    def end(self, step: int, out: Any, multiple: bool) -> None:
+        opened = self._open.pop(step, None)
+        if opened is None or self.finished:
+            return
+        primitive, tracers, params, kind, rules, source, where = opened
+        ins = tuple(map(self._ref, tracers))
+        values = out if multiple else (out,)
+        outs = tuple(self._new_var(o) for o in values)
+        staged = tuple(v for v in map(_i.staged_var, values) if v is not None)
+        self.entries.append(Entry(primitive, kind, params, ins, outs, multiple, rules, source,
+                                  where, step, staged))
+
+    def fail(self, step: int) -> None:
+        self._open.pop(step, None)
+
+    def finish(self, out: Any) -> None:
+        if self.finished:
+            return
+        leaves, self.out_tree = jax.tree_util.tree_flatten(out)
+        self.out_refs = tuple(map(self._ref, leaves))
+        self.finished = True
+        self._open.clear()
+        self.release()  # no entry comes after: the traced values need not stay alive
+
+    def abandon(self, error: BaseException) -> None:
+        """The function raised: its program did not finish."""
+        if not self.finished:
+            self.problem = self.problem or (
+                f"{self.function} raised {type(error).__name__} at this call, so its program "
+                f"did not finish")
+            self.finished = True
+            self._open.clear()
+            self.release()
+
+    def release(self) -> None:
+        """Drop the live objects (the traced values) once the call is over."""
+        self._keep.clear()
+        self._var.clear()
+
+    @property
+    def busy(self) -> bool:
+        """A step at this level is being processed now."""
+        return bool(self._open)
+
+    # -- after the call -----------------------------------------------------------
+    @property
+    def replayable(self) -> bool:
+        return self.finished and not self.problem
+
+    def branches(self) -> list[Branch]:
+        """Comparisons the user's Python read: f branched on a traced value here."""
+        used = {r[1] for e in self.entries for r in e.ins if r[0] == "var"}
+        used.update(r[1] for r in self.out_refs if r[0] == "var")
+        found = []
+        for e in self.entries:
+            name = _comparison(e)
+            if name and not any(n in used for n in e.outs):
+                found.append(Branch(name, e.source))
+        return found
+
+    def constant_floats(self) -> list[tuple[int, float]]:
+        """(leaf index, value) of Python float arguments the function used as constants.
+
+        A float the transformation does not trace reaches the function as itself,
+        and JAX binds it as a literal: no step reads the argument, one reads its value.
+        """
+        leaves = jax.tree_util.tree_leaves(self.point)
+        used = {r[1] for e in self.entries for r in e.ins if r[0] == "var"}
+        used.update(r[1] for r in self.out_refs if r[0] == "var")
+        consts = set()
+        for e in self.entries:
+            for r in e.ins:
+                if r[0] == "const" and getattr(r[1], "shape", ()) == ():
+                    try:
+                        consts.add(float(r[1]))
+                    except (TypeError, ValueError):  # a complex or exotic constant
+                        pass
+        found = []
+        for n, i in enumerate(self.in_positions):
+            if n in used or i >= len(leaves) or not isinstance(self.floats.get(i), float):
+                continue
+            if self.floats[i] in consts:
+                found.append((i, self.floats[i]))
+        return found
+
+    def replay(self, *args: Any, **kwargs: Any) -> Any:
+        """Bind the recorded primitives on the current trace: f's program, without f."""
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        if tree != self.in_tree:  # type: ignore[operator]
+            raise TypeError(f"the replay of {self.function} takes arguments structured as "
+                            f"{self.in_tree}, got {tree}")
+        env: dict[int, Any] = {}
+        for n, i in enumerate(self.in_positions):
+            env[n] = leaves[i]
+        if self.signature is None:  # a user function's (a rule's has none: RuleTapes._usable)
+            closures = current_closures()
+            if len(closures) != len(self._closure_vars):
+                raise TypeError(f"the replay of {self.function} needs {len(self._closure_vars)} "
+                                f"closed-over values, got {len(closures)}")
+            env.update(zip(self._closure_vars, closures))
+        outs = self._bind(self.entries, env, self.out_refs)
+        return jax.tree_util.tree_unflatten(self.out_tree, outs)
+
+    def replay_part(self, outputs: slice, inputs: dict[int, Any]) -> list | None:
+        """Only what the flat outputs `outputs` need, from the input leaves given
+        (leaf index -> value); None when they need an input not given."""
+        refs = self.out_refs[outputs]
+        needed = {r[1] for r in refs if r[0] == "var"}
+        kept = []
+        for e in reversed(self.entries):
+            if any(n in needed for n in e.outs):
+                kept.append(e)
+                needed.update(r[1] for r in e.ins if r[0] == "var")
+        kept.reverse()
+        needed.difference_update(n for e in kept for n in e.outs)
+        env = {n: inputs[i] for n, i in enumerate(self.in_positions) if i in inputs}
+        if not needed <= env.keys():  # a tangent, a closure: not a function of these inputs
+            return None
+        return self._bind(kept, env, refs)
+
+    def step_sources(self) -> list[tuple[Any, int]]:
+        """(traceback, step) of each entry: a replay binds the entry under that traceback
+        (`_i.staged_at`), so the equations a stage stages from it carry it. At a jit trace's
+        level also (variable, step): the variables its equations wrote (`_i.staged_var`)."""
+        if self.late:
+            return []
+        found = [(e.where.traceback, e.step) for e in self.entries]
+        found += [(v, e.step) for e in self.entries for v in e.staged]
+        return found
+
+    def _bind(self, entries: list[Entry], env: dict[int, Any], out_refs: tuple) -> list:
+        depth = self._depth
+        for e in entries:
+            ins = [env[r[1]] if r[0] == "var" else r[1] for r in e.ins]
+            with _i.staged_at(e.where, depth):
+                if e.rules:
+                    rules = e.rules if self.rules is None else self.rules.replayed(e)
+                    out = _i.bind_with_rules(e.primitive, rules, ins, e.params)
+                else:
+                    out = e.primitive.bind(*ins, **e.params)
+            for n, o in zip(e.outs, out if e.multiple else (out,)):
+                env[n] = o
+        return [env[r[1]] if r[0] == "var" else r[1] for r in out_refs]
+
+
+# --- custom rules: their bodies replayed from what they bound when they ran ---------
+
+# The functions a custom call binds with, in order (the recorder's rule levels are named so).
+RULE_KINDS: dict[str, tuple[str, ...]] = {
+    "custom_jvp_call": ("custom_jvp_fun", "custom_jvp_rule"),
+    "custom_vjp_call": ("custom_vjp_fun", "custom_vjp_fwd", "custom_vjp_bwd"),
+}
+# How each is named in a sentence.
+RULE_ROLES: dict[str, str] = {
+    "custom_jvp_fun": "the body of a custom_jvp function",
+    "custom_jvp_rule": "a custom_jvp rule",
+    "custom_vjp_fun": "the body of a custom_vjp function",
+    "custom_vjp_fwd": "a custom_vjp fwd rule",
+    "custom_vjp_bwd": "a custom_vjp bwd rule",
+}
+
+
+# Why a rule may not have run when a stage needs it.
+_NOT_RUN_HINTS: dict[str, str] = {
+    "custom_vjp_bwd": (" (a bwd rule runs in the backward pass: after jax.vjp, when its "
+                       "pullback is called, later than the vjp call's stages are made)"),
+}
+
+
+class RuleNotRun(RuntimeError):
+    """A stage needs a custom rule at argument types it never ran at during the call."""
+
+
+def _arg_signature(x: Any) -> Any:
+    if is_array_like(x):
+        t = abstract(x)
+        return (t.shape, str(t.dtype), t.weak_type)
+    if x is None or isinstance(x, (bool, int, str)):
+        return ("value", type(x), x)
+    aval = getattr(x, "aval", None)  # a symbolic zero
+    return ("object", type(x), str(aval)) if aval is not None else ("id", id(x))
+
+
+def rule_name(fun: Any) -> str:
+    """The user's function inside a rule (a WrappedFun, maybe around a partial)."""
+    f = _i.wrapped_python_function(fun)
+    while hasattr(f, "func"):
+        f = f.func
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+class RuleTapes:
+    """What each custom_jvp/custom_vjp body and rule bound the first time it ran
+    in a call, at each argument signature; stages replay them instead of the
+    user's rules.
+
+    A function is known by what JAX caches it by (its Python function and
+    transformations, see `_i.rule_identity`), so the body a rule ran through
+    `f(x)` is the body the outer custom call holds. A body that never ran (grad
+    calls the rule only) is staged as the primal part of its rule, and the
+    stage says so (`notes`); a rule that never ran stops the stages needing it.
+    """
+
+    def __init__(self) -> None:
+        self._tapes: dict[tuple, Tape] = {}
+        self._by_fun: dict[tuple, list[Tape]] = {}
+        self.notes: list[str] = []  # substituted bodies, in the order they were staged
+        # Kinds of rules a stage needed that had not run (a bwd before vjp's pullback runs).
+        self.not_run: set[str] = set()
+
+    def _key(self, kind: str, fun: Any, args: tuple) -> tuple | None:
+        identity = _i.rule_identity(fun)
+        if identity is None:
+            return None
+        try:
+            key = (kind, identity, tuple(map(_arg_signature, args)))
+            hash(key)
+        except Exception:  # an unhashable argument: the rule runs unrecorded
+            return None
+        return key
+
+    def start(self, kind: str, fun: Any, args: tuple, late: bool = False) -> Tape | None:
+        """A rule is about to run in the call: a tape on its first run at these types.
+
+        `late`: it runs in a later call (a bwd in vjp's pullback), after the capture.
+        """
+        key = self._key(kind, fun, args)
+        if key is None or key in self._tapes:
+            return None
+        tape = self._tapes[key] = Tape(rule_name(fun), args, {}, rules=self)
+        tape.signature = key[2]
+        tape.late = late
+        self._by_fun.setdefault(key[:2], []).append(tape)
+        return tape
+
+    def _usable(self, tape: Tape | None) -> bool:
+        return (tape is not None and tape.replayable and not tape.ambiguous
+                and not tape.closure_types)
+
+    def replayed(self, entry: Entry) -> tuple:
+        """The entry's rule functions, each replaying its tape."""
+        kinds = entry.rule_kinds
+        if len(kinds) != len(entry.rules):
+            return entry.rules
+        return tuple(_i.wrapped_like(functools.partial(self._run, kind, fun, entry), fun)
+                     for kind, fun in zip(kinds, entry.rules))
+
+    def _run(self, kind: str, fun: Any, entry: Entry, *args: Any) -> Any:
+        key = self._key(kind, fun, args)
+        tape = self._tapes.get(key) if key is not None else None
+        if self._usable(tape):
+            return tape.replay(*args)  # type: ignore[union-attr]
+        if kind.endswith("_fun") and tape is None:
+            found = self._primal_part(entry, args)
+            if found is not None:
+                return found
+        if tape is None:
+            self.not_run.add(kind)
+        why = _unusable(tape) if tape is not None else \
+            "it did not run at this call at these argument types" + _NOT_RUN_HINTS.get(kind, "")
+        raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
+                         f"{why}, and stages never run the user's Python again")
+
+    def _primal_part(self, entry: Entry, args: tuple) -> list | None:
+        """A body that never ran, as the primal outputs of its rule that did (noted)."""
+        kind, rule = entry.rule_kinds[1], entry.rules[1]
+        identity, types = _i.rule_identity(rule), [_arg_signature(a) for a in args]
+        n = len(args)
+        for tape in self._by_fun.get((kind, identity), ()):
+            if not self._usable(tape):
+                continue
+            if kind == "custom_jvp_rule":  # (*primals, *tangents) -> (*primals_out, *tangents_out)
+                positions = list(range(n))
+                outputs = slice(0, len(tape.out_refs) // 2)
+            else:  # fwd: (p0, perturbed0, p1, ...) -> (*residuals, *primals_out)
+                positions = list(range(0, 2 * n, 2))
+                n_out = _i.custom_vjp_out_count(entry.params)
+                if n_out is None:
+                    continue
+                outputs = slice(len(tape.out_refs) - n_out, None)
+            signature = tape.signature or ()
+            if [signature[i] if i < len(signature) else None for i in positions] != types:
+                continue
+            found = tape.replay_part(outputs, dict(zip(positions, args)))
+            if found is not None:
+                body = rule_name(entry.rules[0])
+                body, role = rule_name(entry.rules[0]), RULE_ROLES[kind].partition(" ")[2]
+                self.notes.append(
+                    f"{body}'s body did not run at this call ({tape.function}, its {role}, "
+                    f"ran instead), and stages never run your Python again: the {entry.kind} "
+                    f"body shown here is the part of {tape.function} that computes {body}'s "
+                    f"outputs.")
+                return found
+        return None
+
+    def release(self) -> None:
+        for tape in self._tapes.values():
+            tape.release()
+
+    def late_tapes(self) -> list[Tape]:
+        return [t for t in self._tapes.values() if t.late]
+
+    def forget_late(self) -> None:
+        """Drop the tapes of rules that ran late (their call failed): as if they never ran."""
+        for key in [k for k, t in self._tapes.items() if t.late]:
+            tape = self._tapes.pop(key)
+            self._by_fun.get(key[:2], []).remove(tape)
+
+    def tapes(self) -> list[Tape]:
+        """Every rule tape of the call (their entries name the steps they were)."""
+        return list(self._tapes.values())
+
+
+def _unusable(tape: Tape) -> str:
+    if tape.problem:
+        return tape.problem
+    if tape.ambiguous:
+        return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
+                "does), so which one each of its steps read is not known")
+    return "it reads values computed outside it (a closure), which a replay cannot give it"
+
+
+class StagedSteps:
+    """At a plain jit's level, whose f stage is JAX's own trace (no replay, so no tape): the
+    variables of the equations each step staged (`_i.staged_var` of its outputs), which name
+    the step in that jaxpr. Filled like a tape; holds nothing else."""
+    __slots__ = ("sources", "started")
+
+    def __init__(self) -> None:
+        self.sources: list[tuple[Any, int]] = []
+        self.started = False
+
+    def begin(self, *args: Any) -> None:
+        pass
+
+    def end(self, step: int, out: Any, multiple: bool) -> None:
+        for value in (out if multiple else (out,)):
+            var = _i.staged_var(value)
+            if var is not None:
+                self.sources.append((var, step))
+
+    def fail(self, step: int) -> None:
+        pass
+
+    def finish(self, out: Any) -> None:
+        pass
+
+    def abandon(self, error: BaseException) -> None:
+        pass
+
+    def step_sources(self) -> list[tuple[Any, int]]:
+        return self.sources
+
+
+class TapePair:
+    """Two tapes filled by one level (a rule's own, and the call's executed program)."""
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Any, second: Any):
+        self.first, self.second = first, second
+
+    def begin(self, *args: Any) -> None:
+        self.first.begin(*args)
+        self.second.begin(*args)
+
+    def end(self, *args: Any) -> None:
+        self.first.end(*args)
+        self.second.end(*args)
+
+    def fail(self, step: int) -> None:
+        self.first.fail(step)
+        self.second.fail(step)
+
+
+def _comparison(e: Entry) -> str:
+    """The comparison an entry makes (`lt`), or ""."""
+    name = getattr(e.primitive, "name", "")
+    if name in _COMPARISONS:
+        return name
+    if name in ("jit", "pjit"):  # jnp's comparisons are jit(inline=True) calls
+        inner = e.params.get("jaxpr")
+        eqns = getattr(getattr(inner, "jaxpr", inner), "eqns", ())
+        if eqns and eqns[-1].primitive.name in _COMPARISONS:
+            return eqns[-1].primitive.name
+    return ""
+
+
+# Values of enclosing traces a replayed function closes over, for the stage
+# being traced now (see `with_closures`).
+_closures = threading.local()
+
+
+def current_closures() -> tuple:
+    return getattr(_closures, "values", ())
+
+
+class closures_bound:
+    """While staging: the values (tracers) a replayed function reads as its closures."""
+    __slots__ = ("_values", "_prev")
+
+    def __init__(self, values: tuple):
+        self._values = tuple(values)
+
+    def __enter__(self) -> None:
+        self._prev = current_closures()
+        _closures.values = self._values
+
+    def __exit__(self, *exc: Any) -> None:
+        _closures.values = self._prev

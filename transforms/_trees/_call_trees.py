@@ -1,0 +1,183 @@
+"""The hook a CallBuilder holds: a call's trees, pairs and diagnostics while it runs
+(inputs described before the trace, outputs and derivatives after it, failures diagnosed by
+transforms/_diagnose.py). Every method is guarded: a fault here is recorded, never raised."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from .._capture import Options, spec_of
+from .._common import first_line, message
+from ..model import Diagnostic, Level, SourceLocation, TreePair, TreeRecord, kind_of
+from ._derivatives import input_trees, output_trees, parameter_names, signature_parameters
+from ._diagnose import FailureContext, diagnose, leak_diagnostic
+from ._library_views import UserView, library_values, mark_static, user_view
+from ._precheck import check_inputs
+from ._pytrees import MAX_DEPTH as MAX_TREE_DEPTH, TreeBuilder
+
+__all__ = ["CallTrees"]
+
+
+def _function_label(fun: Any) -> str:
+    """The function's own name (`loss`, not `make_step.<locals>.loss`), as its stages say."""
+    name = getattr(fun, "__name__", None) or getattr(fun, "__qualname__", None)
+    return name if isinstance(name, str) else type(fun).__name__
+
+
+class CallTrees:
+    """A call's trees, pairs and diagnostics while it runs; built once per call.
+
+    Every method is guarded: a fault here becomes an `internal` Diagnostic,
+    never an exception in the user's call.
+    """
+
+    def __init__(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
+                 describe: Callable[[Any], Any]):
+        # A transparent kind's outputs are its function's: jit(value_and_grad(f)) has
+        # value_and_grad's trees, as the unjitted call has them.
+        self.depth = 1  # the depth of the level of the kind whose trees these are
+        inner = spec_of(fun) if kind_of(transform).transparent else None
+        while inner is not None and self.depth < 64:
+            transform, fun, options = inner.kind, inner.fun, inner.options
+            self.depth += 1
+            inner = spec_of(fun) if kind_of(transform).transparent else None
+        self.transform = transform
+        self.options = options
+        self.builder = TreeBuilder(describe)
+        self.inputs: list[TreeRecord] = []
+        self.outputs: list[TreeRecord] = []
+        self.pairs: list[TreePair] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.parameters: tuple[str, ...] = ()
+        self.forward: tuple[TreeRecord, ...] = ()  # a backward call's forward trees
+        self.function_out: TreeRecord | None = None  # what a Jacobian's function returned
+        self.view: UserView | None = None  # the user's arguments behind a library's wrapper
+        self.nested_seen: set[str] = set()  # functions of transformations called inside
+        try:
+            self.parameters = tuple(_parameter_names(fun))
+            self.inputs = self._input_trees(transform, fun, args, kwargs)
+            self.diagnostics.extend(_shape_diagnostics(self.inputs))
+            names = [t.name for t in self.inputs if t.argnum is not None]
+            if self.view is not None:
+                self.parameters = tuple(_parameter_names(self.view.fun))
+                names = parameter_names(fun, args)
+            names += [f"args[{i}]" for i in range(len(names), len(args))]
+            data_kwargs = {} if kind_of(transform).config_kwargs else kwargs
+            self.diagnostics.extend(check_inputs(args, data_kwargs, names))
+        except Exception as e:
+            self._internal("describing the inputs", e)
+
+    def _input_trees(self, transform: str, fun: Any, args: tuple,
+                     kwargs: dict) -> list[TreeRecord]:
+        """Trees of what the user passed: through a library's wrapper, its arguments."""
+        if kind_of(transform).transparent:  # a library's wrapper may have repacked them
+            self.view = user_view(fun, args, kwargs)
+        if self.view is None:
+            return input_trees(transform, fun, library_values(args),
+                               library_values(kwargs), self.builder)
+        view = self.view
+        trees = input_trees(transform, view.fun, view.args, view.kwargs, self.builder)
+        return [mark_static(t, view.static_leaves[t.argnum])
+                if t.argnum is not None and t.argnum < len(view.static_leaves) else t
+                for t in trees]
+
+    def finish(self, outputs: Any) -> None:
+        if self.view is not None:
+            try:
+                outputs = self.view.outputs(outputs)
+            except Exception as e:
+                self._internal(f"reading {self.view.library}'s outputs", e)
+        else:
+            outputs = library_values(outputs)
+        try:
+            trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
+                                        self.builder, self.function_out, self.forward)
+            self.outputs.extend(trees)
+            self.pairs.extend(pairs)
+        except Exception as e:
+            self._internal("describing the outputs", e)
+
+    def note_nested(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
+                    out: Any) -> None:
+        """A grad/value_and_grad called inside this call (a jitted training step's): its
+        gradient trees paired with the inputs they belong to, named after its function."""
+        if not kind_of(transform).nested_trees or len(self.nested_seen) >= 8:
+            return
+        name = _function_label(fun)
+        if name in self.nested_seen:
+            return
+        self.nested_seen.add(name)
+        try:
+            inputs = input_trees(transform, fun, args, kwargs, self.builder)
+            _, pairs = output_trees(transform, options, inputs, out, self.builder)
+        except Exception as e:
+            self._internal(f"describing the trees of {transform}({name})", e)
+            return
+        for pair in pairs:
+            left = dataclasses.replace(pair.left, name=f"{name}: {pair.left.name}")
+            right = dataclasses.replace(pair.right, name=f"{name}: {pair.right.name}")
+            self.outputs.extend((left, right))
+            self.pairs.append(dataclasses.replace(pair, left=left, right=right,
+                                                  title=f"{name}: {pair.title}"))
+
+    def note_function_output(self, out: Any) -> None:
+        """The differentiated function's output (traced), for a Jacobian's outer structure."""
+        try:
+            self.function_out = self.builder.build(out[0] if self.options.has_aux else out,
+                                                   "function_out", "out")
+        except Exception as e:
+            self._internal("describing the function's output", e)
+
+    def note_leaks(self, steps: list, leaked: list) -> None:
+        """A leaked tracer met while tracing (JAX may raise only when it runs the result)."""
+        try:
+            found = leak_diagnostic(steps, leaked)
+        except Exception as e:
+            self._internal("looking for leaked tracers", e)
+            return
+        if found is not None:
+            self.diagnostics.append(found)
+
+    def error_fields(self, error: BaseException, levels: list[Level], steps: list,
+                     level: int | None, step: int | None,
+                     source: SourceLocation | None, leaked: list | tuple = ()) -> dict:
+        ctx = FailureContext(error, message(error), levels, steps, level, step, source,
+                             self.parameters, tuple(self.diagnostics), self.builder,
+                             tuple(self.inputs) + self.forward, tuple(leaked))
+        try:
+            return diagnose(ctx)
+        except Exception as e:
+            self._internal("diagnosing the error", e)
+            return {}
+
+    @property
+    def trees(self) -> tuple[TreeRecord, ...]:
+        return tuple(self.inputs) + tuple(self.outputs)
+
+    def _internal(self, what: str, e: Exception) -> None:
+        # NB: our own fault: kept as a record so it is seen, never raised to the user.
+        self.diagnostics.append(Diagnostic(
+            "internal", f"the workbench failed {what}: {type(e).__name__}: {first_line(e)}",
+            ""))
+
+
+def _shape_diagnostics(trees: list[TreeRecord]) -> list[Diagnostic]:
+    """Cyclic and too deep inputs, as the tree builder found them."""
+    found = []
+    for tree in trees:
+        for node in tree.nodes:
+            if node.kind == "cycle":
+                found.append(Diagnostic(
+                    "cycle", f"{tree.full_path(node)} is a cycle: the {node.type_name} "
+                    "contains itself.", node.type_name, tree.full_path(node)))
+                break
+            if node.kind == "truncated" and node.depth >= MAX_TREE_DEPTH:
+                found.append(Diagnostic(
+                    "too_deep", f"{tree.name} is nested more than {MAX_TREE_DEPTH} levels "
+                    "deep.", node.type_name, tree.name))
+                break
+    return found
+
+
+def _parameter_names(fun: Any) -> list[str]:
+    return [p.name for p in signature_parameters(fun)]

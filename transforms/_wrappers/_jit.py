@@ -1,0 +1,188 @@
+"""transforms.jit: `jax.jit` itself, on an entry that stands for the user's function.
+
+How jit's entry works. JAX keys its caches (the C++ dispatch cache, the
+trace cache, eval_shape's) on the function it is given, and names the jaxpr
+after it. So `transforms.jit(f)` is `jax.jit(entry, ...)` where `entry`
+stands for f:
+- one entry per (f, options), kept in _JIT_ENTRIES while f lives (the entry
+  holds f weakly; the jitted object holds f, as jax.jit(f) does), so jitting
+  f twice reuses JAX's cache and a jitted call keeps nothing alive;
+- `entry == f` and `hash(entry) == hash(f)`, so the traces of jax.jit(f),
+  jax.eval_shape(f) and transforms.jit(f) are shared as JAX shares them;
+- entry's name is JAX's name for f (`fun_name`), its other metadata f's,
+  `__wrapped__` is f (JAX's source info unwraps it) and its signature
+  hooks the pre-trace check (_i.cache_miss_signature);
+- its `__call__` is a property: outside record() JAX calls f itself (no frame
+  of ours); inside, `_JitEntry.record`, which records the trace as a call
+  (or as a level of the call being recorded).
+A function JAX cannot weak-reference or hash is given to jax.jit as it is
+(JAX raises for it as it would), and not recorded.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from typing import Any, Callable
+
+from .. import _jax as _i
+from .._capture import (
+    Options,
+    TransformSpec,
+    check_retrace,
+    note_jit_traced,
+    recording_off,
+    retrace_refused,
+    state,
+)
+from .._jax import jax_own
+from .._recording import build, note_jit_arguments, record_failed_call, run_recorded_level
+from .._trees import check_inputs, non_array_argument_error, parameter_names
+
+__all__ = ["jit"]
+
+_JIT_ENTRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _JitEntry:
+    """What jax.jit sees for the user's function f (see the notes above)."""
+
+    def __init__(self, fun: Callable, options: Options, kwargs: dict):
+        # f's metadata, as functools.wraps would copy it, except `__wrapped__`
+        # (a property: the entry must not hold f, see _JIT_ENTRIES).
+        for attr in functools.WRAPPER_ASSIGNMENTS:  # __module__, __annotations__, __doc__, ...
+            if hasattr(fun, attr):
+                setattr(self, attr, getattr(fun, attr))
+        self.__dict__.update({k: v for k, v in getattr(fun, "__dict__", {}).items()
+                              if k != "__wrapped__"})
+        self.__name__ = _i.jax_function_name(fun)  # JAX names the jaxpr with it
+        self._fun: Callable[[], Any] = weakref.ref(fun)
+        self._hash = hash(fun)
+        self._options = options
+        self._kwargs = kwargs
+        # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
+        signature = _i.cache_miss_signature(
+            fun, functools.partial(_check_before_trace, weakref.ref(self)))
+        if signature is not None:
+            self.__signature__ = signature
+
+    @property
+    def __wrapped__(self) -> Any:
+        return self._fun()
+
+    def transform_spec(self) -> TransformSpec:
+        # NB: stages read JAX's own trace of this jit from its cache (after the
+        # trace is over): a jax.jit of this same entry shares that cache, and
+        # holds nothing that holds it back (no cycle through the jitted object).
+        return TransformSpec("jit", self._fun(), jax_own.jit(self, **self._kwargs), self._options)
+
+    def jit_again(self) -> Any:
+        """jax.jit of this entry as built: JAX's own argument checks, for the pre-trace check."""
+        return jax_own.jit(self, **self._kwargs)
+
+    @property
+    def __call__(self) -> Callable:
+        if state.session is None and not retrace_refused():
+            return self._fun()
+        return self.record
+
+    def record(self, *args, **kwargs):
+        fun = self._fun()
+        check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
+        note_jit_traced()  # cached under this block's key: a later block must trace it again
+        if state.session is None:
+            return fun(*args, **kwargs)
+        call = state.call
+        if call is not None:  # traced inside a recorded call: a level of it
+            return run_recorded_level(call, fun, "jit", self._options, args, kwargs)
+        # Traced outside any recorded call: this trace is the call.
+        call = state.session.begin_call("jit", fun, self._options, args, kwargs)
+        call.spec = self.transform_spec()
+        state.call = call
+        try:
+            out = run_recorded_level(call, fun, "jit", self._options, args, kwargs)
+        except BaseException:
+            call.finish(failed=True)
+            raise
+        finally:
+            state.call = None
+        call.finish(out)
+        return out
+
+    def __repr__(self) -> str:  # JAX prints it (errors, the jitted object's repr) as f
+        return repr(self._fun())
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or self._fun() == other
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+_NOT_SPECIFIED = object()
+
+
+@_i.api_boundary
+@functools.wraps(jax_own.jit)
+def jit(fun=_NOT_SPECIFIED, /, **kwargs):
+    """`jax.jit` itself, on an entry standing for `fun` that records its traces in record().
+
+    The result is JAX's own jitted object (`.lower`, `.trace`, `.eval_shape`,
+    caching): cached calls run no Python of ours.
+    """
+    if fun is _NOT_SPECIFIED:  # used as @jit(static_argnums=...)
+        jax_own.jit(**kwargs)  # raises now what JAX raises now for bad keywords
+        return lambda f: jit(f, **kwargs)
+    options = Options(kwargs)
+    entry = _jit_entry(fun, options, kwargs)
+    if entry is None:
+        return build("jit", jax_own.jit, fun, options, **kwargs)
+    jitted = jax_own.jit(entry, **kwargs)
+    jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f; it keeps f alive, as JAX's does
+    jitted.__transform_spec__ = entry.transform_spec()
+    return jitted
+
+
+def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:
+    """The one entry for (fun, options), made on first use; None when JAX must see fun itself."""
+    if not callable(fun) or inspect.isgeneratorfunction(fun):  # JAX's check_callable refuses
+        return None
+    try:
+        entries = _JIT_ENTRIES.get(fun)
+        hash(fun)
+    except TypeError:  # not weak-referenceable or not hashable: JAX's own errors apply
+        return None
+    if entries is None:
+        entries = _JIT_ENTRIES[fun] = {}
+    entry = entries.get(options)
+    if entry is None:
+        entry = entries[options] = _JitEntry(fun, options, kwargs)
+    return entry
+
+
+def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
+    """On a jit cache miss while recording: record now a call whose unflatten will raise.
+
+    `args` are what JAX binds: static arguments are stand-ins (leaves). When
+    the round trip of a custom node raises, JAX's own unflatten of it raises
+    the same before the function is traced: the call is recorded as failed
+    with that exception and the check's findings. JAX's exception is the one
+    the user gets. Otherwise nothing happens here: the trace records the call.
+    Outside record(), or inside a recorded call (a level of it), nothing happens.
+    """
+    if state.session is None or state.call is not None:
+        return
+    entry = entry_ref()
+    fun, options = entry._fun(), entry._options
+    note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
+    raised: list[BaseException] = []
+    check_inputs(args, kwargs, parameter_names(fun, args), raised)
+    if not raised:
+        # An argument that is not an array (a function or a string inside an object):
+        # JAX raises TypeError before tracing.
+        with recording_off():  # JAX's check, run again, records nothing and binds no hook
+            error = non_array_argument_error(entry.jit_again, args, kwargs)
+        if error is None:
+            return
+        raised.append(error)
+    record_failed_call("jit", fun, options, args, kwargs, raised[0])

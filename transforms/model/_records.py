@@ -1,0 +1,605 @@
+"""The recorded data model: plain, frozen, typed, JSON-able; the model only.
+
+Session -> Call (one outermost transformed invocation) -> Level (one recorder:
+a transformation applied, such as `vmap#1/grad#2`) -> Step (a primitive, or an
+event, as one level saw it). Nothing here holds a live tracer or array, and
+loading a file never executes anything: it only builds these records.
+
+Reading and writing dumps is `transforms.dump` (load, loads, SessionLoadError) and
+`transforms._layout` (the text's layout, which Session.save and to_json_* use).
+NB: the module is `model`, not `record`: `transforms.record` is the record() function.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Any, Iterator, NamedTuple
+
+from . import _layout
+from ._files import write_atomically
+from ._kinds import CONCRETE_VALUE_KINDS, tracer_kind
+from ._layout import SCHEMA_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """A line of the user's code: where a step was bound or a call was made.
+
+    `via` is the innermost line of an installed library (equinox, flax, diffrax...)
+    between that user line and JAX, when there is one: `eqx.filter_jit`'s own call.
+    """
+    file: str
+    line: int
+    function: str
+    via: SourceLocation | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} ({self.function})"
+
+
+class ValueRecord(NamedTuple):
+    """A tracer or concrete value as one level saw it, described by its attributes.
+
+    NB: Step and ValueRecord are NamedTuples, not dataclasses: they are made
+    once per traced primitive, and a NamedTuple is several times cheaper to make.
+
+    `children` holds what the tracer wraps: ("val", ...) for a batched value,
+    ("primal", ...) and ("tangent", ...) for autodiff tracers.
+    """
+    kind: str                 # array | python | batched | jvp | linearize | jaxpr | tracer
+    type_name: str            # the class JAX used, e.g. BatchTracer, LinearizeTracer
+    aval: str                 # e.g. "float32[3]"
+    level: int | None = None  # index of the Level that owns this tracer
+    batch_dim: int | None = None
+    value: str | None = None  # small concrete values, summarised
+    children: tuple[tuple[str, ValueRecord], ...] = ()
+
+    @property
+    def is_tracer(self) -> bool:
+        return self.kind not in CONCRETE_VALUE_KINDS
+
+    def child(self, name: str) -> ValueRecord | None:
+        for key, rec in self.children:
+            if key == name:
+                return rec
+        return None
+
+    def describe(self) -> str:
+        """A one-line nesting such as `GradTracer(primal=VmapTracer(...), tangent=...)`."""
+        if not self.is_tracer:
+            return self.value if self.value is not None else self.aval
+        kind = tracer_kind(self.kind)
+        name = kind.display or self.type_name  # as JAX prints its tracers
+        if kind.children == ("val",):  # a batched value
+            val = self.child("val")
+            batched = val.aval if val is not None else "?"
+            return f"{name}(aval={self.aval}, batched={batched}, batch_dim={self.batch_dim})"
+        if kind.children:
+            parts = [f"{k}={v.describe()}" for k, v in self.children]
+            return f"{name}({', '.join(parts)})"
+        return f"{name}({self.aval})"
+
+
+@dataclass(frozen=True, slots=True)
+class JaxprRecord:
+    """A jaxpr kept as text plus the figures views need without re-parsing it."""
+    name: str                 # where it came from: a param name such as "branches[1]"
+    text: str                 # as JAX prints it; "" where not kept (jnp wrappers at default detail)
+    eqn_count: int            # top-level equations, as len(jaxpr.eqns)
+    in_avals: tuple[str, ...] = ()
+    out_avals: tuple[str, ...] = ()
+    primitives: tuple[str, ...] = ()  # the top-level equations' primitives, in order
+
+
+class EqnRecord(NamedTuple):
+    """One top-level equation of a stage's jaxpr: what diffs and stats read.
+
+    NB: a NamedTuple like Step: stages of large programs make one per equation.
+    """
+    primitive: str
+    params: tuple[tuple[str, str], ...] = ()
+    in_avals: tuple[str, ...] = ()
+    out_avals: tuple[str, ...] = ()
+    source: str = ""          # the user's line, as source_info_util.summarize prints it
+    name_stack: str = ""      # the transformations it came through, e.g. "transpose(jvp())"
+    in_vars: tuple[str, ...] = ()   # names as JAX prints them (a ... z, ba), unique in the stage;
+                                    # a literal is "=" + its value: "=2.0"
+    out_vars: tuple[str, ...] = ()  # "_" for an output nothing reads
+    subjaxprs: tuple[SubJaxprRecord, ...] = ()  # cond branches, scan/while bodies, inner jit
+    location: SourceLocation | None = None  # `source` as a record: the file, line, function
+
+
+@dataclass(frozen=True, slots=True)
+class SubJaxprRecord:
+    """A jaxpr held in an equation's params (`branches[1]`, `body_jaxpr`), with its dataflow."""
+    label: str                # the param it came from: "branches[0]", "jaxpr", "body_jaxpr"
+    in_vars: tuple[str, ...] = ()   # consts first where the primitive has any
+    out_vars: tuple[str, ...] = ()
+    in_avals: tuple[str, ...] = ()
+    out_avals: tuple[str, ...] = ()
+    in_roles: tuple[str, ...] = ()  # per input: const | carry | xs | operand | arg | "" unknown
+    out_roles: tuple[str, ...] = ()  # per output: carry | ys | pred | out | ""
+    operands: tuple[int, ...] = ()  # per input: the equation input feeding it, -1 for none
+    eqns: tuple[EqnRecord, ...] = ()
+    eqn_count: int = 0        # may exceed len(eqns) when capture stopped early
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveCount:
+    """One bar of a primitive histogram."""
+    primitive: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One figure of a compiled stage: cost_analysis() or memory_analysis()."""
+    name: str                 # e.g. "flops", "bytes accessed", "temp_size_in_bytes"
+    value: int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage of a transformation pipeline: a jaxpr or compiled text, or why it is missing.
+
+    A call's stages run from the user's function outwards, so `vmap(grad(f))`
+    gives f, jvp(f), linearize(f), linear(f), transpose(linear(f)), grad(f),
+    vmap(grad(f)); a jit adds its StableHLO, optimised HLO, cost and memory.
+    """
+    name: str                 # unique in its call, as an expression: "f", "jvp(f)", "hlo(jit(f))"
+    title: str = ""
+    jaxpr: JaxprRecord | None = None
+    text: str | None = None   # StableHLO / optimised HLO text for compiled stages
+    available: bool = True
+    reason: str = ""          # why a stage is unavailable, or the error that stopped it
+    role: str = ""            # f | transformed | jvp | linearized | linear | transposed
+                              # | stablehlo | hlo | cost | memory
+    transform: str = ""       # the transformation it belongs to ("grad", "vmap", "jit"); "" for f
+    method: str = ""          # the JAX call that produced it
+    eqns: tuple[EqnRecord, ...] = ()
+    histogram: tuple[PrimitiveCount, ...] = ()  # most frequent first
+    metrics: tuple[Metric, ...] = ()            # cost and memory stages
+    seconds: float = 0.0      # time JAX and the capture took for this stage
+    in_vars: tuple[str, ...] = ()   # the jaxpr's inputs and outputs, named as in `eqns`
+    out_vars: tuple[str, ...] = ()
+    const_vars: tuple[str, ...] = ()
+    # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
+    collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
+    shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
+    note: str = ""            # how to read an available stage (e.g. "the branch taken at x=2.0")
+    # Per top-level equation (as in `eqns`), its first and last line in jaxpr.text (0-based);
+    # () where they cannot be told for certain (see transforms/_jaxpr_text.py).
+    eqn_spans: tuple[tuple[int, int], ...] = ()
+    # Per top-level equation, the index of the step of the capturing call it was staged from
+    # (the step a replay bound it for: in f, the step it became; in grad(f), also its
+    # derivative's equations), -1 for none; () where not recorded (jit's own trace,
+    # compiled stages, dumps from before it).
+    eqn_steps: tuple[int, ...] = ()
+
+    @property
+    def eqn_count(self) -> int | None:
+        return self.jaxpr.eqn_count if self.jaxpr is not None else None
+
+    def metric(self, name: str) -> int | float | None:
+        for m in self.metrics:
+            if m.name == name:
+                return m.value
+        return None
+
+    def count(self, primitive: str) -> int:
+        return histogram_count(self.histogram, primitive)
+
+
+def histogram_count(histogram: tuple[PrimitiveCount, ...], primitive: str) -> int:
+    """How many equations of `primitive` a histogram counts (0 when absent)."""
+    for bar in histogram:
+        if bar.primitive == primitive:
+            return bar.count
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthPoint:
+    """The staged program of one function at one batch size."""
+    size: int
+    eqn_count: int | None = None
+    histogram: tuple[PrimitiveCount, ...] = ()
+    error: str = ""           # why the function could not be staged at this size
+
+    def count(self, primitive: str) -> int:
+        return histogram_count(self.histogram, primitive)
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthSeries:
+    """Equation counts of one function as the batch size grows."""
+    label: str
+    points: tuple[GrowthPoint, ...] = ()
+
+    @property
+    def per_element(self) -> float | None:
+        """Equations added per batch element between the two largest staged sizes.
+
+        The largest sizes, as small batches can stage smaller (indexing a
+        size-1 axis needs no slice)."""
+        ok = sorted((p for p in self.points if p.eqn_count is not None), key=lambda p: p.size)
+        if len(ok) < 2 or ok[-1].size == ok[-2].size:
+            return None
+        last, before = ok[-1].eqn_count, ok[-2].eqn_count
+        assert last is not None and before is not None  # filtered above
+        return (last - before) / (ok[-1].size - ok[-2].size)
+
+
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """Program size against batch size, e.g. a Python loop against vmap."""
+    title: str
+    series: tuple[GrowthSeries, ...] = ()
+
+
+class Step(NamedTuple):
+    """One primitive (or event) as one level saw it."""
+    # NB: the field `index` shadows tuple.index, which mypy reports; the name stays.
+    index: int  # type: ignore[assignment]
+    level: int
+    primitive: str
+    kind: str = "primitive"   # primitive | call | custom_jvp_call | custom_vjp_call | error
+    phase: str = "forward"    # forward | backward | rule
+    params: tuple[tuple[str, str], ...] = ()
+    inputs: tuple[ValueRecord, ...] = ()
+    outputs: tuple[ValueRecord, ...] = ()
+    source: SourceLocation | None = None
+    name_stack: str = ""
+    subjaxprs: tuple[JaxprRecord, ...] = ()
+    error: str | None = None  # set when the primitive itself raised
+    cause: int | None = None  # the step at an inner level whose processing bound this one
+    # A jnp wrapper (a jit JAX inlines when staging): a staged jaxpr holds its body's
+    # equations, not a jit equation. Recorded from the live params, whatever the JAX
+    # version prints for them (`True` on 0.10, `Inline.JAX_EARLY` on 0.12).
+    inline: bool = False
+
+    @property
+    def title(self) -> str:
+        """The primitive as jaxprs print it, naming call-like ones: `jit[name=tanh]`."""
+        for key, value in self.params:
+            if key == "name":
+                return f"{self.primitive}[name={value.strip(chr(39))}]"
+        return self.primitive
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One recorder in the stack: a transformation applied, or the level around it."""
+    index: int
+    kind: str                 # grad | vmap | jit | jvp | ... | outer | custom_jvp_rule ...
+    label: str                # e.g. "vmap#1/grad#2"
+    depth: int
+    parent: int | None
+    trace_type: str           # JAX's Trace class recorded under, e.g. BatchTrace
+    function: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRecord:
+    """A failure during a recorded call: what JAX raised and where."""
+    type_name: str            # qualified, e.g. jax.errors.TracerBoolConversionError
+    message: str
+    level: int | None         # the level that was running when it was raised
+    step: int | None          # the failing step, or the last step recorded before it
+    source: SourceLocation | None = None
+    # What transforms._diagnose made of it (one rule per error kind):
+    rule: str = ""            # the rule that matched, e.g. "bool_conversion"; "" for none
+    hint: str = ""            # the fix, named: jnp.where, lax.cond, static_argnums ...
+    level_label: str = ""     # the transformation whose tracer could not be used: "vmap#1"
+    transform: str = ""       # that level's kind: vmap, jit, grad ...
+    argument: str = ""        # the argument the failing value depends on
+    batch_dim: int | None = None
+    tracer: str = ""          # the failing tracer, described: "VmapTracer(aval=..., ...)"
+    function: str = ""        # the function being traced, or the pytree function that failed
+    mismatch: TreePair | None = None  # a structure mismatch, with both trees
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One outermost transformed invocation, with every level nested inside it."""
+    index: int
+    transform: str
+    function: str
+    source: SourceLocation | None
+    options: tuple[tuple[str, str], ...] = ()
+    levels: tuple[Level, ...] = ()
+    steps: tuple[Step, ...] = ()
+    errors: tuple[ErrorRecord, ...] = ()
+    in_tree: str = ""
+    out_tree: str = ""
+    inputs: tuple[ValueRecord, ...] = ()
+    outputs: tuple[ValueRecord, ...] = ()
+    parent: int | None = None  # e.g. a vjp's backward call points at its forward call
+    stages: tuple[Stage, ...] = ()
+    trees: tuple[TreeRecord, ...] = ()        # inputs per argnum, outputs, derivatives
+    pairs: tuple[TreePair, ...] = ()          # e.g. each input paired with its gradient
+    diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
+    shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
+    growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def steps_at(self, level: int) -> Iterator[Step]:
+        return (s for s in self.steps if s.level == level)
+
+
+# --- pytrees ------------------------------------------------------------------
+# Trees are kept flat (nodes in preorder, children by index) so that deep
+# structures stay shallow in memory and in JSON.
+
+class TreeNode(NamedTuple):
+    """One node of a pytree: a container with its static aux data, or a leaf.
+
+    NB: a NamedTuple, as Step is: trees are built on every recorded call.
+    """
+    # NB: the field `index` shadows tuple.index, which mypy reports; the name stays.
+    index: int  # type: ignore[assignment]
+    parent: int | None
+    depth: int
+    key: str                  # its entry in the parent: ".array", "[0]", "['W']"; "" at the root
+    path: str                 # key path from the root, e.g. "['layers'][0].w"
+    kind: str                 # node | leaf | none | error | cycle | truncated
+    type_name: str            # qualified, e.g. "corpus.NTContainer", "dict", "jax.Array"
+    aux: str = ""             # static aux data as text (custom nodes)
+    static: tuple[tuple[str, str], ...] = ()  # aux values named by the attribute holding them
+    children: tuple[int, ...] = ()
+    aval: str = ""            # leaves: "float32[3,2]"
+    value: str | None = None  # small concrete leaves, summarised
+    traced: bool = False      # a tracer (a traced value), not a concrete one
+    tracer: str = ""          # the tracer described: "VmapTracer(aval=..., batch_dim=0)"
+    note: str = ""            # why the node could not be described further
+    static_leaf: bool = False  # a leaf a library's wrapper kept static, not traced
+                               # (eqx.filter_jit's non-array leaves: an activation function)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind == "leaf"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeRecord:
+    """A pytree as data: an input argument, an output, a gradient, a rule's output."""
+    role: str                 # input | output | gradient | tangent | cotangent | jacobian
+                              # | hessian | primal_out | tangent_out | expected ...
+    name: str                 # the root as the user names it: "container", "args[1]", "grad"
+    treedef: str = ""         # str(PyTreeDef), "" when unavailable
+    nodes: tuple[TreeNode, ...] = ()
+    argnum: int | None = None
+    note: str = ""            # e.g. "truncated at 2000 nodes"
+
+    @property
+    def root(self) -> TreeNode | None:
+        return self.nodes[0] if self.nodes else None
+
+    @property
+    def leaves(self) -> tuple[TreeNode, ...]:
+        return tuple(n for n in self.nodes if n.kind == "leaf")
+
+    def node(self, path: str) -> TreeNode | None:
+        for n in self.nodes:
+            if n.path == path:
+                return n
+        return None
+
+    def full_path(self, node: TreeNode) -> str:
+        """`container.array`: the root's name then the key path."""
+        return self.name + node.path
+
+
+@dataclass(frozen=True, slots=True)
+class PairRow:
+    """One key path of two trees side by side."""
+    path: str
+    left: int | None          # node index in the left tree, None where it has none
+    right: int | None
+    status: str               # same | differs | left_only | right_only
+    note: str = ""            # what differs, e.g. "float32[3] vs float32[]"
+
+
+@dataclass(frozen=True, slots=True)
+class TreePair:
+    """Two trees paired node by node: inputs and gradients, or a structure mismatch."""
+    kind: str                 # gradient | tangent | cotangent | jacobian | hessian | custom_jvp
+                              # | custom_vjp | cond | scan | vmap_in_axes | vmap_out_axes
+    title: str
+    left: TreeRecord
+    right: TreeRecord
+    rows: tuple[PairRow, ...] = ()
+    first_difference: str | None = None  # key path of the first structural difference
+    left_has: str = ""        # what each side has there
+    right_has: str = ""
+    summary: str = ""
+
+    @property
+    def same_structure(self) -> bool:
+        return self.first_difference is None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A finding of the pre-trace check of a custom pytree node."""
+    kind: str                 # undefined_name | flatten_error | unflatten_error | roundtrip
+                              # | unhashable_aux | cycle | too_deep | leaked_tracer | internal
+    message: str
+    node_type: str            # the registered type, qualified
+    path: str = ""            # where it was met in the inputs: "container"
+    function: str = ""        # the flatten/unflatten function, e.g. "repack_NTC"
+    source: SourceLocation | None = None  # the line using the undefined name, or the def line
+    names: tuple[str, ...] = ()           # the undefined names
+
+
+# --- shardings and collectives (transforms/_sharding.py) -------------------------
+
+@dataclass(frozen=True, slots=True)
+class ShardBlock:
+    """The block of an array one device holds, as `devices_indices_map` gives it."""
+    device: int               # the device id
+    starts: tuple[int, ...] = ()  # per dimension, the block is [start, stop)
+    stops: tuple[int, ...] = ()
+
+    @property
+    def index(self) -> str:
+        """numpy's spelling of the block: `0:2, 0:16`."""
+        return ", ".join(f"{a}:{b}" for a, b in zip(self.starts, self.stops))
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingRecord:
+    """How one array of a call is laid out across devices, as JAX's sharding says."""
+    role: str                 # input | output | gradient
+    name: str                 # the leaf, named as the user names it: "params['w']", "out[0]"
+    aval: str                 # e.g. "float32[8,16]"
+    kind: str                 # JAX's class: NamedSharding, SingleDeviceSharding, ...
+    spec: str = ""            # the PartitionSpec, e.g. "P('data', None)"; "" without one
+    mesh_axes: tuple[str, ...] = ()   # NamedSharding: axis names, e.g. ("data", "model")
+    mesh_shape: tuple[int, ...] = ()  # and their sizes, e.g. (4, 2)
+    mesh_devices: tuple[int, ...] = ()  # device ids in mesh order (row-major)
+    shard_shape: tuple[int, ...] = ()   # the per-device block's shape
+    blocks: tuple[ShardBlock, ...] = ()  # per device, in mesh order
+    replicated: bool = False  # every device holds the whole array
+    argnum: int | None = None  # inputs and gradients: the positional argument
+    path: str = ""            # key path inside that argument or the output: "['w']"
+    note: str = ""            # why the layout could not be described fully
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGroup:
+    """A set of devices one collective runs over, or a (source, target) pair."""
+    devices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveRecord:
+    """A collective in a compiled (optimised) HLO module, as XLA printed it."""
+    kind: str                 # all-reduce | all-gather | reduce-scatter | collective-permute
+                              # | all-to-all
+    name: str                 # the HLO instruction, e.g. "%all-reduce.1"
+    shape: str                # its result type as HLO prints it, e.g. "f32[4,16]"
+    dtype: str = ""           # element type of the (first) result, e.g. "f32"
+    result_bytes: int = 0     # bytes of the result per device, from its HLO type
+    groups: tuple[DeviceGroup, ...] = ()  # replica groups, or source-target pairs
+    groups_text: str = ""     # the attribute as printed: "{{0,2},{1,3}}", "[4,2]<=[8]"
+    ids: str = "partition"    # what the numbers in `groups` are: partition | device
+    reduction: str = ""       # all-reduce / reduce-scatter: the to_apply computation
+    dimensions: str = ""      # all-gather / reduce-scatter / all-to-all: dimensions={...}
+    computation: str = ""     # the HLO computation it is in, e.g. "ENTRY main.12"
+    op_name: str = ""         # metadata op_name: the JAX operation it came from
+
+
+# --- processes of a multi-process (jax.distributed) run --------------------------
+
+@dataclass(frozen=True, slots=True)
+class DeviceRecord:
+    """One device of the global device list, with the process that owns it."""
+    id: int                   # JAX's device id (CPU ids of process p start at p * 2048)
+    process: int              # the process index owning it (`device.process_index`)
+    kind: str = ""            # `device.device_kind`, e.g. "cpu"
+    platform: str = ""        # e.g. "cpu", "gpu", "tpu"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """Which process of a `jax.distributed` job a recording comes from, and how it ended."""
+    index: int                # jax.process_index()
+    count: int                # jax.process_count()
+    local_devices: tuple[int, ...] = ()   # ids of the devices this process drives
+    devices: tuple[DeviceRecord, ...] = ()  # every global device, in jax.devices() order
+    host: str = ""            # the machine it ran on
+    pid: int = 0              # its operating-system process id
+    coordinator: str = ""     # the coordinator's address, as the launcher gave it
+    status: str = ""          # set by the launcher: ok | failed (non-zero exit) | killed
+                              # (a signal) | stopped (ended by the launcher: --timeout, or
+                              # another process died); "" when no launcher saw it end
+    exit_code: int | None = None  # as a shell reports it: 137 for SIGKILL
+    message: str = ""         # what happened, in words: "killed by SIGKILL"
+    recorded: bool = True     # False: the process wrote no dump (killed before saving)
+    complete: bool = True     # False: stopped inside the script, so the call it was in
+                              # (and everything after) is not in its recording
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRecord:
+    """One process's recording inside a merged session (see Session.processes)."""
+    info: ProcessInfo
+    calls: tuple[Call, ...] = ()
+    title: str = ""
+    metadata: tuple[tuple[str, str], ...] = ()
+    jax_version: str = ""
+    python_version: str = ""
+
+    @property
+    def step_count(self) -> int:
+        return sum(len(c.steps) for c in self.calls)
+
+
+@dataclass(slots=True)
+class Session:
+    """Every call recorded inside one `transforms.record()` block.
+
+    Mutable only while recording: calls are appended as they finish.
+    """
+    calls: list[Call] = field(default_factory=list)
+    jax_version: str = ""
+    python_version: str = field(default_factory=platform.python_version)
+    schema_version: int = SCHEMA_VERSION  # of the file it was loaded from; saving writes the newest
+    title: str = ""           # what was recorded: a gallery example's title, a script's command line
+    metadata: dict[str, str] = field(default_factory=dict)  # e.g. script, argv, description
+    max_steps: int | None = None  # record(max_steps=N): the bound it was recorded with
+    dropped_calls: int = 0    # calls let go between the first and the latest (max_steps)
+    dropped_steps: int = 0    # their steps
+    # A process of a jax.distributed job: which one, its devices, how it ended.
+    process: ProcessInfo | None = None
+    # A merged multi-process run: one record per process (the top-level calls are then
+    # empty); workbench/processes.py gives each as a Session of its own.
+    processes: tuple[ProcessRecord, ...] = ()
+
+    @property
+    def step_count(self) -> int:
+        return sum(len(c.steps) for c in self.calls) + sum(p.step_count for p in self.processes)
+
+    def dropped_note(self) -> str:
+        """What a bounded recording (record(max_steps=N)) let go, in words; "" for nothing."""
+        if not self.dropped_calls:
+            return ""
+        gap = next(((a.index, b.index) for a, b in zip(self.calls, self.calls[1:])
+                    if b.index > a.index + 1), None)
+        where = f" (calls {gap[0] + 1}-{gap[1] - 1})" if gap else ""
+        bound = f"max_steps={self.max_steps:,}: " if self.max_steps else ""
+        return (f"{bound}{self.dropped_calls:,} calls{where} with {self.dropped_steps:,} steps "
+                f"were dropped; the first and the latest calls are kept")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The dump as JSON data (without the lazy_at index save() adds): see
+        transforms/_codec.py for the layout."""
+        return _layout.json_data(self, RECORD_TYPES)
+
+    def to_json_text(self) -> str:
+        """The dump's text, as save() writes it: JSON, with the lazy_at index last."""
+        return _layout.json_text(self, RECORD_TYPES)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: the file appears complete or not at all."""
+        write_atomically(path, self.to_json_text())
+
+
+# Every record class a dump can hold, by name: the codec's registry (Session excluded).
+RECORD_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
+                PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,
+                ErrorRecord, Call)
+}
+RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
+                                                     Diagnostic)})
+RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
+                                                     CollectiveRecord)})
+RECORD_TYPES.update({cls.__name__: cls for cls in (DeviceRecord, ProcessInfo, ProcessRecord)})
