@@ -12,7 +12,7 @@ written. `--only NAME` (repeatable) regenerates only those screenshots.
 """
 from __future__ import annotations
 
-from workbench.cli import ask_for_demo_devices
+from workbench.cli._main import ask_for_demo_devices
 
 ask_for_demo_devices()  # the sharded example's 8 CPU devices: before JAX starts its backend
 
@@ -99,7 +99,7 @@ def gallery_picker() -> list[tuple[str, Session]]:
 
 def record_processes() -> list[tuple[str, Session]]:
     """`workbench run --processes 2 --devices-per-process 2 --stages train_step.py`."""
-    from workbench import launch
+    from workbench.run import _distributed_launch as launch
     script = ROOT / "tests" / "data" / "processes" / "train_step.py"
     result = launch.launch(str(script), [], 2, devices=2, stages=True, timeout=120)
     if result.exit_code != 0:

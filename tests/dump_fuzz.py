@@ -188,11 +188,11 @@ def render_everywhere(session: Session) -> None:
 
     Raises whatever a reader raises; a renderer's `<render-error ...>` placeholder counts
     as a failure too."""
-    from workbench import summary
+    from workbench.cli import _summary as summary
     from workbench.export import GraphOptions, collect
     from workbench.export._api import VIEWS
     from workbench.export.graphviz import to_dot
-    from workbench.tui.model import CallIndex, Outline, source_roots
+    from workbench.tui.navigation import CallIndex, Outline, source_roots
     from workbench.tui.tree_rows import call_tree_rows
     from workbench.tui.widgets.failure.failure_pane import failure_view
     from workbench.tui.widgets.pytree.pytree_pane import _diagnostic_lines
@@ -234,7 +234,7 @@ def render_everywhere(session: Session) -> None:
 
 def _print_stages(console: Console, call: Any) -> None:
     from workbench.render import StageView
-    from workbench.tui.model import StageMap, stage_lines
+    from workbench.tui.navigation import StageMap, stage_lines
     for stage in call.stages:
         console.print(StageView(stage))
         stage_lines(stage)

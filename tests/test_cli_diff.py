@@ -18,8 +18,8 @@ from transforms.model import (
     ValueRecord,
     _schema as schema,
 )
+from workbench.analysis._session_diff import diff_sessions
 from workbench.cli import main
-from workbench.session_diff import diff_sessions
 
 X = ValueRecord("array", "ArrayImpl", "float32[]")
 

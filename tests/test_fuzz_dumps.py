@@ -19,7 +19,7 @@ import pytest
 from test_tui_support import sync
 
 from transforms.model import _schema as schema, loads
-from workbench import cli
+from workbench.cli import _main as cli
 
 SEED = 17
 MUTANTS = 48        # about 0.1 s of CPU each: a few seconds per Python

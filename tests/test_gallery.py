@@ -172,8 +172,8 @@ def test_demo_export_into_a_file_is_bad_input(tmp_path):
 
 def test_the_checked_in_schema_is_the_generated_one():
     assert schema.SCHEMA_FILE.read_text() == schema.schema_text(), (
-        "transforms/model.py changed: regenerate with "
-        "`python -m workbench schema -o workbench/schema/session.schema.json`")
+        "transforms/model/ changed: regenerate with "
+        "`python -m workbench schema -o transforms/model/session.schema.json`")
 
 
 def test_export_draws_graphs_when_the_exporter_is_there(tmp_path):

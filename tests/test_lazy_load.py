@@ -11,7 +11,7 @@ from test_tui_support import sync
 
 import transforms as T
 from transforms.model import LAZY_FIELDS, RECORD_TYPES, Lazy, SessionLoadError, _layout
-from workbench.tui.model import Outline
+from workbench.tui.navigation import Outline
 
 
 def loss(w, x):
@@ -81,7 +81,7 @@ def test_an_index_of_any_shape_is_read_whole_and_valid_to_the_schema(tmp_path, d
                                                                       mangle):
     """The index is advisory: the loader reads around one that does not hold, and the
     schema's validator agrees that the file is a dump (found by the fuzzer on 3.12)."""
-    from workbench import cli
+    from workbench.cli import _main as cli
     data = json.loads(dump.read_text())
     if mangle == "not an object":
         data["lazy_at"] = 7
@@ -191,7 +191,7 @@ def test_a_version_4_dump_labelled_3_is_refused(tmp_path, recorded):
 
 
 def test_a_huge_session_opens_with_its_calls_folded_and_undecoded(dump, monkeypatch):
-    monkeypatch.setattr("workbench.tui.model.COLLAPSED_OPEN_STEPS", 10)
+    monkeypatch.setattr("workbench.tui.navigation.COLLAPSED_OPEN_STEPS", 10)
     session = T.load(dump, lazy=True)
     outline = Outline(session)
     assert not any(c.steps.decoded for c in session.calls[1:])
@@ -207,7 +207,7 @@ async def test_the_open_app_decodes_only_the_call_it_shows(dump, monkeypatch):
     """The navigator's key bar asks whether `x` (next failure) applies: answered without
     decoding every call (a million-step dump took 10 s to show when it did)."""
     from workbench.tui import build_app
-    monkeypatch.setattr("workbench.tui.model.COLLAPSED_OPEN_STEPS", 10)
+    monkeypatch.setattr("workbench.tui.navigation.COLLAPSED_OPEN_STEPS", 10)
     session = T.load(dump, lazy=True)
     app = build_app(session)
     async with app.run_test(size=(120, 40)) as pilot:

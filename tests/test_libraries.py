@@ -19,8 +19,8 @@ import pytest
 import transforms as T
 from transforms.model import level_rows
 from workbench.cli import main
-from workbench.runner import jax_patched
-from workbench.summary import summarize_call
+from workbench.cli._summary import summarize_call
+from workbench.run._runner import jax_patched
 
 eqx = pytest.importorskip("equinox")
 optax = pytest.importorskip("optax")
@@ -437,7 +437,7 @@ def test_show_indents_levels_by_parent_and_counts_a_folded_run():
 
 def test_the_navigator_folds_a_run_and_unfolds_it_on_toggle():
     from transforms.model import Session
-    from workbench.tui.model import LEVEL, STEP, Outline
+    from workbench.tui.navigation import LEVEL, STEP, Outline
     outline = Outline(Session(calls=[_levels_call()]))
     level_rows_shown = [outline.row(i)[2] for i in range(len(outline)) if outline.row(i)[0] == LEVEL]
     # level 3 is empty and shares its label with the run: the navigator leaves it out

@@ -1,6 +1,6 @@
 """One bounded-cache type and one safe-text module (issue 13): the recorder's get-or-make
 tables are `transforms._common.BoundedCache`s, and the text of objects that are not ours is
-made by `transforms._common._text` (the workbench's per-destination escaping: workbench/safe_text.py).
+made by `transforms._common._text` (the workbench's per-destination escaping: workbench/_safe_text.py).
 A scan of the sources finds the ad hoc forms they replaced."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [p for pkg in ("transforms", "workbench", "scripts") for p in
            sorted((ROOT / pkg).rglob("*.py"))]
 CACHE_MODULE = ROOT / "transforms" / "_common" / "_caches.py"
-TEXT_MODULES = {ROOT / "transforms" / "_common" / "_text.py", ROOT / "workbench" / "safe_text.py"}
+TEXT_MODULES = {ROOT / "transforms" / "_common" / "_text.py", ROOT / "workbench" / "_safe_text.py"}
 
 
 def _name(node: ast.AST) -> str | None:

@@ -22,13 +22,14 @@ from test_tui_support import sync
 
 import transforms
 from transforms.model import DeviceRecord, ProcessInfo, Session, SessionLoadError, load
-from workbench import launch, processes
+from workbench.analysis import _process_merge as processes
+from workbench.analysis._session_diff import diff_sessions, format_diff
 from workbench.cli import main
 from workbench.export.devices import collect_devices
 from workbench.render.devices import DevicesView, crossing_text
-from workbench.session_diff import diff_sessions, format_diff
+from workbench.run import _distributed_launch as launch
 from workbench.tui import build_app
-from workbench.tui.screens.processes import ProcessScreen
+from workbench.tui.screens.process_sessions import ProcessScreen
 from workbench.tui.widgets.devices.devices_pane import DevicesPane
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from transforms.model import load
-from workbench import launch, processes
+from workbench.analysis import _process_merge as processes
+from workbench.run import _distributed_launch as launch
 
 DATA = Path(__file__).parent / "data" / "processes"
 # Generous for a loaded 2-core machine; a run takes a few seconds when it is quiet.

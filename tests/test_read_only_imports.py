@@ -129,7 +129,7 @@ mounted = LoadingScreen.on_mount
 
 def on_mount(self):
     seen.append(sorted(m for m in ("transforms.model", "workbench.tui.screens.picker",
-                                   "workbench.tui.model") if m in sys.modules))
+                                   "workbench.tui.navigation") if m in sys.modules))
     mounted(self)
 
 LoadingScreen.on_mount = on_mount

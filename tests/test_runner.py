@@ -14,7 +14,7 @@ import pytest
 from _children import signals_at_default
 
 import transforms
-from workbench import runner
+from workbench.run import _runner as runner
 
 GOOD = """
     import sys

@@ -37,7 +37,9 @@ from transforms.model import (
     ValueRecord,
     loads,
 )
-from workbench import cli, runner, safe_text
+from workbench import _safe_text as safe_text
+from workbench.cli import _main as cli
+from workbench.run import _runner as runner
 
 # --- the shared safe-text function: one rule, exact results ------------------------------
 
@@ -147,7 +149,7 @@ def test_diff_prints_every_name_safely(tmp_path, capsys, name):
     b_path = _saved(tmp_path, b, "b")
     assert cli.main(["diff", a, b_path]) == 0
     out = capsys.readouterr().out
-    from workbench.session_diff import diff_sessions, format_diff
+    from workbench.analysis._session_diff import diff_sessions, format_diff
     raw = format_diff(diff_sessions(transforms.load(a), transforms.load(b_path)), a, b_path)
     assert out == "".join(safe_text.terminal(line, cli.LINE_LIMIT) + "\n" for line in raw)
     assert any(f"grad({safe_text.terminal(name)[:100]}" in line for line in out.splitlines())

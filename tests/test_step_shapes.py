@@ -25,7 +25,7 @@ from transforms.model import (
     _layout,
     _schema as schema,
 )
-from workbench import cli
+from workbench.cli import _main as cli
 
 LEVELS = (Level(0, "outer", "outer", 0, None, "EvalTrace"),
           Level(1, "vmap", "vmap#1", 1, 0, "BatchTrace"))

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 import transforms
 from workbench.tui import build_app as _build_app
-from workbench.tui.model import STEP
+from workbench.tui.navigation import STEP
 from workbench.tui.screens.help import HelpScreen, _keys, key_sections
 from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen

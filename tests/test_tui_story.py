@@ -20,8 +20,9 @@ from test_tui_support import seed_convolve, seed_logistic, sync
 
 from transforms.model import Session
 from workbench.gallery import find, run_example
+from workbench.run._watch import Watch
 from workbench.tui import build_app as _build_app, build_gallery_app
-from workbench.tui.model import Outline, call_labels, composed_label, step_haystack
+from workbench.tui.navigation import Outline, call_labels, composed_label, step_haystack
 from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen
 from workbench.tui.widgets.common.status_bar import StatusBar
@@ -29,7 +30,6 @@ from workbench.tui.widgets.common.text_lines import TextLines
 from workbench.tui.widgets.navigator.step_list import StepList
 from workbench.tui.widgets.pytree.pytree_pane import PytreePane
 from workbench.tui.widgets.stages.stages_pane import StagesPane
-from workbench.watch import Watch
 
 SIZE = (120, 40)
 
@@ -199,7 +199,7 @@ def test_equal_labels_are_told_apart_by_their_line():
     session = example("grad_control_flow")
     labels = call_labels(session)
     assert labels[0] != labels[1]
-    assert labels[0].startswith("grad(piecewise) at _seed003.py:")
+    assert labels[0].startswith("grad(piecewise) at _grad_and_vmap.py:")
     assert labels[2] == "grad(sqrt_newton)"
     first = session.calls[0]
     looped = Session(calls=[first, dataclasses.replace(first, index=59)])

@@ -27,9 +27,9 @@ from transforms.model import (
     Step,
     ValueRecord,
 )
-from workbench import _index
-from workbench.tui import model
-from workbench.tui.model import CALL, LEVEL, STEP, Outline, StepFilter
+from workbench.analysis import _call_index as _index
+from workbench.tui import navigation as model
+from workbench.tui.navigation import CALL, LEVEL, STEP, Outline, StepFilter
 
 
 def sync(test):

@@ -36,10 +36,11 @@ _old_homes.install(__name__)
 
 # The names that need JAX, and the private package defining each.
 _LAZY = {**dict.fromkeys(PUBLIC_KINDS, "_wrappers"), "record": "_recording", "growth": "_stages",
-         "set_user_code": "_capture"}
+         "set_user_code": "_capture", "process_info": "_devices"}
 
 if TYPE_CHECKING:
     from ._capture import set_user_code as set_user_code
+    from ._devices import process_info as process_info
     from ._recording import record as record
     from ._stages import growth as growth
     from ._wrappers import (
@@ -73,6 +74,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    *PUBLIC_KINDS, "record", "growth", "set_user_code", "load", "Session", "Call", "Level", "Step",
-    "ValueRecord", "JaxprRecord", "ErrorRecord", "SourceLocation", "SessionLoadError", "SCHEMA_VERSION",
+    *PUBLIC_KINDS, "record", "growth", "set_user_code", "process_info", "load", "Session", "Call",
+    "Level", "Step", "ValueRecord", "JaxprRecord", "ErrorRecord", "SourceLocation",
+    "SessionLoadError", "SCHEMA_VERSION",
 ]

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from transforms.model import Call, Session, SessionLoadError, Stage, default_pair, stage_groups, whole_program
-from workbench.processes import load_run, owners, process_session
 
-from .. import safe_text
-from .._index import function_program
+from .. import _safe_text as safe_text
+from ..analysis import function_program, load_run, owners, process_session
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
 from .graphviz import (

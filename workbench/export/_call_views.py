@@ -6,7 +6,7 @@ from typing import Sequence
 
 from transforms.model import Call, TreePair, TreeRecord, short_aval
 
-from .._index import failing_steps, steps_by_level
+from ..analysis import failing_steps, steps_by_level
 from ._graph import Cluster, CollectError, Edge, Graph, GraphOptions, Node, _shorten
 
 # --- tower view --------------------------------------------------------------------

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import graphviz as gv
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 
 # --- the graph as data -------------------------------------------------------------
 

@@ -9,7 +9,8 @@ nodes naming their kind, result, bytes and device groups, in program order.
 from __future__ import annotations
 
 from transforms.model import Call, CollectiveRecord, ShardingRecord, Stage
-from workbench.render.devices import (
+
+from ..render.devices import (
     block_text,
     bytes_text,
     compiled_stages,
@@ -21,7 +22,6 @@ from workbench.render.devices import (
     processes_text,
     shape_text,
 )
-
 from ._graph import Cluster, Edge, Graph, GraphOptions, Node, _shorten
 
 # Pastel fills, one per distinct block of an array.

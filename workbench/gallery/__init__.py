@@ -3,11 +3,12 @@
     from workbench.gallery import EXAMPLES, run_example
     outcome = run_example(EXAMPLES[0])   # its session, what it printed, failures shown
 """
-# Importing registers the examples, in gallery order: seed 003 (the main page) first.
-from . import _seed003  # noqa: F401, I001
-from . import _seed000  # noqa: F401
-from . import _seed002  # noqa: F401
-from . import _sharding  # noqa: F401
+# Importing registers the examples, in gallery order: seed 003's grad and vmap (the main page)
+# first, then seed 000's pytree containers, seed 002's custom_jvp structures, sharding, libraries.
+from . import _grad_and_vmap  # noqa: F401, I001
+from . import _pytree_containers  # noqa: F401
+from . import _custom_jvp_structures  # noqa: F401
+from . import _sharded_training  # noqa: F401
 from . import _libraries  # noqa: F401
 from ._registry import EXAMPLES as EXAMPLES
 from ._registry import Example as Example

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 import transforms as T
 
-from ..runner import jax_patched
+from ..run import jax_patched
 from ._registry import example, expect_failure
 
 

@@ -6,7 +6,7 @@ from typing import Callable
 from rich.console import RenderableType
 from rich.text import Text
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 
 
 def safe(render: Callable[[], RenderableType], what: str) -> RenderableType:

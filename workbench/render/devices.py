@@ -17,7 +17,7 @@ from rich.text import Text
 
 from transforms.model import Call, CollectiveRecord, ProcessInfo, ShardingRecord, Stage
 
-from ..processes import crossing, group_processes
+from ..analysis import crossing, group_processes
 from ._safe import safe
 
 # Devices holding the same block share a colour (colourless consoles show none).

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from transforms.model import Call, ErrorRecord
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 from .diagnostics import DiagnosticsView
 from .pytree import PairView, safe
 from .step import shorten_paths

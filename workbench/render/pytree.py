@@ -16,7 +16,7 @@ from rich.tree import Tree
 
 from transforms.model import TreeNode, TreePair, TreeRecord
 
-from ..safe_text import terminal as _t
+from .._safe_text import terminal as _t
 from ._safe import safe
 from .diagnostics import DiagnosticsView
 

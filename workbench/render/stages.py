@@ -16,7 +16,7 @@ from rich.text import Text
 
 from transforms.model import EqnChange, EqnRecord, Growth, Stage, StageDiff, short_aval
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 from ._safe import safe as _safe
 
 # --- highlighting --------------------------------------------------------------

@@ -17,7 +17,7 @@ from rich.tree import Tree
 
 from transforms.model import SourceLocation, Step, ValueRecord, tracer_kind
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 from ._safe import safe
 
 _CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 if TYPE_CHECKING:
     from transforms.model import Session
 
-    from .model import Entries
+    from .navigation import Entries
 
 # A session with this many records (steps, equations, tree nodes) is frozen out of the GC.
 FREEZE_STEPS = 10_000
@@ -28,7 +28,7 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
     `workbench.watch.Watch` that re-records the session when its script changes;
     `process`: the process a multi-process run opens at."""
     from .app import WorkbenchApp
-    from .model import as_gallery
+    from .navigation import as_gallery
     gallery = as_gallery(sessions, title)
     big = sum(record_count(s) for _, s in gallery) >= FREEZE_STEPS
     if big:

@@ -17,8 +17,8 @@ from .screens.loading import LoadingScreen
 if TYPE_CHECKING:
     from transforms.model import Session
 
-    from ..watch import Recording, Watch
-    from .model import Entries
+    from ..run import Recording, Watch
+    from .navigation import Entries
     from .screens.session import SessionScreen
 
 # NB: the session, process and picker screens (every widget, the renderers, the record
@@ -65,7 +65,7 @@ class WorkbenchApp(App):
     def _descriptions(gallery: Entries) -> list[str]:
         if all(s is None for _, s in gallery):
             return [""] * len(gallery)
-        from .model import session_description
+        from .navigation import session_description
         return [session_description(s) if s is not None else "" for _, s in gallery]
 
     # With a big session, the app's own long-lived objects (widgets, styles, caches) are
@@ -104,7 +104,7 @@ class WorkbenchApp(App):
                    position: int = 0) -> SessionScreen:
         """The screen for a session: a multi-process run's opens at one process."""
         if session.processes:
-            from .screens.processes import ProcessScreen
+            from .screens.process_sessions import ProcessScreen
             return ProcessScreen(session, position, title, gallery=gallery,
                                  export_dir=self.export_dir)
         from .screens.session import SessionScreen

@@ -50,7 +50,7 @@ def export_call_json(session: Session, call: Call, folder: str | os.PathLike,
 
 def export_call_graph(call: Call, folder: str | os.PathLike, stem: str | None = None) -> Path:
     """Draw the call's graph (workbench.export, imported here: only an export needs it)."""
-    from workbench.export import write_call_graph
+    from ..export import write_call_graph
     path = _ready(folder) / f"{stem or file_stem('', call)}.svg"
     written = write_call_graph(call, path)
     return Path(written) if written else path

@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 
 
 def _placeholder(what: str, error: Exception) -> Text:

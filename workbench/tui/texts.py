@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from transforms.model import PUBLIC_KINDS, Call, Level, Session, Stage, Step
 
-from .. import safe_text
+from .. import _safe_text as safe_text
 
 # --- call labels --------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import NamedTuple, Sequence
 
 from transforms.model import Call, TreeNode, TreePair, TreeRecord
 
-from ..safe_text import terminal
+from .._safe_text import terminal
 
 # A cell is cut to this many characters (a recorded value is at most 120).
 MAX_CELL = 80

@@ -9,9 +9,9 @@ from textual.screen import Screen
 from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ...safe_text import terminal
+from ..._safe_text import terminal
 from ..messages import SessionChosen
-from ..model import Entries, sanitize, session_summary
+from ..navigation import Entries, sanitize, session_summary
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.status_bar import StatusBar
 

@@ -15,17 +15,10 @@ from textual.widgets import Header, Input, Static
 
 from transforms.model import Call, Session
 
-from ... import safe_text
+from ... import _safe_text as safe_text
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..model import (
-    CALL,
-    StageMap,
-    pack,
-    session_description,
-    session_output,
-    session_summary,
-)
+from ..navigation import CALL, StageMap, pack, session_description, session_output, session_summary
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack

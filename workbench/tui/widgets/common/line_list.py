@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...model import sanitize
+from ...navigation import sanitize
 
 
 class LineList(ScrollView, can_focus=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ....safe_text import terminal
+from ...._safe_text import terminal
 
 
 class StatusBar(Static):

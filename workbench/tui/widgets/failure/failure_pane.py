@@ -18,7 +18,7 @@ from transforms.model import Call, ErrorRecord
 from ....render.step import SourceView, shorten_paths
 from ...guard import Guarded, guarded
 from ...messages import FailureChosen
-from ...model import CallIndex, source_context, step_title
+from ...navigation import CallIndex, source_context, step_title
 
 # A last resort when workbench.render.failure is absent: the fix for the common ones.
 _HINTS = {

@@ -6,9 +6,9 @@ from textual.binding import Binding
 
 from transforms.model import Session
 
-from ...._index import UNKNOWN_LEVEL
+from ....analysis import UNKNOWN_LEVEL
 from ...messages import CallSelected, StepSelected
-from ...model import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
+from ...navigation import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
 
 # A step's phase, marked after its primitive; the navigator's legend explains each mark.

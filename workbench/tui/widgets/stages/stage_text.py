@@ -11,7 +11,7 @@ from transforms.model import Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
-from ...model import StageMap, sanitize
+from ...navigation import StageMap, sanitize
 from ..common.line_list import LineList
 
 _MARKS = {"changed": ("~", "yellow"), "added": ("+", "green"), "removed": ("-", "red")}

@@ -11,12 +11,12 @@ from textual.widgets import Static
 
 from transforms.model import Call, Session, Stage, StageDiff, diff_stages
 
-from .... import safe_text
-from ...._index import default_stage_pair
+from .... import _safe_text as safe_text
+from ....analysis import default_stage_pair
 from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import Status
-from ...model import composed_label, first_line
+from ...navigation import composed_label, first_line
 from ...texts import side_by_side
 from .diff_list import DiffList
 from .stage_text import StageText

@@ -9,7 +9,7 @@ from transforms.model import Call, level_rows
 
 from ....render.step import SourceView, StepView
 from ...guard import guarded
-from ...model import CallIndex, source_context
+from ...navigation import CallIndex, source_context
 
 
 class StepPane(VerticalScroll, can_focus=True):

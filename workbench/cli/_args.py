@@ -147,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = command("schema", "print the JSON Schema of a dump (or validate dumps against it)",
                      "Print the JSON Schema (draft 2020-12) of session dumps, generated from "
-                     "the record classes of transforms/model.py; the project keeps a copy in "
-                     "workbench/schema/session.schema.json. With --validate, check dumps "
+                     "the record classes of transforms.model; the project keeps a copy in "
+                     "transforms/model/session.schema.json. With --validate, check dumps "
                      "against it instead.",
                      "0 ok (every dump valid); 2 a dump is invalid or unreadable, or bad usage.")
     schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")

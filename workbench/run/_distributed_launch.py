@@ -13,7 +13,7 @@ and inside each, while the script runs, `jax.distributed.initialize()` gets the
 arguments it was not given (coordinator_address, num_processes, process_id)
 from those, as it would from SLURM's or Open MPI's environment. Each process's
 output is forwarded line by line, prefixed `[i] `. When every process has
-ended, the dumps are merged into one session (workbench/processes.py).
+ended, the dumps are merged into one session (workbench/analysis/_process_merge.py).
 
 A process that hangs never returns to Python (it waits inside a collective),
 so signals cannot make it save: each child runs a control thread reading a
@@ -47,7 +47,7 @@ from typing import IO, Any, Callable, Iterator, Sequence
 
 from transforms.model import ProcessInfo, Session, SessionLoadError, load
 
-from . import processes
+from ..analysis import PROCESS_FILE, Divergence, merge, run_divergence
 
 ENV_INDEX = "WORKBENCH_PROCESS_INDEX"
 ENV_COUNT = "WORKBENCH_PROCESS_COUNT"
@@ -135,7 +135,7 @@ def _process_info(state: _ChildState, complete: bool = True) -> ProcessInfo | No
     if not (state.initialized or jax.distributed.is_initialized() or launched_index() is not None):
         return None
     try:
-        from transforms._devices._sharding import process_info
+        from transforms import process_info
         return process_info(host=socket.gethostname(), pid=os.getpid(),
                             coordinator=os.environ.get(ENV_COORDINATOR, ""), complete=complete)
     except Exception:  # a backend that is gone: the launcher's facts will do
@@ -213,7 +213,7 @@ class LaunchResult:
     session: Session               # the merged run
     exit_code: int                 # the first non-zero exit code, 0 if every process ended ok
     infos: list[ProcessInfo]       # how each process ended, by index
-    divergence: processes.Divergence | None = None
+    divergence: Divergence | None = None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -271,9 +271,9 @@ def launch(script: str, args: Sequence[str], count: int, *, timeout: float | Non
         for child in children:
             _kill(child)
         shutil.rmtree(folder, ignore_errors=True)
-    merged = processes.merge(sessions, metadata={
+    merged = merge(sessions, metadata={
         "processes": str(count), "coordinator": coordinator, "exit_code": str(code)})
-    divergence = processes.run_divergence(merged)
+    divergence = run_divergence(merged)
     if divergence is not None:
         note("WARNING: " + divergence.describe())
     return LaunchResult(merged, code, infos, divergence)
@@ -282,7 +282,7 @@ def launch(script: str, args: Sequence[str], count: int, *, timeout: float | Non
 def _start(index: int, count: int, coordinator: str, devices: int | None, folder: str,
            script: str, args: Sequence[str], stages: bool, inline_jnp: bool,
            out: IO[bytes], err: IO[bytes], lock: threading.Lock) -> Child:
-    dump = os.path.join(folder, processes.PROCESS_FILE.format(index=index))
+    dump = os.path.join(folder, PROCESS_FILE.format(index=index))
     read_end, write_end = os.pipe()
     env = child_env(index, count, coordinator, devices)
     env.update({ENV_CONTROL_FD: str(read_end), ENV_DUMP: dump})
@@ -489,7 +489,7 @@ def dump_path(output: str, session: Session) -> tuple[str, str]:
     if is_folder(output):
         index = info.index if info is not None else 0
         os.makedirs(output, exist_ok=True)
-        path = os.path.join(output, processes.PROCESS_FILE.format(index=index))
+        path = os.path.join(output, PROCESS_FILE.format(index=index))
         if info is None or info.count < 2:
             return path, f"wrote {path} (one process: the folder holds its one dump)"
         return path, (f"process {info.index} of {info.count}: wrote {path}; "

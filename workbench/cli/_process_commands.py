@@ -11,7 +11,7 @@ from typing import Callable
 
 from transforms.model import ProcessInfo, Session
 
-from . import processes
+from ..analysis import owners, process_label, process_session, process_sessions, run_divergence
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -19,14 +19,14 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 def run_processes(args: argparse.Namespace, note: Callable[[argparse.Namespace, str], None],
                   error: Callable[[str], None], open_tui: Callable[..., int]) -> int:
     """`workbench run --processes N SCRIPT.py ARGS`: launch, merge, write or open."""
-    from . import launch, runner
+    from .. import run
     try:
-        runner.check_script(args.script)
-    except runner.ScriptError as e:
+        run.check_script(args.script)
+    except run.ScriptError as e:
         error(str(e))
         return EXIT_BAD_INPUT
     workdir = os.path.dirname(os.path.abspath(args.output)) if args.output else None
-    result = launch.launch(
+    result = run.launch(
         os.path.abspath(args.script), args.args, args.processes, timeout=args.timeout,
         devices=args.devices_per_process, stages=args.stages, inline_jnp=args.inline_jnp,
         note=lambda text: note(args, text), workdir=workdir)
@@ -63,7 +63,7 @@ def info_text(info: ProcessInfo) -> str:
     where = f" on {info.host}" if info.host else ""
     pid = f" (pid {info.pid})" if info.pid else ""
     local = ",".join(map(str, info.local_devices)) or "?"
-    text = (f"{processes.process_label(info)}{where}{pid}: devices {local} "
+    text = (f"{process_label(info)}{where}{pid}: devices {local} "
             f"of {len(info.devices) or '?'}")
     if info.status:
         text += f"; {info.status}"
@@ -77,8 +77,8 @@ def info_text(info: ProcessInfo) -> str:
 def show_processes(session: Session, args: argparse.Namespace,
                    error: Callable[[str], None]) -> int:
     """`workbench show RUN.json`: the processes, their devices, then each one's calls."""
-    from .safe_text import terminal
-    from .summary import summarize_call
+    from .._safe_text import terminal
+    from ._summary import summarize_call
 
     def say(text: str = "") -> None:  # every line made terminal-safe
         print(terminal(text, 20_000, lines=True))
@@ -87,17 +87,17 @@ def show_processes(session: Session, args: argparse.Namespace,
     if problem:
         error(f"{args.trace}: {problem}")
         return EXIT_BAD_INPUT
-    views = processes.process_sessions(session)
+    views = process_sessions(session)
     say(f"{args.trace}: a run of {len(views)} processes, {session.step_count} steps "
         f"(jax {session.jax_version}, python {session.python_version})")
     if session.title:
         say(f"title: {session.title}")
-    owner = processes.owners(session)
+    owner = owners(session)
     if owner:
         groups = ", ".join(f"process {p}: {','.join(str(d) for d, q in owner.items() if q == p)}"
                            for p in sorted(set(owner.values())))
         say(f"devices: {len(owner)} global ({groups})")
-    found = processes.run_divergence(session)
+    found = run_divergence(session)
     if found is not None:
         say(f"WARNING: {found.describe()}")
     for view in views:
@@ -131,7 +131,7 @@ def pick_processes(session: Session,
         if len(indices) != 2:
             return f"--processes takes two process indices, I,J (got {args.processes!r})"
     else:
-        found = processes.run_divergence(session)
+        found = run_divergence(session)
         indices = [found.process_a, found.process_b] if found is not None else \
             sorted(p.info.index for p in session.processes)[:2]
     for i in indices:
@@ -140,5 +140,5 @@ def pick_processes(session: Session,
             return problem
     if len(session.processes) < 2:
         return "the run has one process: nothing to compare it with"
-    a, b = (processes.process_session(session, i) for i in indices)
+    a, b = (process_session(session, i) for i in indices)
     return a, b, f"{args.a} process {indices[0]}", f"{args.a} process {indices[1]}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
-from .._index import UNKNOWN_LEVEL, failing_steps, steps_by_level
+from ..analysis import UNKNOWN_LEVEL, failing_steps, steps_by_level
 
 # The TUI's data layer is read through this module; step <-> equation and source lines
 # are their own modules, their names re-exported here.

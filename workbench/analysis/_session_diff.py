@@ -12,7 +12,7 @@ from typing import Any
 
 from transforms.model import Call, Session, Stage
 
-from .processes import Divergence, divergence
+from ._process_merge import Divergence, divergence
 
 
 @dataclass(frozen=True, slots=True)

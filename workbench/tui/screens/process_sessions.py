@@ -15,7 +15,7 @@ from textual.binding import Binding
 
 from transforms.model import Session
 
-from ...processes import process_label, process_sessions, run_divergence
+from ...analysis import process_label, process_sessions, run_divergence
 from .session import SessionScreen
 
 

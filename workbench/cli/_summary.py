@@ -6,8 +6,8 @@ from typing import Any
 
 from transforms.model import Call, Step, level_rows
 
-from ._index import steps_by_level
-from .safe_text import first_line as _first_line, terminal as _t
+from .._safe_text import first_line as _first_line, terminal as _t
+from ..analysis import steps_by_level
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
 

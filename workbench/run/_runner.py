@@ -20,13 +20,11 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-import jax
-
 import transforms
 from transforms.model import PUBLIC_KINDS, Session
 
-from . import saving
-from .launch import describe_run, process_recording
+from . import _saving as saving
+from ._distributed_launch import describe_run, process_recording
 
 PATCHED = PUBLIC_KINDS  # every transformation a user applies
 
@@ -49,8 +47,9 @@ def jax_patched() -> Iterator[None]:
     """jax.<transform> -> transforms.<transform> inside the block; JAX's own restored after.
 
     Only `jax.*` is patched: transforms calls JAX's own functions, captured when it was
-    imported (transforms._interpreters.jax_own), so it never calls itself.
+    imported (transforms._jax.jax_own), so it never calls itself.
     """
+    import jax  # NB: here, not at import: `workbench.run` imports no JAX until a script runs
     originals = {name: getattr(jax, name) for name in PATCHED}
     ours = {name: getattr(transforms, name) for name in PATCHED}  # imports them: first
     for name in PATCHED:

@@ -22,12 +22,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ._cli_args import (
-    DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS,
-    build_parser as build_parser,
-    take_trailing_options,
-)
-from .safe_text import terminal as _t
+from .._safe_text import terminal as _t
+from ._args import build_parser, take_trailing_options
 
 if TYPE_CHECKING:
     from transforms.model import Session
@@ -69,7 +65,8 @@ def _note(args: argparse.Namespace, message: str) -> None:
 
 def _load_or_report(path: str, lazy: bool = False) -> Session | None:
     from transforms.model import SessionLoadError
-    from workbench.processes import load_run
+
+    from ..analysis import load_run
     try:
         return load_run(path, lazy=lazy)
     except SessionLoadError as e:
@@ -93,7 +90,7 @@ def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alterna
     if reason:
         _error(f"{reason}; {alternative}")
         return EXIT_BAD_INPUT
-    from workbench.tui import run
+    from ..tui import run
     # A multi-process run opens at process 0, or the one asked for.
     run(sessions, title=title, **options, process=0 if process is None else process)
     return EXIT_OK
@@ -101,7 +98,7 @@ def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alterna
 
 def _graph(argv: list[str]) -> int:
     """`workbench graph ...` is `workbench.export.main`."""
-    from workbench.export import main as graph_main
+    from ..export import main as graph_main
     return graph_main(argv)
 
 
@@ -125,7 +122,7 @@ def ask_for_demo_devices(count: int = 8) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     ask_for_demo_devices()
-    from workbench import gallery
+    from .. import gallery
     examples = list(gallery.EXAMPLES)
     if args.list:
         for ex in examples:
@@ -158,7 +155,7 @@ def _demo(args: argparse.Namespace) -> int:
         _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
     exporter: Callable[[Session, str, str], list[str]] | None = None
     if not args.no_graphs:
-        from workbench.export import export_session_graphs as exporter
+        from ..export import export_session_graphs as exporter
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
     _note(args, f"wrote {len(outcomes)} dumps and {index} "
@@ -168,8 +165,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _demo_tui(examples: list, export_dir: str | None) -> int:
     """The picker at once; each example is recorded in the background (the one opened first)."""
-    from workbench import gallery
-    from workbench.tui import run_gallery
+    from .. import gallery
+    from ..tui import run_gallery
     broken = []
 
     def record(i: int) -> Session:
@@ -198,8 +195,8 @@ def _usable_folder(path: str) -> str:
 
 
 def _record_gallery(examples: list, quiet: bool) -> list:
-    from workbench import gallery
-    from workbench._progress import Progress
+    from .. import gallery
+    from ._progress import Progress
     outcomes = []
     with Progress("Recording the gallery", len(examples), quiet=quiet) as progress:
         for ex in examples:
@@ -216,7 +213,8 @@ def write_gallery(outcomes: list, folder: str,
                   quiet: bool = True) -> str:
     """One dump per example, graph images when an exporter is given, index.json and index.md."""
     from transforms.model import SCHEMA_VERSION, write_atomically
-    from workbench._progress import Progress
+
+    from ._progress import Progress
     entries = []
     with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
         for number, o in enumerate(outcomes, 1):
@@ -291,7 +289,7 @@ def _md(text: str) -> str:
 # --- run / dump ---------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    from workbench import runner
+    from .. import run
     problem = take_trailing_options(args) or _process_options(args)
     if problem:
         _error(f"{problem}; see `workbench {args.command} --help`")
@@ -303,8 +301,7 @@ def _run(args: argparse.Namespace) -> int:
                    f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
     if args.output is not None:
-        from workbench.launch import is_folder
-        from workbench.saving import usable_output
+        from ..run import is_folder, usable_output
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
         problem = _usable_folder(args.output) if is_folder(args.output) and \
             args.processes is None else usable_output(args.output)
@@ -317,14 +314,14 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         return _watch(args)
     if args.processes is not None:
-        from workbench._cli_processes import run_processes
+        from ._process_commands import run_processes
         return run_processes(args, _note, _error, _open_tui)
     try:
-        result = runner.run_script(args.script, args.args, stages=args.stages,
+        result = run.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp,
                                    max_steps=args.max_steps or None,
                                    note=lambda message: _note(args, message))
-    except runner.ScriptError as e:
+    except run.ScriptError as e:
         _error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
@@ -336,7 +333,7 @@ def _run(args: argparse.Namespace) -> int:
     if session.dropped_calls:
         what += f"; {session.dropped_note()} (--max-steps)"
     if args.output is not None:
-        from workbench.launch import dump_path
+        from ..run import dump_path
         try:
             path, where = dump_path(args.output, session)
         except OSError:  # a folder that cannot be made: the save falls back, and says so
@@ -351,14 +348,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def _watch(args: argparse.Namespace) -> int:
     """`run --watch`: record in a fresh process now and on every change, the TUI open."""
-    from workbench import runner
-    from workbench.watch import Watch
+    from .. import run
+    from ..run import Watch
     if args.output is not None:
         _error("--watch shows each recording in the terminal UI; it does not take -o")
         return EXIT_BAD_INPUT
     try:
-        runner.check_script(args.script)
-    except runner.ScriptError as e:
+        run.check_script(args.script)
+    except run.ScriptError as e:
         _error(str(e))
         return EXIT_BAD_INPUT
     options = [flag for flag, on in (("--stages", args.stages), ("--inline-jnp", args.inline_jnp))
@@ -381,7 +378,7 @@ def _save(args: argparse.Namespace, session: Session, what: str, path: str,
     `where`: what to say when it was written there (a process's dump in a folder).
     NB: the notes of a failure are printed even with --quiet: they say where the
     recording is."""
-    from workbench.saving import fallback_paths, save_recording
+    from ..run import fallback_paths, save_recording
     outcome = save_recording(session, path, lambda message: _note(args, message))
     if outcome.path == path:
         _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
@@ -402,7 +399,7 @@ def _process_options(args: argparse.Namespace) -> str:
         if args.timeout is not None or args.devices_per_process is not None:
             return "--timeout and --devices-per-process go with --processes N"
         return ""
-    from workbench.launch import MAX_PROCESSES
+    from ..run import MAX_PROCESSES
     if not 1 <= args.processes <= MAX_PROCESSES:
         return f"--processes takes 1 to {MAX_PROCESSES}"
     if args.timeout is not None and args.timeout <= 0:
@@ -413,7 +410,7 @@ def _process_options(args: argparse.Namespace) -> str:
 
 
 def _usable_output(path: str) -> str:
-    from workbench.saving import usable_output
+    from ..run import usable_output
     return usable_output(path)
 
 
@@ -431,7 +428,7 @@ def _open(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     # The terminal UI draws its first frame at once and reads the dump behind it, lazily:
     # a call's steps are decoded when it is unfolded (a big dump opens at once).
-    from workbench.tui import open_dump
+    from ..tui import open_dump
     return open_dump(args.trace, export_dir=args.export_dir, process=args.process,
                      load=_load_lazily,
                      check=lambda session: _process_problem(args, session))
@@ -439,7 +436,7 @@ def _open(args: argparse.Namespace) -> int:
 
 def _load_lazily(path: str) -> Session:
     """The open command's loader, run behind the first frame (it imports the model)."""
-    from workbench.processes import load_run
+    from ..analysis import load_run
     return load_run(path, lazy=True)
 
 
@@ -447,18 +444,18 @@ def _process_problem(args: argparse.Namespace, session: Session) -> str:
     """What is wrong with `open --process I` for this session ("" when nothing is)."""
     if not session.processes:
         return ""
-    from workbench._cli_processes import check_process
+    from ._process_commands import check_process
     problem = check_process(session, args.process)
     return f"{args.trace}: {problem}" if problem else ""
 
 
 def _show(args: argparse.Namespace) -> int:
-    from workbench.summary import stage_lines, summarize_call
+    from ._summary import stage_lines, summarize_call
     session = _load_or_report(args.trace)
     if session is None:
         return EXIT_BAD_INPUT
     if session.processes:
-        from workbench._cli_processes import show_processes
+        from ._process_commands import show_processes
         return show_processes(session, args, _error)
     calls = session.calls
     if args.call is not None:
@@ -495,12 +492,12 @@ def _print_lines(lines: Sequence[str]) -> None:
 # --- diff -------------------------------------------------------------------------
 
 def _diff(args: argparse.Namespace) -> int:
-    from workbench.session_diff import diff_sessions, format_diff
+    from ..analysis import diff_sessions, format_diff
     a = _load_or_report(args.a)
     if a is None:
         return EXIT_BAD_INPUT
     if args.b is None or args.processes is not None:
-        from workbench._cli_processes import pick_processes
+        from ._process_commands import pick_processes
         picked = pick_processes(a, args)
         if isinstance(picked, str):
             _error(f"{args.a}: {picked}")
@@ -533,7 +530,7 @@ def _diff(args: argparse.Namespace) -> int:
 # --- merge -------------------------------------------------------------------------
 
 def _merge(args: argparse.Namespace) -> int:
-    from workbench.processes import merge
+    from ..analysis import merge
     problem = _usable_output(args.output)
     if problem:
         _error(problem)

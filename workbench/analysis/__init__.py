@@ -1,0 +1,27 @@
+"""Readings of recorded sessions as plain data, shared by every reader (the command, the TUI,
+the exporter): what a call's records say (failing steps, steps per level, the default pair of
+stages), the processes of a multi-process run (merged, one Session each, who owns which
+device, where they diverge), and what changed between two sessions."""
+from __future__ import annotations
+
+from ._call_index import (
+    UNKNOWN_LEVEL as UNKNOWN_LEVEL,
+    default_stage_pair as default_stage_pair,
+    failing_steps as failing_steps,
+    function_program as function_program,
+    steps_by_level as steps_by_level,
+)
+from ._process_merge import (
+    PROCESS_FILE as PROCESS_FILE,
+    Divergence as Divergence,
+    crossing as crossing,
+    group_processes as group_processes,
+    load_run as load_run,
+    merge as merge,
+    owners as owners,
+    process_label as process_label,
+    process_session as process_session,
+    process_sessions as process_sessions,
+    run_divergence as run_divergence,
+)
+from ._session_diff import diff_sessions as diff_sessions, format_diff as format_diff

@@ -1,0 +1,25 @@
+"""Running a user's script unchanged with jax.* recording: once (run_script), again on every
+change (Watch, `run --watch`), as the processes of a jax.distributed job (`run --processes`),
+and saving what was recorded whatever happens to the process or the disk. Importing it
+imports no JAX: a script's run does."""
+from __future__ import annotations
+
+from ._distributed_launch import (
+    MAX_PROCESSES as MAX_PROCESSES,
+    dump_path as dump_path,
+    is_folder as is_folder,
+    launch as launch,
+)
+from ._runner import (
+    RunResult as RunResult,
+    ScriptError as ScriptError,
+    check_script as check_script,
+    jax_patched as jax_patched,
+    run_script as run_script,
+)
+from ._saving import (
+    fallback_paths as fallback_paths,
+    save_recording as save_recording,
+    usable_output as usable_output,
+)
+from ._watch import Recording as Recording, Watch as Watch
