@@ -76,15 +76,15 @@ if [ "$#" -eq 0 ]; then
 fi
 
 # The C step core must be built and current (setup.sh builds it): the tests test the core
-# users get, and compare it with the Python reference (tests/test_step_core.py).
+# users get, and compare it with the Python reference (tests/transforms/_capture/test_step_core.py).
 export WORKBENCH_REQUIRE_CORE=1
 run_tests .venv py311 "$@"
 run_tests .venv312 py312 "$@"
 # The Python step core (a machine without a compiler records with it): JAX's results and
 # what recording keeps, with it alone.
 if [ "$#" -eq 0 ]; then
-    WORKBENCH_CORE=python run_tests .venv py311-python-core tests/test_fidelity.py \
-        tests/test_recording_cost.py tests/test_recorded_content.py
+    WORKBENCH_CORE=python run_tests .venv py311-python-core tests/transforms/test_fidelity.py \
+        tests/transforms/test_recording_cost.py tests/transforms/test_recorded_content.py
 fi
 
 echo

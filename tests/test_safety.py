@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import pytest
 from _children import signals_at_default
 from rich.console import Console
-from test_tui_support import sync
+from tui_sessions import sync
 
 import transforms
 from transforms._capture import _state

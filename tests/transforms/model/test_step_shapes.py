@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
+from repo_paths import DATA
 from test_dump_format import _assert_same
 
 import transforms
@@ -299,7 +299,7 @@ def test_the_calls_levels_are_a_shared_table_from_version_4(tmp_path):
 
 def test_a_version_3_dump_written_by_the_old_code_still_loads(tmp_path):
     """tests/data/session_v3.json: written by the version-3 writer (make_session_v3.py)."""
-    old_path = Path(__file__).with_name("data") / "session_v3.json"
+    old_path = DATA / "session_v3.json"
     old = transforms.load(old_path)
     assert old.schema_version == 3 and len(old.calls) == 4 and old.step_count > 40
     lazy = transforms.load(old_path, lazy=True)

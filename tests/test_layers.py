@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 PACKAGES = ("transforms", "workbench")
 
 

@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import DATA as TEST_DATA
 
 from transforms.model import load
 from workbench.analysis import _process_merge as processes
 from workbench.run import _distributed_launch as launch
 
-DATA = Path(__file__).parent / "data" / "processes"
+DATA = TEST_DATA / "processes"
 # Generous for a loaded 2-core machine; a run takes a few seconds when it is quiet.
 RUN_TIMEOUT = 120
 

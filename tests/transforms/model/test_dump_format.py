@@ -4,9 +4,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from pathlib import Path
 
 import pytest
+from repo_paths import DATA
 
 import transforms
 from transforms.model import (
@@ -20,9 +20,6 @@ from transforms.model import (
     _schema as schema,
 )
 from workbench.cli import main
-
-DATA = Path(__file__).with_name("data")
-
 
 # --- values with every field set, built from the annotations -------------------------
 

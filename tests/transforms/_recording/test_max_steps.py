@@ -9,7 +9,7 @@ import textwrap
 import jax
 import jax.numpy as jnp
 import pytest
-from test_tui_support import sync
+from tui_sessions import sync
 
 import transforms as T
 from workbench.cli import DEFAULT_MAX_STEPS, build_parser, main as workbench_main

@@ -16,7 +16,7 @@ import textwrap
 import time
 
 from rich.console import Console
-from test_tui_support import seed_convolve, seed_logistic, sync
+from tui_sessions import seed_convolve, seed_logistic, sync
 
 from transforms.model import Session
 from workbench.gallery import find, run_example

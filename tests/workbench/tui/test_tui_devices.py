@@ -1,9 +1,8 @@
 """The TUI's devices view, driven with Pilot, on hand-made records of a sharded call."""
 from __future__ import annotations
 
-from test_render_devices import REPLICATED, STAGE, batch_record
-from test_tui import SIZE, _status, _text, build_app
-from test_tui_support import seed_logistic, sync
+from device_records import REPLICATED, STAGE, batch_record
+from tui_sessions import SIZE, build_app, seed_logistic, status_text as _status, sync, widget_text as _text
 
 from transforms.model import Call, Session
 from workbench.tui.widgets.devices.devices_pane import DevicesPane

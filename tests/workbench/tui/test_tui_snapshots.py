@@ -2,9 +2,9 @@
 
 Recordings and jaxprs differ between JAX releases, so the snapshots live in one
 folder per JAX version (`__snapshots__/jax<version>/test_tui_snapshots/`). Update
-after looking at the report, in each venv: `pytest tests/test_tui_snapshots.py
+after looking at the report, in each venv: `pytest tests/workbench/tui/test_tui_snapshots.py
 --snapshot-update`; it deletes the other version's folder as unused, so restore
-that with `git checkout tests/__snapshots__/jax<other version>`.
+that with `git checkout tests/workbench/tui/__snapshots__/jax<other version>`.
 """
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from pathlib import Path
 import jax
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
-from test_tui_support import seed_absolute, seed_convolve, seed_logistic
+from repo_paths import ROOT
+from tui_sessions import seed_absolute, seed_convolve, seed_logistic
 
 from transforms.model import Session
 from workbench.tui import build_app
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)

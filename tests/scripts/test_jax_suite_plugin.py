@@ -8,7 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT as REPO_ROOT
+
+ROOT = str(REPO_ROOT)
 
 _CHILD = textwrap.dedent("""
     import sys, types

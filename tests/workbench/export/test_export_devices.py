@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from test_render_devices import ALL_REDUCE, REPLICATED, STAGE, batch_record
+from device_records import ALL_REDUCE, REPLICATED, STAGE, batch_record
 
 from transforms.model import Call, Session
 from workbench import export

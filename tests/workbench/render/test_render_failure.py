@@ -121,11 +121,12 @@ PULL_LINE = _pull_with_a_wrong_cotangent.__code__.co_firstlineno + 4
 
 def test_failure_panel_of_a_wrong_cotangent_shows_both_trees():
     call = _pull_with_a_wrong_cotangent()
-    line = f"tests/test_render_failure.py:{PULL_LINE} (_pull_with_a_wrong_cotangent)"
+    line = f"tests/workbench/render/test_render_failure.py:{PULL_LINE}"
     assert text(FailurePanel(call.errors[0], call), width=80) == (
         "╭─ ValueError [cotangent_mismatch] ────────────────────────────────────────────╮\n"
         "│ error unexpected tree structure.                                             │\n"
         f"│ line  {line:<71}│\n"
+        "│       (_pull_with_a_wrong_cotangent)                                         │\n"
         "│ level eval#0 (eval)                                                          │\n"
         "│ hint  first difference at the root: the primal output has a dict with        │\n"
         "│       children ['p'], ['q']; the cotangent has a dict with children ['p'].   │\n"

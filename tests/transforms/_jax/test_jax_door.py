@@ -6,17 +6,16 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
+from repo_paths import ROOT
 
 import transforms as T
 from transforms import _jax as _i
 
-ROOT = Path(__file__).resolve().parent.parent
 DOOR = ROOT / "transforms" / "_jax"  # a package: each part one subject
 # The gallery's examples are user code: a seed peeks at `.val` on purpose (its lesson).
 SCANNED = [p for pkg in ("transforms", "workbench") for p in sorted((ROOT / pkg).rglob("*.py"))
@@ -402,7 +401,7 @@ def test_other_modules_import_the_door_not_its_parts():
     """The door is one module to the others (`from .. import _jax as _i`): its parts
     (each one subject) may move between releases without another module changing."""
     found = []
-    for p in SCANNED + sorted((ROOT / "tests").glob("*.py")):
+    for p in SCANNED + sorted((ROOT / "tests").rglob("*.py")):
         for node in ast.walk(ast.parse(p.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []

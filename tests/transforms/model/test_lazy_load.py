@@ -7,7 +7,7 @@ import json
 
 import jax.numpy as jnp
 import pytest
-from test_tui_support import sync
+from tui_sessions import sync
 
 import transforms as T
 from transforms.model import LAZY_FIELDS, RECORD_TYPES, Lazy, SessionLoadError, _layout

@@ -5,14 +5,13 @@ A scan of the sources finds the ad hoc forms they replaced."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from transforms._common import _text
 from transforms._common._caches import BoundedCache
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [p for pkg in ("transforms", "workbench", "scripts") for p in
            sorted((ROOT / pkg).rglob("*.py"))]
 CACHE_MODULE = ROOT / "transforms" / "_common" / "_caches.py"

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from rich.console import Console
-from test_tui import _status, _text
-from test_tui_support import sync
+from tui_sessions import status_text as _status, sync, widget_text as _text
 
 import transforms
 from transforms.model import DeviceRecord, ProcessInfo, Session, SessionLoadError, load

@@ -16,7 +16,7 @@ import time
 
 import dump_fuzz
 import pytest
-from test_tui_support import sync
+from tui_sessions import sync
 
 from transforms.model import _schema as schema, loads
 from workbench.cli import _main as cli

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import jax.numpy as jnp
 import pytest
 from jax import lax
+from repo_paths import DATA
 
 import transforms as T
 from transforms.model import SessionLoadError, SourceLocation, _jaxpr_text, loads
 from workbench.tui.stage_map import StageMap, eqn_lines, step_primitive
-
-DATA = Path(__file__).parent / "data"
 
 
 def _branchy(x):
