@@ -70,7 +70,7 @@ def _install() -> None:
 
     # NB: only jax.* is patched. transforms calls JAX's own functions as they were when it
     # was imported (`_jax.jax_own`, captured here, before the swap), as
-    # workbench/runner.py relies on: no module of ours has its `jax` swapped.
+    # workbench/run/_runner.py relies on: no module of ours has its `jax` swapped.
     originals = {name: getattr(jax, name) for name in NAMES}
     assert all(getattr(_jax.jax_own, name) is fun for name, fun in originals.items())
     for name, original in originals.items():

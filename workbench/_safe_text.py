@@ -50,7 +50,7 @@ def _escape(m: re.Match[str]) -> str:
 def shorten(text: str, width: int) -> str:
     """`text`, or its first `width - 1` characters and an ellipsis (a label, a note).
 
-    NB: as transforms/_text.py's `cut`, not imported from it: `import transforms` loads the
+    NB: as transforms/_common/_text.py's `cut`, not imported from it: `import transforms` loads the
     record model, which the CLI's start does without (tests/test_read_only_imports.py)."""
     return text if len(text) <= width else text[:width - 1] + "…"
 

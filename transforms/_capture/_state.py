@@ -3,7 +3,7 @@
 Context-local (contextvars), so asyncio tasks and threads each record into their own
 session; also the keys of JAX's jit caches per block, and stage capture's refusal to
 run a user's function again. The recorder (_recorder.py) writes it, the wrappers
-(_api.py) and stage capture (_stages.py) read it.
+(_api.py) and stage capture (_chain.py) read it.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ to walk), its texts and tuples numbered in small tables shared by the call's ste
 (`CallBuilder.finish` hands out a `model.Lazy`), so recording makes none.
 
 Two implementations with one behaviour: `PyStepCore` here (the reference), and
-`transforms._core.StepCore` in C (`_core.c`, built by `setup.py`), which does the common
+`transforms._capture._core.StepCore` in C (`_core.c`, built by `setup.py`), which does the common
 case of each step (a tracer met before, a user line seen before, params seen before) without
 running Python code and asks the same Python functions as `PyStepCore` for everything else.
 `step_core_class()` chooses: the C core when it is built from the current `_core.c`;

@@ -1,7 +1,7 @@
 """Text of objects that are not ours (user values, JAX's objects, exceptions), made safely:
 a `repr` or `str` that raises, or returns something else than a str, becomes a placeholder
 naming the type, and long texts are cut. One helper per need, used by every module of
-transforms (the workbench's per-destination escaping is workbench/safe_text.py). No JAX."""
+transforms (the workbench's per-destination escaping is workbench/_safe_text.py). No JAX."""
 from __future__ import annotations
 
 from typing import Any

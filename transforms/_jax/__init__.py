@@ -2,7 +2,7 @@
 release may change (internal names, object layouts, parameter layouts), each behind a named
 function. tests/test_jax_door.py fails when such a fact appears outside this package, and
 tests each function on both JAX versions. Other modules import this package (`from . import
-_interpreters as _i`), never its parts; each part holds one subject:
+_jax as _i`), never its parts; each part holds one subject:
 
   _base          JAX's classes handed out, the package and JAX folders, our exclusions
   _trace         RecordingTrace, the table of Trace methods, install
@@ -11,7 +11,7 @@ _interpreters as _i`), never its parts; each part holds one subject:
   _params        primitives' parameter layouts (scan, while, calls, jit's inline flag)
   _custom_rules  custom_jvp/custom_vjp rule functions: bound again, identified, wrapped
   _tracebacks    traceback filtering as JAX does it, what JAX's errors leave in frames
-  _jax_api       JAX's own transformations (jax_own), the objects vjp/linearize return,
+  _api       JAX's own transformations (jax_own), the objects vjp/linearize return,
                  jit's cache key and cache misses, function names, the legacy mesh
 
 A RecordingTrace wraps the trace JAX is running (its `parent`) and is made the

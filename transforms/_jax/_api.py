@@ -51,7 +51,7 @@ def jit_cache_key(value: int | None) -> Any:
 class JaxTransforms:
     """JAX's own transformations, as `jax.*` held them when transforms was imported.
 
-    `workbench run` replaces jax.grad (...) with ours while a script runs (workbench/runner.py
+    `workbench run` replaces jax.grad (...) with ours while a script runs (workbench/run/_runner.py
     patches `jax.*` only); ours call these, so they never call themselves.
     """
 

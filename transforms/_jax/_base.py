@@ -1,6 +1,6 @@
 """JAX's classes the door hands out, the package's and JAX's folders, and our frames
 registered as JAX's exclusions (so JAX's "created on line" texts and the tracebacks it filters
-point at user code). Part of the door (transforms/_interpreters).
+point at user code). Part of the door (transforms/_jax).
 """
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ class _MismatchSite(NamedTuple):
 
 # NB: jax._src: JAX raises its pytree-structure mismatches with PyTreeDef strings or prose;
 # the trees themselves are still locals of the frame that compared them, named here per
-# mismatch kind (the kinds of transforms/_diagnose.py's MISMATCH_RULES).
+# mismatch kind (the kinds of transforms/_trees/_diagnose.py's MISMATCH_RULES).
 _MISMATCH_SITES = {
     "custom_jvp": _MismatchSite("_flatten_jvp", "py_primals_out", "py_tangents_out"),
     "custom_vjp": _MismatchSite("_flatten_bwd", "in_tree", "py_cts_in"),

@@ -201,7 +201,7 @@ class _SharedStages:
         self.later[key][1].append((index, fix))
         return ()
 
-    # NB: keys hold the objects they name weakly (_stage_plan.Identity): sharing
+    # NB: keys hold the objects they name weakly (_plan.Identity): sharing
     # stages keeps nothing of the user's program alive.
     def keep(self, key: Any, stages: tuple) -> None:
         if key is not None:
@@ -439,7 +439,7 @@ class CallBuilder:
         self._spec: TransformSpec | None = None  # for stage capture
         self._args = (args, kwargs) if recorder.capture_stages else None
         self.stage_key: Any = None
-        self.stage_plan: Any = None      # _stage_plan.StagePlan: this call captures its stages
+        self.stage_plan: Any = None      # _plan.StagePlan: this call captures its stages
         self.shared_stages: tuple | None = None  # another call's, with the same signature
         # A vjp call's stages waiting for its pullback's rules (_stages.PendingStages), for the
         # pullback; and in a pullback's call, the forward call's, completed when it finishes.

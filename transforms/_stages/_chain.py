@@ -20,9 +20,9 @@ StableHLO, HLO, cost and memory are read once the trace is over
 A stage JAX cannot produce is recorded as unavailable with the reason; a
 failing stage never stops the others.
 
-Here: the chain, stage by stage. What the call gathers is _stage_plan.py's, the
-autodiff stages _ad_stages.py's, jit's compiled ones _compiled_stages.py's, and
-a jaxpr made into a Stage record _stage_records.py's.
+Here: the chain, stage by stage. What the call gathers is _plan.py's, the
+autodiff stages _autodiff.py's, jit's compiled ones _compiled.py's, and
+a jaxpr made into a Stage record _records.py's.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The hook a CallBuilder holds: a call's trees, pairs and diagnostics while it runs
 (inputs described before the trace, outputs and derivatives after it, failures diagnosed by
-transforms/_diagnose.py). Every method is guarded: a fault here is recorded, never raised."""
+transforms/_trees/_diagnose.py). Every method is guarded: a fault here is recorded, never raised."""
 from __future__ import annotations
 
 import dataclasses

@@ -36,12 +36,12 @@ from ._pytrees import TreeBuilder, pair_trees, treedef_tree
 # --- structure mismatches ---------------------------------------------------------------
 # JAX raises these with PyTreeDef strings or prose. The trees themselves are
 # still alive in the frames of the traceback (the function that compared
-# them, which transforms._interpreters.mismatch_sides knows per kind): rebuild
+# them, which transforms._jax.mismatch_sides knows per kind): rebuild
 # both as TreeRecords there. One rule per mismatch kind.
 
 @dataclass(frozen=True)
 class MismatchRule:
-    kind: str                 # one of _interpreters.MISMATCH_KINDS
+    kind: str                 # one of _jax.MISMATCH_KINDS
     pattern: re.Pattern
     left_role: str            # TreeRecord roles
     right_role: str

@@ -51,7 +51,7 @@ class DumpFormatError(ValueError):
 
 class Layout(Protocol):
     """A layout of one annotation other than rows, with a table of its own after SHARED
-    (schema version 4's steps: transforms/_step_shapes.py)."""
+    (schema version 4's steps: transforms/model/_step_shapes.py)."""
     annotation: str
     table: str
 
@@ -247,7 +247,7 @@ class Writer:
             return _fixed([self.converter(a, within) for a in expr.args])
         if expr.name == "dict" and all(scalar_types(a) for a in expr.args):
             return list
-        raise TypeError(f"transforms._codec: cannot write the annotation {expr}")
+        raise TypeError(f"transforms.model._codec: cannot write the annotation {expr}")
 
     def _reference(self, table: str) -> Converter:
         by_id = self._by_id[table]
@@ -494,7 +494,7 @@ class Reader:
         value_types = scalar_types(expr.args[1]) if expr.name == "dict" else None
         if value_types is not None and scalar_types(expr.args[0]):
             return _checked_dicts(value_types, str(expr.args[1]), where)
-        raise TypeError(f"transforms._codec: cannot read the annotation {expr}")
+        raise TypeError(f"transforms.model._codec: cannot read the annotation {expr}")
 
     def _reference(self, table: str, where: str, optional: bool = False) -> Converter:
         allowed: set[type] = {int, type(None)} if optional else {int}

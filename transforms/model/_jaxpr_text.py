@@ -1,11 +1,11 @@
 """Where things are in text JAX printed: each top-level equation's lines in a jaxpr's text,
 and the file and line in an equation's source summary.
 
-The recorder applies these once, when a stage is made (transforms/_stages.py), and records
+The recorder applies these once, when a stage is made (transforms/_stages/_chain.py), and records
 the answers as data (Stage.eqn_spans, EqnRecord.location); the loader applies them to dumps
-written before those fields existed (transforms/dump.py). Readers never parse the text.
+written before those fields existed (transforms/model/_load.py). Readers never parse the text.
 NB: JAX-free (the loader imports no JAX), so this one fact about JAX's printing, its
-layout, lives here rather than in the transforms/_interpreters package.
+layout, lives here rather than in the transforms/_jax package.
 """
 from __future__ import annotations
 

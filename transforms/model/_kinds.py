@@ -63,7 +63,7 @@ class TransformKind:
     # each with `input_role`.
     inputs: tuple[tuple[str, str], ...] | None = None
     input_role: str = "input"
-    # The trees its output holds besides "out" (see _derivative_trees.OUTPUT_TREES):
+    # The trees its output holds besides "out" (see _derivatives.OUTPUT_TREES):
     # "" none, "derivative", "primal_tangent" (jvp), "primal_first" (vjp, linearize),
     # "cotangents" (a pullback's), "pushforward" (a linearized function's).
     outputs: str = ""

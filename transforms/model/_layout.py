@@ -1,9 +1,9 @@
 """The dump's text layout, both ways, with no record class imported (the model hands its
 table of classes in): the schema tag and version, the JSON data of a Session, version 3's
 `lazy_at` index of where each call's big parts are, written and split, and the codec's
-layouts of each version (4: steps as numbers into step shapes, transforms/_step_shapes.py).
+layouts of each version (4: steps as numbers into step shapes, transforms/model/_step_shapes.py).
 
-`transforms.model.Session` writes through here (save, to_json_text); `transforms.dump` reads.
+`transforms.model.Session` writes through here (save, to_json_text); `transforms.model._load` reads.
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ __all__ = ["INDEX_KEY", "LAZY_FIELDS", "SCHEMA_NAME", "SCHEMA_VERSION", "Indexed
 
 SCHEMA_VERSION = 4
 # The layouts other than rows, from the version that brought them in: 4, a call's steps as
-# numbers into tables["Step"] (transforms/_step_shapes.py).
+# numbers into tables["Step"] (transforms/model/_step_shapes.py).
 LAYOUTS_SINCE: tuple[tuple[int, _codec.Layout], ...] = ((4, STEP_SHAPES),)
-# Shared tables (transforms/_codec.py's SHARED) from the version that brought them in; the
+# Shared tables (transforms/model/_codec.py's SHARED) from the version that brought them in; the
 # others are in every version's dumps (or, in SHARED_LATER, may be missing from old ones).
 TABLES_SINCE = {"tuple[Level, ...]": 4}
 SCHEMA_NAME = "jax-transform-workbench/session"
@@ -33,12 +33,12 @@ SCHEMA_NAME = "jax-transform-workbench/session"
 
 def json_data(session: Any, types: dict[str, type],
               version: int = SCHEMA_VERSION) -> dict[str, Any]:
-    """The dump as JSON data (without the lazy_at index): see transforms/_codec.py for the
+    """The dump as JSON data (without the lazy_at index): see transforms/model/_codec.py for the
     layout; `types`: the record classes by name. `version`: an older layout can be written
     (2 or 3: steps as rows), for tests of the readers of older dumps. The calls' parts that
     repeat an earlier call's are one object in it (one array, one text)."""
     if not 2 <= version <= SCHEMA_VERSION:
-        raise ValueError(f"transforms._layout: cannot write schema version {version}")
+        raise ValueError(f"transforms.model._layout: cannot write schema version {version}")
     writer = _codec.Writer(types, layouts(version), inline_tables(version),
                            repeated_parts(types, version))
     try:
@@ -55,7 +55,7 @@ def json_data(session: Any, types: dict[str, type],
 def repeated_parts(types: dict[str, type], version: int) -> frozenset[str]:
     """The annotations of a call's lazy parts (steps, trees, pairs): a loop's calls repeat
     them, as other objects with the same values (the codec converts a repeat once). But
-    a layout's (version 4's steps: compared step by step, transforms/_step_shapes.py)."""
+    a layout's (version 4's steps: compared step by step, transforms/model/_step_shapes.py)."""
     own = {layout.annotation for layout in layouts(version)}
     return frozenset(str(f.type) for f in dataclasses.fields(types["Call"])
                      if f.name in LAZY_FIELDS and str(f.type) not in own)

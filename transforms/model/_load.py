@@ -1,9 +1,9 @@
 """Reading session dumps: `load(path)`, `loads(text)`, and SessionLoadError naming what is
-wrong. Versions 2 to 4 are decoded here (transforms/_codec.py's rows and tables, version 4's
-steps by transforms/_step_shapes.py, then transforms/_check.py's consistency checks), version
-1 by transforms/_dump_v1.py.
+wrong. Versions 2 to 4 are decoded here (transforms/model/_codec.py's rows and tables, version 4's
+steps by transforms/model/_step_shapes.py, then transforms/model/_check.py's consistency checks), version
+1 by transforms/model/_v1.py.
 
-Writing is Session.save() (transforms/model.py, through transforms/_layout.py); `save` here
+Writing is Session.save() (transforms/model/_records.py, through transforms/model/_layout.py); `save` here
 is the same, as a function. Loading never executes anything: it only builds records.
 """
 from __future__ import annotations
@@ -289,7 +289,7 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
 def _with_text_facts(session: Session, fields: dict[str, Any]) -> Session:
     """A dump whose `fields` header has no Stage.eqn_spans or EqnRecord.location (written
     before they were recorded): both derived once, here, from the text the recorder kept
-    (transforms/_jaxpr_text.py), so that readers only ever read records."""
+    (transforms/model/_jaxpr_text.py), so that readers only ever read records."""
     spans = not isinstance(fields.get("Stage"), list) or "eqn_spans" not in fields["Stage"]
     locations = (not isinstance(fields.get("EqnRecord"), list)
                  or "location" not in fields["EqnRecord"])

@@ -5,8 +5,8 @@ a transformation applied, such as `vmap#1/grad#2`) -> Step (a primitive, or an
 event, as one level saw it). Nothing here holds a live tracer or array, and
 loading a file never executes anything: it only builds these records.
 
-Reading and writing dumps is `transforms.dump` (load, loads, SessionLoadError) and
-`transforms._layout` (the text's layout, which Session.save and to_json_* use).
+Reading and writing dumps is `transforms.model._load` (load, loads, SessionLoadError) and
+`transforms.model._layout` (the text's layout, which Session.save and to_json_* use).
 NB: the module is `model`, not `record`: `transforms.record` is the record() function.
 """
 from __future__ import annotations
@@ -164,12 +164,12 @@ class Stage:
     in_vars: tuple[str, ...] = ()   # the jaxpr's inputs and outputs, named as in `eqns`
     out_vars: tuple[str, ...] = ()
     const_vars: tuple[str, ...] = ()
-    # Optimised HLO stages of a program on several devices (transforms/_sharding.py):
+    # Optimised HLO stages of a program on several devices (transforms/_devices/_sharding.py):
     collectives: tuple[CollectiveRecord, ...] = ()  # as the SPMD partitioner inserted them
     shardings: tuple[ShardingRecord, ...] = ()      # the executable's input/output shardings
     note: str = ""            # how to read an available stage (e.g. "the branch taken at x=2.0")
     # Per top-level equation (as in `eqns`), its first and last line in jaxpr.text (0-based);
-    # () where they cannot be told for certain (see transforms/_jaxpr_text.py).
+    # () where they cannot be told for certain (see transforms/model/_jaxpr_text.py).
     eqn_spans: tuple[tuple[int, int], ...] = ()
     # Per top-level equation, the index of the step of the capturing call it was staged from
     # (the step a replay bound it for: in f, the step it became; in grad(f), also its
@@ -289,7 +289,7 @@ class ErrorRecord:
     level: int | None         # the level that was running when it was raised
     step: int | None          # the failing step, or the last step recorded before it
     source: SourceLocation | None = None
-    # What transforms._diagnose made of it (one rule per error kind):
+    # What transforms._trees._diagnose made of it (one rule per error kind):
     rule: str = ""            # the rule that matched, e.g. "bool_conversion"; "" for none
     hint: str = ""            # the fix, named: jnp.where, lax.cond, static_argnums ...
     level_label: str = ""     # the transformation whose tracer could not be used: "vmap#1"
@@ -437,7 +437,7 @@ class Diagnostic:
     names: tuple[str, ...] = ()           # the undefined names
 
 
-# --- shardings and collectives (transforms/_sharding.py) -------------------------
+# --- shardings and collectives (transforms/_devices/_sharding.py) -------------------------
 
 @dataclass(frozen=True, slots=True)
 class ShardBlock:
@@ -559,7 +559,7 @@ class Session:
     # A process of a jax.distributed job: which one, its devices, how it ended.
     process: ProcessInfo | None = None
     # A merged multi-process run: one record per process (the top-level calls are then
-    # empty); workbench/processes.py gives each as a Session of its own.
+    # empty); workbench/analysis/_process_merge.py gives each as a Session of its own.
     processes: tuple[ProcessRecord, ...] = ()
 
     @property
@@ -579,7 +579,7 @@ class Session:
 
     def to_json_dict(self) -> dict[str, Any]:
         """The dump as JSON data (without the lazy_at index save() adds): see
-        transforms/_codec.py for the layout."""
+        transforms/model/_codec.py for the layout."""
         return _layout.json_data(self, RECORD_TYPES)
 
     def to_json_text(self) -> str:

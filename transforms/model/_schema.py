@@ -52,7 +52,7 @@ def session_schema(header: dict[str, list[str]] | None = None,
     reads them). Default: this workbench's layout (the checked-in schema)."""
     version = _layout.SCHEMA_VERSION if version is None else version
     if not 2 <= version <= _layout.SCHEMA_VERSION:
-        raise ValueError(f"workbench.schema: no schema for version {version} (2 to "
+        raise ValueError(f"transforms.model._schema: no schema for version {version} (2 to "
                          f"{_layout.SCHEMA_VERSION})")
     layouts = _layout.layouts(version)
     inline = _layout.inline_tables(version)
@@ -90,7 +90,7 @@ def session_schema(header: dict[str, list[str]] | None = None,
     session_fields["calls"] = _described(builder.type_schema("list[Call]", None),
                                           "one Call row per outermost transformed invocation")
     # NB: not enforced: a reader that finds the index does not hold reads the text whole
-    # (transforms.dump), so any lazy_at leaves a dump readable; its shape is described.
+    # (transforms.model._load), so any lazy_at leaves a dump readable; its shape is described.
     session_fields["lazy_at"] = {
         "description": "where each call's big parts are in the text, so a reader can decode "
                        "them when it needs them; written last. An object {\"fields\": "
@@ -197,7 +197,7 @@ class _SchemaBuilder:
                     "minItems": len(expr.args), "maxItems": len(expr.args)}
         if expr.name == "dict":
             return {"type": "object", "additionalProperties": self._schema(expr.args[1], within)}
-        raise ValueError(f"workbench.schema: cannot express the annotation {expr} in JSON "
+        raise ValueError(f"transforms.model._schema: cannot express the annotation {expr} in JSON "
                          f"Schema; teach _SchemaBuilder about it")
 
     def _row_def(self, name: str, within: str | None) -> str:

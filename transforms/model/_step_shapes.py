@@ -62,7 +62,7 @@ def _cause_at(cls: type) -> int:
     """Where `cause` is among the Step's fields (the first being `index`)."""
     names = [f.name for f in record_fields(cls)]
     if names[0] != "index" or "cause" not in names:
-        raise TypeError("transforms._step_shapes: Step must start with `index` and have "
+        raise TypeError("transforms.model._step_shapes: Step must start with `index` and have "
                         "a `cause`")
     return names.index("cause")
 

@@ -1,6 +1,6 @@
 """Version-1 dumps (read only): records as objects, tuples as arrays, decoded by the text of
 the record classes' field annotations. Kept so that dumps written before schema version 2
-still open; transforms.dump hands it the record classes (this module imports none)."""
+still open; transforms.model._load hands it the record classes (this module imports none)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ __all__ = ["session_v1"]
 def session_v1(data: dict[str, Any], session: type, types: dict[str, type]) -> Any:
     """A `session` (the record class) from a version-1 dump's data; `types`: the record
     classes by name (as transforms.model names them), Call among them. Checked as any
-    load is (transforms/_check.py); raises TypeError, KeyError, ValueError when bad."""
+    load is (transforms/model/_check.py); raises TypeError, KeyError, ValueError when bad."""
     calls = [_decode(types["Call"], c, types) for c in _as_list(data["calls"])]
     found = session(calls=calls, jax_version=_decode_typed("str", data.get("jax_version", ""), types),
                     python_version=_decode_typed("str", data.get("python_version", ""), types),

@@ -12,7 +12,7 @@ __all__ = ["UNKNOWN_LEVEL", "default_stage_pair", "failing_steps", "function_pro
            "steps_by_level", "whole_program"]
 
 # The key `steps_by_level` files steps under whose level is not one of the call's levels
-# (a session made in memory; a loaded one is checked: transforms/_check.py).
+# (a session made in memory; a loaded one is checked: transforms/model/_check.py).
 UNKNOWN_LEVEL = -1
 
 
@@ -48,7 +48,7 @@ def function_program(stages: Sequence[Stage], name: str) -> int:
 
 def default_stage_pair(stages: Sequence[Stage]) -> tuple[int, int]:
     """Before and after, as indices: a function and its whole transformed program
-    (transforms.diff.default_pair, which is None where no function has two jaxpr stages:
+    (transforms.model._diff.default_pair, which is None where no function has two jaxpr stages:
     then a jit's one jaxpr against the StableHLO it lowers to, else the first jaxpr stage
     against the last transformed one; (0, 0) for no stages)."""
     pair = default_pair(stages)

@@ -118,7 +118,7 @@ _shorten = safe_text.shorten
 
 # --- DOT text ----------------------------------------------------------------------
 
-# Every label and id goes through the shared DOT escaping (workbench/safe_text.py): pure
+# Every label and id goes through the shared DOT escaping (workbench/_safe_text.py): pure
 # ASCII, no control character left, cut below Graphviz's 16,384-character label limit.
 dot_escape = safe_text.dot_escape
 

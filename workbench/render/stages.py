@@ -1,7 +1,7 @@
 """Rich renderables for stages: a stage's jaxpr or compiled text, its stats,
 a side-by-side diff of two stages, a call's chain of stages, and growth.
 
-Each reads recorded data only (`transforms.model`, `transforms.diff`) and
+Each reads recorded data only (`transforms.model`, `transforms.model._diff`) and
 never crashes its caller: a failure renders as `<render-error ...>`.
 """
 from __future__ import annotations

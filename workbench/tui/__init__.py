@@ -25,7 +25,7 @@ def build_app(sessions: Session | Sequence[Session] | Sequence[tuple[str, Sessio
               title: str | None = None, export_dir: str | Path | None = None,
               watch: Any = None, process: int = 0):
     """The app, not yet running (tests drive it with `run_test()`). `watch`: a
-    `workbench.watch.Watch` that re-records the session when its script changes;
+    `workbench.run._watch.Watch` that re-records the session when its script changes;
     `process`: the process a multi-process run opens at."""
     from .app import WorkbenchApp
     from .navigation import as_gallery
@@ -75,7 +75,7 @@ def build_open_app(path: str, load: Callable[[str], Session] | None = None,
                    export_dir: str | Path | None = None, process: int | None = None,
                    check: Callable[[Session], str] | None = None):
     """`workbench open PATH`: the first frame at once, the dump read in a worker thread
-    (load(path), transforms.dump.load by default), then its session shown. `check`:
+    (load(path), transforms.model._load.load by default), then its session shown. `check`:
     what is wrong with the loaded session for this opening ("" if nothing), said on exit."""
     from .app import WorkbenchApp
     app = WorkbenchApp([(path, None)], export_dir=export_dir, process=process or 0,

@@ -64,7 +64,7 @@ class Guarded:
 def _safe_line(line: list[Segment]) -> list[Segment]:
     """The last net under every pane: no segment reaches the terminal with a control
     sequence, a bidi mark or a lone surrogate in it, whatever a renderer forgot
-    (workbench/safe_text.py; renderers escape their text before layout, so this
+    (workbench/_safe_text.py; renderers escape their text before layout, so this
     almost never changes anything)."""
     if not any(safe_text.has_unsafe(seg.text) for seg in line):
         return line

@@ -1,7 +1,7 @@
 """The TUI's words for what it shows, as plain data (no Textual): call labels (the composition
 read off the levels, `vmap(grad(f))`, equal labels told apart by their line), step texts
 (titles, what search looks in), and sessions (galleries, summaries, descriptions); all of it
-made safe for a terminal through workbench/safe_text.py. Re-exported by tui/model.py."""
+made safe for a terminal through workbench/_safe_text.py. Re-exported by tui/model.py."""
 from __future__ import annotations
 
 import os
@@ -48,7 +48,7 @@ def composed_label(call: Call) -> str:
 
 def call_labels(session: Session) -> list[str]:
     """Each call's composed label; calls whose labels are equal are told apart by the
-    line that made them (`at _seed003.py:302`), else by their index (`call 59`, as `show`
+    line that made them (`at _grad_and_vmap.py:302`), else by their index (`call 59`, as `show`
     and `graph --call` number them: with calls dropped by max_steps it is no position)."""
     labels = [sanitize(composed_label(c)) for c in session.calls]
     groups: dict[str, list[int]] = {}
@@ -147,13 +147,13 @@ def dropped_summary(session: Session) -> str:
 
 
 def sanitize(text: object, limit: int = 4000) -> str:
-    """One line of display text, safe on a terminal (workbench/safe_text.py): control,
+    """One line of display text, safe on a terminal (workbench/_safe_text.py): control,
     bidi and zero-width characters and lone surrogates shown as escapes, long text cut."""
     return safe_text.terminal(text, limit)
 
 
 def first_line(text: object) -> str:
-    """The first line of a text, made safe (workbench/safe_text.py)."""
+    """The first line of a text, made safe (workbench/_safe_text.py)."""
     return safe_text.first_line(text, 4000)
 
 

@@ -1,4 +1,4 @@
-"""A concrete leaf's value text (`transforms._snapshot.leaf_value`) against numpy's own
+"""A concrete leaf's value text (`transforms._capture._describe.leaf_value`) against numpy's own
 statistics (the recorder computes them with ufunc reductions, not ndarray's methods), and
 scalar literals described once per exact value."""
 from __future__ import annotations

@@ -98,7 +98,7 @@ def test_a_session_of_filled_records_saves_and_loads_the_same(tmp_path, monkeypa
     path = tmp_path / "filled.json"
     session.save(path)
     # Filled with arbitrary values, its references point nowhere: the load-time checks
-    # (transforms/_check.py) refuse it; the codec alone reads it back exactly.
+    # (transforms/model/_check.py) refuse it; the codec alone reads it back exactly.
     with pytest.raises(transforms.SessionLoadError, match="is not a level listed before it"):
         transforms.load(path)
     monkeypatch.setattr(_check, "CHECKS", [])

@@ -1,4 +1,4 @@
-"""The table of transformation kinds (transforms/kinds.py) against what JAX does.
+"""The table of transformation kinds (transforms/model/_kinds.py) against what JAX does.
 
 Each fact an entry states is checked on JAX itself: where the derivative sits in the
 output, which stages a call records, whether the backward pass runs at the enclosing
@@ -35,7 +35,7 @@ DERIVATIVES = [name for name, k in kinds.KINDS.items() if k.derivative is not No
 
 
 def test_the_table_imports_nothing():
-    code = ("import sys, transforms.kinds; "
+    code = ("import sys, transforms.model._kinds; "
             "print(sorted(m for m in sys.modules if m.startswith(('jax', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

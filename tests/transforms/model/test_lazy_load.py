@@ -1,6 +1,6 @@
 """Schema version 3 on: a dump ends with an index of where each call's steps, trees and pairs
 are, so `load(path, lazy=True)` decodes a call's parts when first read (issue 18, item 2).
-Version 4 writes a call's steps as numbers into tables["Step"] (transforms/_step_shapes.py)."""
+Version 4 writes a call's steps as numbers into tables["Step"] (transforms/model/_step_shapes.py)."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """Schema version 4: a call's steps as numbers into tables["Step"], the step shapes
-(transforms/_step_shapes.py). Read back into exactly the records a row would have made."""
+(transforms/model/_step_shapes.py). Read back into exactly the records a row would have made."""
 from __future__ import annotations
 
 import json

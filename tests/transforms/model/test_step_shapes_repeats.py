@@ -1,6 +1,6 @@
 """Saving a loop's calls: steps, trees and pairs that repeat an earlier call's, as other
-objects with the same values, are compared rather than keyed (transforms/_step_shapes.py's
-`_repeats`, transforms/_codec.py's `_once_per_repeat`). The bytes are those of every call
+objects with the same values, are compared rather than keyed (transforms/model/_step_shapes.py's
+`_repeats`, transforms/model/_codec.py's `_once_per_repeat`). The bytes are those of every call
 converted on its own, and the file loads back to the same calls."""
 from __future__ import annotations
 

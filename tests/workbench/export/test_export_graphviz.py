@@ -323,7 +323,7 @@ def hostile_graph():
 
 def visible(text):
     # What a label shows: newlines are line breaks, tabs spaces, other control characters
-    # their visible escapes (workbench/safe_text.py), never the characters themselves.
+    # their visible escapes (workbench/_safe_text.py), never the characters themselves.
     text = text.replace("\r\n", "\n").replace("\t", " ")
     named = {"\r": "\\r"}
     return "".join(named.get(c, f"\\x{ord(c):02x}") if (ord(c) < 32 and c != "\n") or ord(c) == 127
