@@ -4,5 +4,4 @@ graph, diff, merge and schema. `main(argv)` runs it and returns its exit code;
 from __future__ import annotations
 
 from ._args import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS, build_parser as build_parser
-from ._demo import ask_for_demo_devices as ask_for_demo_devices
-from ._main import main as main
+from ._main import ask_for_demo_devices as ask_for_demo_devices, main as main

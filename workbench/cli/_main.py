@@ -14,25 +14,37 @@ code is passed through, 1 for an uncaught exception, 130 for Ctrl-C; diff: a
 input (a missing file, a script with a syntax error, a corrupt, truncated or
 newer-version dump, unrelated traces given to diff, no terminal UI available).
 
-The handlers: demo `_demo.py`, run and dump `_record_commands.py`, the commands that only
-read dumps `_read_commands.py`; what they share `_shared.py`.
+The commands that only read dumps (open, show, diff, merge, schema) are `_read_commands.py`,
+what every handler shares `_shared.py`; demo and run/dump stay here.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ._args import build_parser
-from ._demo import demo_command
+from ._args import build_parser, take_trailing_options
 from ._read_commands import diff_command, merge_command, open_command, schema_command, show_command
-from ._record_commands import run_command
-from ._shared import EXIT_BAD_INPUT, EXIT_OK
+from ._shared import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_SCRIPT_FAILED,
+    error,
+    no_terminal,
+    note,
+    open_tui,
+    usable_folder,
+)
 
-# NB: transforms.model and .saving are imported where they are used (in the handlers'
-# modules too): `workbench open` draws its first frame before the dump's model is imported
-# (the gate in bench/bench_tui.py).
+if TYPE_CHECKING:
+    from transforms.model import Session
+
+# NB: transforms.model and .saving are imported where they are used (in _read_commands.py
+# and _shared.py too): `workbench open` draws its first frame before the dump's model is
+# imported (the gate in bench/bench_tui.py).
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -44,9 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "demo": demo_command, "run": run_command, "dump": run_command, "open": open_command,
-        "show": show_command, "diff": diff_command, "schema": schema_command,
-        "merge": merge_command}
+        "demo": _demo, "run": _run, "dump": _run, "open": open_command, "show": show_command,
+        "diff": diff_command, "schema": schema_command, "merge": merge_command}
     try:
         return handlers[args.command](args)
     except BrokenPipeError:
@@ -60,6 +71,301 @@ def _graph(argv: list[str]) -> int:
     """`workbench graph ...` is `workbench.export.main`."""
     from ..export import main as graph_main
     return graph_main(argv)
+
+
+# --- demo ---------------------------------------------------------------------
+
+# `workbench demo` runs the sharded example on this many CPU devices.
+DEMO_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def ask_for_demo_devices(count: int = 8) -> None:
+    """Ask XLA for `count` CPU devices unless the user set the flag themselves.
+
+    NB: XLA reads XLA_FLAGS when JAX creates its CPU backend, at the first
+    computation or device query, so this must run before the gallery imports
+    (which build arrays). Only `demo` calls it: `run` leaves scripts unchanged.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if DEMO_DEVICES_FLAG not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {DEMO_DEVICES_FLAG}={count}".strip()
+
+
+def _demo(args: argparse.Namespace) -> int:
+    ask_for_demo_devices()
+    from .. import gallery
+    examples = list(gallery.EXAMPLES)
+    if args.list:
+        for ex in examples:
+            print(f"{ex.name:28} seed {ex.seed}  {ex.title}")
+        return EXIT_OK
+    if args.only:
+        known = {ex.name for ex in examples}
+        unknown = [n for n in args.only if n not in known]
+        if unknown:
+            error(f"no gallery example {', '.join(map(repr, unknown))}; "
+                  f"`workbench demo --list` lists them")
+            return EXIT_BAD_INPUT
+        examples = [ex for ex in examples if ex.name in args.only]
+    if args.export is None:
+        reason = no_terminal()
+        if reason:
+            error(f"{reason}; use `workbench demo --export DIR` to write the gallery's "
+                  f"dumps and index instead")
+            return EXIT_BAD_INPUT
+    else:
+        problem = usable_folder(args.export)
+        if problem:
+            error(problem)
+            return EXIT_BAD_INPUT
+    if args.export is None:
+        return _demo_tui(examples, args.export_dir)
+    outcomes = _record_gallery(examples, quiet=args.quiet)
+    broken = [o for o in outcomes if not o.ok]
+    for o in broken:
+        error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
+    exporter: Callable[[Session, str, str], list[str]] | None = None
+    if not args.no_graphs:
+        from ..export import export_session_graphs as exporter
+    # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
+    index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
+    note(args, f"wrote {len(outcomes)} dumps and {index} "
+               f"({sum(o.session.step_count for o in outcomes)} steps)")
+    return EXIT_SCRIPT_FAILED if broken else EXIT_OK
+
+
+def _demo_tui(examples: list, export_dir: str | None) -> int:
+    """The picker at once; each example is recorded in the background (the one opened first)."""
+    from .. import gallery
+    from ..tui import run_gallery
+    broken = []
+
+    def record(i: int) -> Session:
+        o = gallery.run_example(examples[i])
+        if not o.ok:
+            broken.append(o)
+        return o.session
+
+    run_gallery([(ex.title, ex.explanation) for ex in examples], record,
+                title="Gallery of the seed examples", export_dir=export_dir)
+    for o in broken:
+        error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
+    return EXIT_SCRIPT_FAILED if broken else EXIT_OK
+
+
+def _record_gallery(examples: list, quiet: bool) -> list:
+    from .. import gallery
+    from ._progress import Progress
+    outcomes = []
+    with Progress("Recording the gallery", len(examples), quiet=quiet) as progress:
+        for ex in examples:
+            progress.start(ex.name)
+            o = gallery.run_example(ex)
+            outcomes.append(o)
+            done = f"{len(o.session.calls)} calls, {o.session.step_count} steps, {o.seconds:.1f} s"
+            progress.advance(ex.name, done if o.ok else f"{done}, BROKE: {o.error}")
+    return outcomes
+
+
+def write_gallery(outcomes: list, folder: str,
+                  exporter: Callable[[Session, str, str], list[str]] | None = None,
+                  quiet: bool = True) -> str:
+    """One dump per example, graph images when an exporter is given, index.json and index.md."""
+    from transforms.model import SCHEMA_VERSION, write_atomically
+
+    from ._progress import Progress
+    entries = []
+    with Progress("Writing the exports", len(outcomes), quiet=quiet) as progress:
+        for number, o in enumerate(outcomes, 1):
+            stem = f"{number:02d}-{o.example.name}"
+            progress.start(stem)
+            o.session.save(os.path.join(folder, stem + ".json"))
+            graphs = []
+            if exporter is not None:
+                graphs = [os.path.relpath(p, folder) for p in exporter(o.session, folder, stem)]
+            entries.append(_index_entry(number, stem, o, graphs))
+            progress.advance(stem)
+    index = {
+        "gallery": "jax-transform-workbench/gallery",
+        "schema_version": SCHEMA_VERSION,
+        "jax_version": outcomes[0].session.jax_version if outcomes else "",
+        "python_version": outcomes[0].session.python_version if outcomes else "",
+        "examples": entries,
+    }
+    write_atomically(os.path.join(folder, "index.json"), json.dumps(index, indent=2) + "\n")
+    write_atomically(os.path.join(folder, "index.md"), _index_markdown(index))
+    return os.path.join(folder, "index.json")
+
+
+def _index_entry(number: int, stem: str, o: Any, graphs: list[str]) -> dict[str, Any]:
+    s = o.session
+    return {
+        "number": number, "name": o.example.name, "title": o.example.title,
+        "seed": o.example.seed, "explanation": o.example.explanation,
+        "dump": stem + ".json", "graphs": graphs,
+        "calls": len(s.calls), "steps": s.step_count,
+        "stages": sum(len(c.stages) for c in s.calls),
+        "errors": [{"call": c.index, "transform": c.transform, "function": c.function,
+                    "type": e.type_name, "message": e.message.splitlines()[0] if e.message else ""}
+                   for c in s.calls for e in c.errors],
+        "shows_failure": o.example.shows_failure,
+        "shown_failures": list(o.shown_failures),
+        "output": o.output, "ok": o.ok, "error": o.error,
+        "seconds": round(o.seconds, 3),
+    }
+
+
+def _index_markdown(index: dict[str, Any]) -> str:
+    lines = ["# Gallery of the seed examples", "",
+             f"Recorded with jax {index['jax_version']}, Python {index['python_version']}. "
+             f"Open a dump with `workbench open FILE` or `workbench show FILE`.", "",
+             "| # | example | seed | calls | steps | errors | dump |",
+             "|---|---|---|---|---|---|---|"]
+    for e in index["examples"]:
+        errors = ", ".join(sorted({x["type"].rsplit(".", 1)[-1] for x in e["errors"]})) or "-"
+        if e["error"]:
+            errors += f" (example BROKE: {e['error']})"
+        lines.append(f"| {e['number']} | {_md(e['title'])} | {e['seed']} | {e['calls']} | "
+                     f"{e['steps']} | {_md(errors)} | [{e['dump']}]({e['dump']}) |")
+    for e in index["examples"]:
+        lines += ["", f"## {e['number']}. {e['title']}", "", e["explanation"], ""]
+        lines.append(f"`{e['name']}` (seed {e['seed']}): {e['calls']} calls, {e['steps']} steps, "
+                     f"{e['stages']} stages; dump [{e['dump']}]({e['dump']})")
+        for g in e["graphs"]:
+            lines.append(f"- graph: [{g}]({g})")
+        for x in e["errors"]:
+            lines.append(f"- call {x['call']} {x['transform']}({x['function']}) failed: "
+                         f"`{x['type']}`: {_md(x['message'])}")
+        if e["output"].strip():
+            lines += ["", "Printed:", "", "```", e["output"].rstrip("\n"), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# --- run / dump ---------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    from .. import run
+    problem = take_trailing_options(args) or _process_options(args)
+    if problem:
+        error(f"{problem}; see `workbench {args.command} --help`")
+        return EXIT_BAD_INPUT
+    if args.command == "run" and args.output is None:
+        reason = no_terminal()
+        if reason:
+            error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
+                  f"`workbench dump` to write the dump instead")
+            return EXIT_BAD_INPUT
+    if args.output is not None:
+        from ..run import is_folder, usable_output
+        # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
+        problem = usable_folder(args.output) if is_folder(args.output) and \
+            args.processes is None else usable_output(args.output)
+        if problem:
+            error(problem)
+            return EXIT_BAD_INPUT
+    if getattr(args, "watch", False):
+        if args.processes is not None:
+            error("--watch records the script in one process; it does not take --processes")
+            return EXIT_BAD_INPUT
+        return _watch(args)
+    if args.processes is not None:
+        from ._process_commands import run_processes
+        return run_processes(args, note, error, open_tui)
+    try:
+        result = run.run_script(args.script, args.args, stages=args.stages,
+                                   inline_jnp=args.inline_jnp,
+                                   max_steps=args.max_steps or None,
+                                   note=lambda message: note(args, message))
+    except run.ScriptError as e:
+        error(str(e))
+        return EXIT_BAD_INPUT
+    session = result.session
+    what = f"{len(session.calls)} calls, {session.step_count} steps"
+    if result.interrupted:
+        what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
+    elif result.error is not None:
+        what += " (up to the script's failure)"
+    if session.dropped_calls:
+        what += f"; {session.dropped_note()} (--max-steps)"
+    if args.output is not None:
+        from ..run import dump_path
+        try:
+            path, where = dump_path(args.output, session)
+        except OSError:  # a folder that cannot be made: the save falls back, and says so
+            path, where = os.path.join(args.output, "process-0.json"), ""
+        _save(args, session, what, path, where)
+        return result.exit_code
+    note(args, f"recorded {what}")
+    code = open_tui(session, session.title or args.script, "use -o trace.json",
+                    export_dir=args.export_dir)
+    return result.exit_code if code == EXIT_OK else code
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """`run --watch`: record in a fresh process now and on every change, the TUI open."""
+    from .. import run
+    from ..run import Watch
+    if args.output is not None:
+        error("--watch shows each recording in the terminal UI; it does not take -o")
+        return EXIT_BAD_INPUT
+    try:
+        run.check_script(args.script)
+    except run.ScriptError as e:
+        error(str(e))
+        return EXIT_BAD_INPUT
+    options = [flag for flag, on in (("--stages", args.stages), ("--inline-jnp", args.inline_jnp))
+               if on]
+    watch = Watch(args.script, list(args.args), options)
+    note(args, f"recording {args.script} (watching it for changes)")
+    first = watch.record()
+    if first.session is None:
+        error(first.note)
+        return EXIT_BAD_INPUT
+    note(args, f"recorded {first.note}")
+    return open_tui(first.session, first.session.title or args.script, "use -o trace.json",
+                    export_dir=args.export_dir, watch=watch)
+
+
+def _save(args: argparse.Namespace, session: Session, what: str, path: str,
+          where: str = "") -> None:
+    """Save the recording to `path`, saying where it went; the exit code stays the script's.
+
+    `where`: what to say when it was written there (a process's dump in a folder).
+    NB: the notes of a failure are printed even with --quiet: they say where the
+    recording is."""
+    from ..run import fallback_paths, save_recording
+    outcome = save_recording(session, path, lambda message: note(args, message))
+    if outcome.path == path:
+        note(args, f"recorded {what}; " + (where or f"wrote {path}"))
+    elif outcome.path is not None:
+        error(f"recorded {what}; could not write {path} ({outcome.problem}), so "
+              f"the recording was saved to {outcome.path}")
+    elif outcome.abandoned:
+        error(f"recorded {what}; {outcome.problem}: nothing was written "
+              f"(an existing {path} is kept)")
+    else:
+        error(f"recorded {what}; could not write {path} ({outcome.problem}) nor any "
+              f"fallback ({', '.join(fallback_paths(path)) or 'none'}): the recording "
+              f"is lost")
+
+
+def _process_options(args: argparse.Namespace) -> str:
+    if args.processes is None:
+        if args.timeout is not None or args.devices_per_process is not None:
+            return "--timeout and --devices-per-process go with --processes N"
+        return ""
+    from ..run import MAX_PROCESSES
+    if not 1 <= args.processes <= MAX_PROCESSES:
+        return f"--processes takes 1 to {MAX_PROCESSES}"
+    if args.timeout is not None and args.timeout <= 0:
+        return "--timeout takes a positive number of seconds"
+    if args.devices_per_process is not None and args.devices_per_process < 1:
+        return "--devices-per-process takes a positive count"
+    return ""
 
 
 if __name__ == "__main__":
