@@ -12,7 +12,7 @@ written. `--only NAME` (repeatable) regenerates only those screenshots.
 """
 from __future__ import annotations
 
-from workbench.cli._main import ask_for_demo_devices
+from workbench.cli import ask_for_demo_devices
 
 ask_for_demo_devices()  # the sharded example's 8 CPU devices: before JAX starts its backend
 

@@ -1,11 +1,18 @@
-"""No import cycles in transforms/ or workbench/: every `import` counts, at module level and
-inside functions (a function-level import closing a cycle is still a cycle; only imports
-under `if TYPE_CHECKING:` are left out, since they never run)."""
+"""The house's structure: no import cycles in transforms/ or workbench/ (every `import`
+counts, at module level and inside functions: a function-level import closing a cycle is
+still a cycle; only imports under `if TYPE_CHECKING:` are left out, since they never run);
+no source file over 600 lines; workbench imports only transforms' public names; and
+transforms.model imports no JAX and no numpy (issue 31)."""
 from __future__ import annotations
 
 import ast
+import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from repo_paths import ROOT
 
 PACKAGES = ("transforms", "workbench")
@@ -128,3 +135,212 @@ def test_the_cycle_finder_sees_function_level_imports(tmp_path):
     for node in _runtime_nodes(tree):
         seen |= _imported("pkg.m", False, node, {"pkg", "pkg.x", "pkg.y", "x"})
     assert seen == {"pkg.y"}
+
+
+# --- no file over 600 lines ---------------------------------------------------------------
+
+MAX_LINES = 600
+LINE_COUNTED = (".py", ".c", ".h", ".pyi", ".sh", ".tcss")  # data (JSON, SVG) is not counted
+# Files allowed to be longer for good, each with why. None today: generated data (the JSON
+# schema, the snapshot SVGs) has none of the suffixes above.
+EXEMPT: dict[str, str] = {}
+# Being split by subject right now (issue 31, item 2); emptied when those splits are merged.
+TEMPORARY_ALLOWANCE = frozenset({
+    "transforms/_recording/_recorder.py",
+    "transforms/_capture/_describe.py",
+    "transforms/_trees/_pytrees.py",
+    "transforms/_capture/_core.c",
+    "tests/transforms/test_fidelity.py",
+    "tests/corpus.py",
+    "tests/transforms/test_recorded_content.py",
+    "tests/transforms/_stages/test_stage_capture.py",
+})
+
+
+def tracked_sources(root: Path) -> list[str]:
+    """The files git tracks under root with a line-counted suffix (paths relative to root)."""
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout: the tracked files cannot be listed")
+    done = subprocess.run(["git", "ls-files", "-z", "--", *(f"*{s}" for s in LINE_COUNTED)],
+                          cwd=root, capture_output=True, text=True, check=True)
+    return [p for p in done.stdout.split("\0") if p]
+
+
+def files_over(root: Path, paths: list[str], limit: int = MAX_LINES) -> dict[str, int]:
+    """Each file of more than `limit` lines, with its count (a file deleted but not yet
+    committed is skipped)."""
+    counts = {p: len((root / p).read_bytes().splitlines()) for p in paths
+              if (root / p).is_file()}
+    return {p: n for p, n in counts.items() if n > limit}
+
+
+def test_no_file_over_600_lines():
+    long = files_over(ROOT, tracked_sources(ROOT))
+    unexpected = {p: n for p, n in long.items() if p not in EXEMPT and p not in TEMPORARY_ALLOWANCE}
+    assert unexpected == {}, f"split these by subject into modules of at most {MAX_LINES} lines"
+
+
+def test_the_allowances_name_only_long_tracked_files():
+    """A file split since (or gone) leaves the allowance: it must not grow back unseen."""
+    long = files_over(ROOT, tracked_sources(ROOT))
+    assert sorted((set(EXEMPT) | TEMPORARY_ALLOWANCE) - set(long)) == []
+
+
+def test_the_line_limit_counts_the_tracked_sources_only(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    files = {"a.py": 601, "b.py": 600, "pkg/c.tcss": 700, "d.json": 900, "e.sh": 0,
+             "untracked.py": 700}
+    for name, lines in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("x\n" * lines)
+    subprocess.run(["git", "add", "a.py", "b.py", "pkg/c.tcss", "d.json", "e.sh"],
+                   cwd=tmp_path, check=True)
+    tracked = tracked_sources(tmp_path)
+    assert sorted(tracked) == ["a.py", "b.py", "e.sh", "pkg/c.tcss"]
+    (tmp_path / "e.sh").unlink()  # deleted, not yet committed
+    assert files_over(tmp_path, tracked) == {"a.py": 601, "pkg/c.tcss": 700}
+
+
+# --- workbench imports only transforms' public names ----------------------------------------
+
+_IMPORTERS = ("import_module", "__import__")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_transforms_imports(source: str) -> list[str]:
+    """Every import of a private module or name of transforms, anywhere in the source
+    (function level and `if TYPE_CHECKING:` included; importlib calls with a literal name)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) \
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) in _IMPORTERS:
+            modules = [node.args[0].value]
+        if any(m.split(".")[0] == "transforms" and any(map(_private, m.split(".")))
+               for m in modules):
+            found.append((node.lineno, f"line {node.lineno}: {ast.unparse(node)}"))
+    return [hit for _, hit in sorted(found)]
+
+
+def test_workbench_imports_only_public_names_of_transforms():
+    found = {str(path.relative_to(ROOT)): hits for path in sorted((ROOT / "workbench").rglob("*.py"))
+             if (hits := private_transforms_imports(path.read_text()))}
+    assert found == {}, "make the name public in its package's __init__ (e.g. transforms.model)"
+
+
+def test_the_private_import_scan_sees_every_kind_of_import():
+    source = """
+import transforms, transforms.model
+import transforms._jax
+from transforms import model, record, __version__
+from transforms._common import BoundedCache
+from transforms.model import Session, _codec
+from transforms.model._records import Call
+from workbench._safe_text import terminal
+from . import _local
+import importlib
+if TYPE_CHECKING:
+    from transforms._stages import growth
+def later():
+    from transforms import _old_homes
+    importlib.import_module("transforms._capture")
+    importlib.import_module("transforms.model")
+"""
+    found = [hit.split(":")[0] for hit in private_transforms_imports(source)]
+    assert found == ["line 3", "line 5", "line 6", "line 7", "line 12", "line 14", "line 15"]
+
+
+# --- transforms.model imports no JAX and no numpy ---------------------------------------------
+
+MODEL_OWN = ("transforms.model", "transforms._common")
+HEAVY = ("jax", "jaxlib", "numpy")
+
+
+def _resolved(package: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement names, relative ones made absolute from `package`."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+    module = ".".join(base + ([node.module] if node.module else []))
+    # `from .. import _common` names the submodule; `from ._x import y`, the module.
+    return [f"{module}.{a.name}" for a in node.names] if not node.module else [module]
+
+
+def model_imports_outside(package: str, source: str) -> list[str]:
+    """The imports of a module of `package` that are neither the model's own modules (or
+    transforms._common) nor the standard library; `if TYPE_CHECKING:` imports included."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or \
+                (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            continue
+        if not all(_model_may_import(module) for module in _resolved(package, node)):
+            found.append((node.lineno, f"line {node.lineno}: {ast.unparse(node)}"))
+    return [hit for _, hit in sorted(found)]
+
+
+def _model_may_import(module: str) -> bool:
+    own = any(module == m or module.startswith(m + ".") for m in MODEL_OWN)
+    return own or module.split(".")[0] in sys.stdlib_module_names
+
+
+def test_the_model_imports_only_itself_common_and_the_standard_library():
+    found = {}
+    for package in MODEL_OWN:
+        folder = ROOT.joinpath(*package.split("."))
+        for path in sorted(folder.rglob("*.py")):
+            # The package its relative imports start from (an __init__'s is its own folder).
+            inner = path.relative_to(folder).with_suffix("").parts
+            owner = ".".join((package, *inner[:-1]))
+            hits = model_imports_outside(owner, path.read_text())
+            if hits:
+                found[str(path.relative_to(ROOT))] = hits
+    assert found == {}
+
+
+def test_the_model_scan_sees_imports_from_outside():
+    source = """
+from __future__ import annotations
+import json, os.path
+import numpy as np
+from jax import numpy as jnp
+from . import _codec
+from ._records import Call
+from .. import _common, _jax
+from .._common import safe_repr
+from .._capture import describe
+def later():
+    import jaxlib
+if TYPE_CHECKING:
+    from transforms._stages import growth
+"""
+    found = [hit.split(":")[0] for hit in model_imports_outside("transforms.model", source)]
+    assert found == ["line 4", "line 5", "line 8", "line 10", "line 12", "line 14"]
+
+
+def heavy_modules_after(code: str) -> list[str]:
+    """Which of jax, jaxlib and numpy a fresh interpreter has loaded after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("code", ["import transforms.model", "import transforms"])
+def test_importing_the_model_loads_no_jax_and_no_numpy(code):
+    assert heavy_modules_after(code) == []
+
+
+def test_the_import_probe_sees_a_heavy_module():
+    assert heavy_modules_after("import numpy") == ["numpy"]
+

@@ -38,7 +38,7 @@ from transforms.model import (
     loads,
 )
 from workbench import _safe_text as safe_text
-from workbench.cli import _main as cli
+from workbench.cli import _main as cli, _shared as cli_shared
 from workbench.run import _runner as runner
 
 # --- the shared safe-text function: one rule, exact results ------------------------------
@@ -151,7 +151,7 @@ def test_diff_prints_every_name_safely(tmp_path, capsys, name):
     out = capsys.readouterr().out
     from workbench.analysis._session_diff import diff_sessions, format_diff
     raw = format_diff(diff_sessions(transforms.load(a), transforms.load(b_path)), a, b_path)
-    assert out == "".join(safe_text.terminal(line, cli.LINE_LIMIT) + "\n" for line in raw)
+    assert out == "".join(safe_text.terminal(line, cli_shared.LINE_LIMIT) + "\n" for line in raw)
     assert any(f"grad({safe_text.terminal(name)[:100]}" in line for line in out.splitlines())
     assert "\x1b" not in out and "\u202e" not in out
     out.encode("utf-8")

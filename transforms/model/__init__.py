@@ -8,9 +8,21 @@ call's stages, trees, errors and devices. Plain, frozen, typed, JSON-able.
     diff_stages(a, b)                                two stages compared, equation by equation
     kind_of(name)                                    the table of transformation kinds
     session_schema() / schema_problems(data)         the dump's JSON Schema and a validator
+    BoundedCache(limit)                              the recorder's bounded get-or-make table
+                                                     (transforms._common's), for readers that
+                                                     keep what they derive from records
 """
 from __future__ import annotations
 
+from .._common import BoundedCache as BoundedCache
+from ._device_records import (
+    CollectiveRecord as CollectiveRecord,
+    DeviceGroup as DeviceGroup,
+    DeviceRecord as DeviceRecord,
+    ProcessInfo as ProcessInfo,
+    ShardBlock as ShardBlock,
+    ShardingRecord as ShardingRecord,
+)
 from ._diff import (
     AvalChange as AvalChange,
     EqnChange as EqnChange,
@@ -54,12 +66,7 @@ from ._load import (
     loads as loads,
 )
 from ._records import (
-    RECORD_TYPES as RECORD_TYPES,
     Call as Call,
-    CollectiveRecord as CollectiveRecord,
-    DeviceGroup as DeviceGroup,
-    DeviceRecord as DeviceRecord,
-    Diagnostic as Diagnostic,
     EqnRecord as EqnRecord,
     ErrorRecord as ErrorRecord,
     Growth as Growth,
@@ -68,20 +75,11 @@ from ._records import (
     JaxprRecord as JaxprRecord,
     Level as Level,
     Metric as Metric,
-    PairRow as PairRow,
     PrimitiveCount as PrimitiveCount,
-    ProcessInfo as ProcessInfo,
-    ProcessRecord as ProcessRecord,
-    Session as Session,
-    ShardBlock as ShardBlock,
-    ShardingRecord as ShardingRecord,
     SourceLocation as SourceLocation,
     Stage as Stage,
     Step as Step,
     SubJaxprRecord as SubJaxprRecord,
-    TreeNode as TreeNode,
-    TreePair as TreePair,
-    TreeRecord as TreeRecord,
     ValueRecord as ValueRecord,
     histogram_count as histogram_count,
 )
@@ -90,4 +88,16 @@ from ._schema import (
     schema_problems as schema_problems,
     schema_text as schema_text,
     session_schema as session_schema,
+)
+from ._session import (
+    RECORD_TYPES as RECORD_TYPES,
+    ProcessRecord as ProcessRecord,
+    Session as Session,
+)
+from ._tree_records import (
+    Diagnostic as Diagnostic,
+    PairRow as PairRow,
+    TreeNode as TreeNode,
+    TreePair as TreePair,
+    TreeRecord as TreeRecord,
 )

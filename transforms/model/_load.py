@@ -3,7 +3,7 @@ wrong. Versions 2 to 4 are decoded here (transforms/model/_codec.py's rows and t
 steps by transforms/model/_step_shapes.py, then transforms/model/_check.py's consistency checks), version
 1 by transforms/model/_v1.py.
 
-Writing is Session.save() (transforms/model/_records.py, through transforms/model/_layout.py); `save` here
+Writing is Session.save() (transforms/model/_session.py, through transforms/model/_layout.py); `save` here
 is the same, as a function. Loading never executes anything: it only builds records.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ._layout import (
     split_indexed,
 )
 from ._lazy import Lazy
-from ._records import RECORD_TYPES, Call, EqnRecord, Session, SourceLocation, Stage
+from ._records import Call, EqnRecord, SourceLocation, Stage
+from ._session import RECORD_TYPES, Session
 
 __all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "save"]
 

@@ -3,7 +3,8 @@
     session_schema()      # a dict: JSON Schema (draft 2020-12) for Session.save()'s output
     schema_problems(data) # [] or a list of "path: problem" strings
 
-The schema is built from the field annotations of the records (`_records.py`) and
+The schema is built from the field annotations of the records (`_records.py`,
+`_tree_records.py`, `_device_records.py`, `_session.py`) and
 the layout rules of the codec (`_codec.py`) (rows, shared tables), so it follows
 the data model and the encoder; `session.schema.json` beside this file is the checked-in
 copy (a test keeps it equal to the generated one). Regenerate it with
@@ -16,9 +17,19 @@ import inspect
 import json
 import re
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterable
 
-from . import _codec, _layout, _records as model, _step_shapes
+from . import (
+    _annotations,
+    _codec,
+    _device_records,
+    _layout,
+    _records,
+    _session,
+    _step_shapes,
+    _tree_records,
+)
 
 SCHEMA_FILE = Path(__file__).with_name("session.schema.json")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -27,15 +38,21 @@ _SCALARS = {"str": {"type": "string"}, "int": {"type": "integer"},
             "float": {"type": "number"}, "bool": {"type": "boolean"}, "None": {"type": "null"}}
 
 
+# The modules defining the record classes, in the order their classes are listed.
+RECORD_MODULES = (_records, _tree_records, _device_records, _session)
+
+
 def record_classes() -> dict[str, type]:
     """Every record type of transforms.model that a dump can hold, by name (Session excluded)."""
-    found = {}
-    for name, obj in vars(model).items():
-        if not inspect.isclass(obj) or obj.__module__ != model.__name__ or obj is model.Session:
-            continue
-        if dataclasses.is_dataclass(obj) or (issubclass(obj, tuple) and hasattr(obj, "_fields")):
-            found[name] = obj
-    return found
+    return {name: obj for module in RECORD_MODULES for name, obj in vars(module).items()
+            if _defines_record(module, obj)}
+
+
+def _defines_record(module: ModuleType, obj: Any) -> bool:
+    """A dataclass or NamedTuple defined in `module` (not imported into it), Session aside."""
+    if not inspect.isclass(obj) or obj.__module__ != module.__name__ or obj is _session.Session:
+        return False
+    return dataclasses.is_dataclass(obj) or (issubclass(obj, tuple) and hasattr(obj, "_fields"))
 
 
 def session_schema(header: dict[str, list[str]] | None = None,
@@ -67,8 +84,8 @@ def session_schema(header: dict[str, list[str]] | None = None,
                            "description": "the layout's version; readers refuse newer ones "
                                           "(transforms.load also reads versions 1 to 3)"},
     }
-    comments = _field_comments(model.Session)
-    for f in dataclasses.fields(model.Session):
+    comments = _field_comments(_session.Session)
+    for f in dataclasses.fields(_session.Session):
         if f.name in ("schema_version", "calls"):
             continue
         session_fields[f.name] = _described(builder.type_schema(str(f.type), None),
@@ -103,7 +120,7 @@ def session_schema(header: dict[str, list[str]] | None = None,
         "$schema": DRAFT,
         "$id": f"https://jax-transform-workbench/schema/session/v{version}.json",
         "title": f"{_layout.SCHEMA_NAME} (schema version {version})",
-        "description": _doc(model.Session) + " " + _LAYOUT
+        "description": _doc(_session.Session) + " " + _LAYOUT
                        + (" " + _STEP_SHAPES if layouts else "") + " Generated from "
                        "transforms/model/ (_records.py, _codec.py, _step_shapes.py).",
         "type": "object",
@@ -146,11 +163,11 @@ class _SchemaBuilder:
     def field_order(self, name: str) -> list[str]:
         """The order of a class's fields in its rows: the dump's header, else the class's."""
         if self.header is None:
-            return [f.name for f in _codec.record_fields(self.classes[name])]
+            return [f.name for f in _annotations.record_fields(self.classes[name])]
         return list(self.header.get(name, []))
 
     def type_schema(self, text: str, within: str | None) -> dict[str, Any]:
-        return self._schema(_codec.parse(text), within)
+        return self._schema(_annotations.parse(text), within)
 
     def layout_table(self, table: str) -> dict[str, Any]:
         """The schema of a layout's own table: version 4's step shapes."""
@@ -217,10 +234,10 @@ class _SchemaBuilder:
         shape's index)."""
         cls = self.classes[name]
         comments = {**_field_comments(cls), **(meanings or {})}
-        by_name = {f.name: f for f in _codec.record_fields(cls)}
+        by_name = {f.name: f for f in _annotations.record_fields(cls)}
         items = []
         for field_name in order:
-            item = self._schema(_codec.parse(by_name[field_name].annotation), within)
+            item = self._schema(_annotations.parse(by_name[field_name].annotation), within)
             items.append({"title": field_name,
                           **_described(item, comments.get(field_name, ""))})
         # A field the rows lack must have a default (the loader refuses the file

@@ -22,6 +22,7 @@ from operator import add, eq, itemgetter
 from typing import Any, Callable, Sequence
 
 from .._common import safe_repr
+from ._annotations import parse, record_fields
 from ._codec import (
     Column,
     Converter,
@@ -31,8 +32,6 @@ from ._codec import (
     Writer,
     _check_types,
     _kind,
-    parse,
-    record_fields,
 )
 
 __all__ = ["ANNOTATION", "STEP_SHAPES", "TABLE", "StepShapes"]

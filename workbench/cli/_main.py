@@ -13,6 +13,9 @@ code is passed through, 1 for an uncaught exception, 130 for Ctrl-C; diff: a
 --fail-on-* check failed; demo: a gallery example broke); 2 bad usage or bad
 input (a missing file, a script with a syntax error, a corrupt, truncated or
 newer-version dump, unrelated traces given to diff, no terminal UI available).
+
+The commands that only read dumps (open, show, diff, merge, schema) are `_read_commands.py`,
+what every handler shares `_shared.py`; demo and run/dump stay here.
 """
 from __future__ import annotations
 
@@ -22,16 +25,26 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .._safe_text import terminal as _t
 from ._args import build_parser, take_trailing_options
+from ._read_commands import diff_command, merge_command, open_command, schema_command, show_command
+from ._shared import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_SCRIPT_FAILED,
+    error,
+    no_terminal,
+    note,
+    open_tui,
+    usable_folder,
+)
 
 if TYPE_CHECKING:
     from transforms.model import Session
 
-# NB: transforms.model and .saving are imported where they are used: `workbench open`
-# draws its first frame before the dump's model is imported (the gate in bench/bench_tui.py).
+# NB: transforms.model and .saving are imported where they are used (in _read_commands.py
+# and _shared.py too): `workbench open` draws its first frame before the dump's model is
+# imported (the gate in bench/bench_tui.py).
 
-EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -43,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "demo": _demo, "run": _run, "dump": _run, "open": _open, "show": _show,
-        "diff": _diff, "schema": _schema, "merge": _merge}
+        "demo": _demo, "run": _run, "dump": _run, "open": open_command, "show": show_command,
+        "diff": diff_command, "schema": schema_command, "merge": merge_command}
     try:
         return handlers[args.command](args)
     except BrokenPipeError:
@@ -52,48 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-
-
-def _error(message: str) -> None:
-    print(f"workbench: {_t(message, lines=True)}", file=sys.stderr)
-
-
-def _note(args: argparse.Namespace, message: str) -> None:
-    if not getattr(args, "quiet", False):
-        print(f"workbench: {_t(message, lines=True)}", file=sys.stderr, flush=True)
-
-
-def _load_or_report(path: str, lazy: bool = False) -> Session | None:
-    from transforms.model import SessionLoadError
-
-    from ..analysis import load_run
-    try:
-        return load_run(path, lazy=lazy)
-    except SessionLoadError as e:
-        _error(str(e))
-        return None
-
-
-# --- the terminal UI and graph images -------------------------------------------
-
-def no_terminal() -> str:
-    """Why the terminal UI cannot open here, or "": it needs a terminal on stdin and stdout."""
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        return ""
-    return "the terminal UI needs a terminal (stdin and stdout are not one)"
-
-
-def _open_tui(sessions: Session | list[tuple[str, Session]], title: str, alternative: str,
-              process: int | None = None, **options: Any) -> int:
-    """options: export_dir, watch (as workbench.tui.run takes them)."""
-    reason = no_terminal()
-    if reason:
-        _error(f"{reason}; {alternative}")
-        return EXIT_BAD_INPUT
-    from ..tui import run
-    # A multi-process run opens at process 0, or the one asked for.
-    run(sessions, title=title, **options, process=0 if process is None else process)
-    return EXIT_OK
 
 
 def _graph(argv: list[str]) -> int:
@@ -132,34 +103,34 @@ def _demo(args: argparse.Namespace) -> int:
         known = {ex.name for ex in examples}
         unknown = [n for n in args.only if n not in known]
         if unknown:
-            _error(f"no gallery example {', '.join(map(repr, unknown))}; "
-                   f"`workbench demo --list` lists them")
+            error(f"no gallery example {', '.join(map(repr, unknown))}; "
+                  f"`workbench demo --list` lists them")
             return EXIT_BAD_INPUT
         examples = [ex for ex in examples if ex.name in args.only]
     if args.export is None:
         reason = no_terminal()
         if reason:
-            _error(f"{reason}; use `workbench demo --export DIR` to write the gallery's "
-                   f"dumps and index instead")
+            error(f"{reason}; use `workbench demo --export DIR` to write the gallery's "
+                  f"dumps and index instead")
             return EXIT_BAD_INPUT
     else:
-        problem = _usable_folder(args.export)
+        problem = usable_folder(args.export)
         if problem:
-            _error(problem)
+            error(problem)
             return EXIT_BAD_INPUT
     if args.export is None:
         return _demo_tui(examples, args.export_dir)
     outcomes = _record_gallery(examples, quiet=args.quiet)
     broken = [o for o in outcomes if not o.ok]
     for o in broken:
-        _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
+        error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
     exporter: Callable[[Session, str, str], list[str]] | None = None
     if not args.no_graphs:
         from ..export import export_session_graphs as exporter
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
-    _note(args, f"wrote {len(outcomes)} dumps and {index} "
-                f"({sum(o.session.step_count for o in outcomes)} steps)")
+    note(args, f"wrote {len(outcomes)} dumps and {index} "
+               f"({sum(o.session.step_count for o in outcomes)} steps)")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 
@@ -178,20 +149,8 @@ def _demo_tui(examples: list, export_dir: str | None) -> int:
     run_gallery([(ex.title, ex.explanation) for ex in examples], record,
                 title="Gallery of the seed examples", export_dir=export_dir)
     for o in broken:
-        _error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
+        error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
-
-
-def _usable_folder(path: str) -> str:
-    if os.path.exists(path) and not os.path.isdir(path):
-        return f"{path}: exists and is not a folder"
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as e:
-        return f"{path}: cannot create the folder ({e.strerror})"
-    if not os.access(path, os.W_OK):
-        return f"{path}: the folder is not writable"
-    return ""
 
 
 def _record_gallery(examples: list, quiet: bool) -> list:
@@ -203,8 +162,8 @@ def _record_gallery(examples: list, quiet: bool) -> list:
             progress.start(ex.name)
             o = gallery.run_example(ex)
             outcomes.append(o)
-            note = f"{len(o.session.calls)} calls, {o.session.step_count} steps, {o.seconds:.1f} s"
-            progress.advance(ex.name, note if o.ok else f"{note}, BROKE: {o.error}")
+            done = f"{len(o.session.calls)} calls, {o.session.step_count} steps, {o.seconds:.1f} s"
+            progress.advance(ex.name, done if o.ok else f"{done}, BROKE: {o.error}")
     return outcomes
 
 
@@ -292,37 +251,37 @@ def _run(args: argparse.Namespace) -> int:
     from .. import run
     problem = take_trailing_options(args) or _process_options(args)
     if problem:
-        _error(f"{problem}; see `workbench {args.command} --help`")
+        error(f"{problem}; see `workbench {args.command} --help`")
         return EXIT_BAD_INPUT
     if args.command == "run" and args.output is None:
         reason = no_terminal()
         if reason:
-            _error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
-                   f"`workbench dump` to write the dump instead")
+            error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
+                  f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
     if args.output is not None:
         from ..run import is_folder, usable_output
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
-        problem = _usable_folder(args.output) if is_folder(args.output) and \
+        problem = usable_folder(args.output) if is_folder(args.output) and \
             args.processes is None else usable_output(args.output)
         if problem:
-            _error(problem)
+            error(problem)
             return EXIT_BAD_INPUT
     if getattr(args, "watch", False):
         if args.processes is not None:
-            _error("--watch records the script in one process; it does not take --processes")
+            error("--watch records the script in one process; it does not take --processes")
             return EXIT_BAD_INPUT
         return _watch(args)
     if args.processes is not None:
         from ._process_commands import run_processes
-        return run_processes(args, _note, _error, _open_tui)
+        return run_processes(args, note, error, open_tui)
     try:
         result = run.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp,
                                    max_steps=args.max_steps or None,
-                                   note=lambda message: _note(args, message))
+                                   note=lambda message: note(args, message))
     except run.ScriptError as e:
-        _error(str(e))
+        error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
     what = f"{len(session.calls)} calls, {session.step_count} steps"
@@ -340,9 +299,9 @@ def _run(args: argparse.Namespace) -> int:
             path, where = os.path.join(args.output, "process-0.json"), ""
         _save(args, session, what, path, where)
         return result.exit_code
-    _note(args, f"recorded {what}")
-    code = _open_tui(session, session.title or args.script, "use -o trace.json",
-                     export_dir=args.export_dir)
+    note(args, f"recorded {what}")
+    code = open_tui(session, session.title or args.script, "use -o trace.json",
+                    export_dir=args.export_dir)
     return result.exit_code if code == EXIT_OK else code
 
 
@@ -351,24 +310,24 @@ def _watch(args: argparse.Namespace) -> int:
     from .. import run
     from ..run import Watch
     if args.output is not None:
-        _error("--watch shows each recording in the terminal UI; it does not take -o")
+        error("--watch shows each recording in the terminal UI; it does not take -o")
         return EXIT_BAD_INPUT
     try:
         run.check_script(args.script)
     except run.ScriptError as e:
-        _error(str(e))
+        error(str(e))
         return EXIT_BAD_INPUT
     options = [flag for flag, on in (("--stages", args.stages), ("--inline-jnp", args.inline_jnp))
                if on]
     watch = Watch(args.script, list(args.args), options)
-    _note(args, f"recording {args.script} (watching it for changes)")
+    note(args, f"recording {args.script} (watching it for changes)")
     first = watch.record()
     if first.session is None:
-        _error(first.note)
+        error(first.note)
         return EXIT_BAD_INPUT
-    _note(args, f"recorded {first.note}")
-    return _open_tui(first.session, first.session.title or args.script, "use -o trace.json",
-                     export_dir=args.export_dir, watch=watch)
+    note(args, f"recorded {first.note}")
+    return open_tui(first.session, first.session.title or args.script, "use -o trace.json",
+                    export_dir=args.export_dir, watch=watch)
 
 
 def _save(args: argparse.Namespace, session: Session, what: str, path: str,
@@ -379,19 +338,19 @@ def _save(args: argparse.Namespace, session: Session, what: str, path: str,
     NB: the notes of a failure are printed even with --quiet: they say where the
     recording is."""
     from ..run import fallback_paths, save_recording
-    outcome = save_recording(session, path, lambda message: _note(args, message))
+    outcome = save_recording(session, path, lambda message: note(args, message))
     if outcome.path == path:
-        _note(args, f"recorded {what}; " + (where or f"wrote {path}"))
+        note(args, f"recorded {what}; " + (where or f"wrote {path}"))
     elif outcome.path is not None:
-        _error(f"recorded {what}; could not write {path} ({outcome.problem}), so "
-               f"the recording was saved to {outcome.path}")
+        error(f"recorded {what}; could not write {path} ({outcome.problem}), so "
+              f"the recording was saved to {outcome.path}")
     elif outcome.abandoned:
-        _error(f"recorded {what}; {outcome.problem}: nothing was written "
-               f"(an existing {path} is kept)")
+        error(f"recorded {what}; {outcome.problem}: nothing was written "
+              f"(an existing {path} is kept)")
     else:
-        _error(f"recorded {what}; could not write {path} ({outcome.problem}) nor any "
-               f"fallback ({', '.join(fallback_paths(path)) or 'none'}): the recording "
-               f"is lost")
+        error(f"recorded {what}; could not write {path} ({outcome.problem}) nor any "
+              f"fallback ({', '.join(fallback_paths(path)) or 'none'}): the recording "
+              f"is lost")
 
 
 def _process_options(args: argparse.Namespace) -> str:
@@ -407,196 +366,6 @@ def _process_options(args: argparse.Namespace) -> str:
     if args.devices_per_process is not None and args.devices_per_process < 1:
         return "--devices-per-process takes a positive count"
     return ""
-
-
-def _usable_output(path: str) -> str:
-    from ..run import usable_output
-    return usable_output(path)
-
-
-# --- open / show ----------------------------------------------------------------
-
-def _open(args: argparse.Namespace) -> int:
-    reason = no_terminal()
-    if reason or not os.path.exists(args.trace):
-        # No terminal, or no such file: say what is wrong with the file first, as `show` does.
-        session = _load_or_report(args.trace, lazy=True)
-        if session is None:
-            return EXIT_BAD_INPUT
-        problem = _process_problem(args, session)
-        _error(problem or f"{reason}; use `workbench show {args.trace}` for a text summary")
-        return EXIT_BAD_INPUT
-    # The terminal UI draws its first frame at once and reads the dump behind it, lazily:
-    # a call's steps are decoded when it is unfolded (a big dump opens at once).
-    from ..tui import open_dump
-    return open_dump(args.trace, export_dir=args.export_dir, process=args.process,
-                     load=_load_lazily,
-                     check=lambda session: _process_problem(args, session))
-
-
-def _load_lazily(path: str) -> Session:
-    """The open command's loader, run behind the first frame (it imports the model)."""
-    from ..analysis import load_run
-    return load_run(path, lazy=True)
-
-
-def _process_problem(args: argparse.Namespace, session: Session) -> str:
-    """What is wrong with `open --process I` for this session ("" when nothing is)."""
-    if not session.processes:
-        return ""
-    from ._process_commands import check_process
-    problem = check_process(session, args.process)
-    return f"{args.trace}: {problem}" if problem else ""
-
-
-def _show(args: argparse.Namespace) -> int:
-    from ._summary import stage_lines, summarize_call
-    session = _load_or_report(args.trace)
-    if session is None:
-        return EXIT_BAD_INPUT
-    if session.processes:
-        from ._process_commands import show_processes
-        return show_processes(session, args, _error)
-    calls = session.calls
-    if args.call is not None:
-        # By index: with calls dropped (--max-steps) indices are not positions.
-        chosen = [c for c in calls if c.index == args.call]
-        if not chosen:
-            known = f"0..{len(calls) - 1}" if not session.dropped_calls else \
-                f"{calls[0].index}..{calls[-1].index}; {session.dropped_note()}"
-            _error(f"{args.trace} has no call {args.call} (it has {len(calls)}: {known})")
-            return EXIT_BAD_INPUT
-        calls = chosen
-    _print_lines([f"{_t(args.trace)}: {len(session.calls)} calls, {session.step_count} steps "
-                  f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
-    if session.title:
-        _print_lines([f"title: {_t(session.title)}"])
-    if session.dropped_calls:
-        _print_lines([f"dropped: {session.dropped_note()}"])
-    first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
-    for call in calls:
-        _print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))
-        _print_lines(stage_lines(call, first_with))
-    return EXIT_OK
-
-
-# Each printed line is made terminal-safe once more as it is printed: nothing from a
-# recording reaches the terminal raw, whatever a formatter forgot.
-LINE_LIMIT = 20_000
-
-
-def _print_lines(lines: Sequence[str]) -> None:
-    print("\n".join(_t(line, LINE_LIMIT) for line in lines))
-
-
-# --- diff -------------------------------------------------------------------------
-
-def _diff(args: argparse.Namespace) -> int:
-    from ..analysis import diff_sessions, format_diff
-    a = _load_or_report(args.a)
-    if a is None:
-        return EXIT_BAD_INPUT
-    if args.b is None or args.processes is not None:
-        from ._process_commands import pick_processes
-        picked = pick_processes(a, args)
-        if isinstance(picked, str):
-            _error(f"{args.a}: {picked}")
-            return EXIT_BAD_INPUT
-        a, b, args.a, args.b = picked
-    else:
-        other = _load_or_report(args.b)
-        if other is None:
-            return EXIT_BAD_INPUT
-        b = other
-    d = diff_sessions(a, b)
-    if args.json:
-        print(json.dumps({"a": args.a, "b": args.b, **d.to_json_dict()}, indent=2))
-    else:
-        _print_lines(format_diff(d, args.a, args.b, verbose=args.verbose))
-    if not d.related:
-        if args.json:
-            _error(f"{args.a} and {args.b} look unrelated: no call matches")
-        return EXIT_BAD_INPUT
-    if args.fail_on_growth and d.grown:
-        _error(f"equation counts grew in {len(d.grown)} stage(s): " + ", ".join(
-            f"{c.title} {s.name} {s.eqns_a} -> {s.eqns_b}" for c, s in d.grown[:5]))
-        return EXIT_SCRIPT_FAILED
-    if args.fail_on_change and d.changed:
-        _error("the traces differ")
-        return EXIT_SCRIPT_FAILED
-    return EXIT_OK
-
-
-# --- merge -------------------------------------------------------------------------
-
-def _merge(args: argparse.Namespace) -> int:
-    from ..analysis import merge
-    problem = _usable_output(args.output)
-    if problem:
-        _error(problem)
-        return EXIT_BAD_INPUT
-    sessions = []
-    for path in args.dumps:
-        session = _load_or_report(path)
-        if session is None:
-            return EXIT_BAD_INPUT
-        sessions.append(session)
-    try:
-        merged = merge(sessions)
-    except ValueError as e:
-        _error(str(e))
-        return EXIT_BAD_INPUT
-    merged.save(args.output)
-    print(f"{args.output}: {len(merged.processes)} processes, {merged.step_count} steps")
-    return EXIT_OK
-
-
-# --- schema -------------------------------------------------------------------------
-
-def _schema(args: argparse.Namespace) -> int:
-    from transforms import model as schema
-    if args.validate:
-        return _validate(args.validate, schema)
-    text = schema.schema_text()
-    if args.output:
-        problem = _usable_output(args.output)
-        if problem:
-            _error(problem)
-            return EXIT_BAD_INPUT
-        from transforms.model import write_atomically
-        write_atomically(args.output, text)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
-
-
-def _validate(paths: list[str], schema: Any) -> int:
-    """Each dump through the loader (its checks), then the schema of the dump's own layout.
-
-    So `schema --validate` accepts exactly the files `transforms.load` reads: a dump
-    written by an older workbench (fewer fields, named in its `fields` header; steps as
-    rows, versions 2 and 3) is checked against the schema of that layout, and a version 1
-    dump is read by the old decoder."""
-    from transforms.model import SCHEMA_VERSION
-    code = EXIT_OK
-    for path in paths:
-        if _load_or_report(path) is None:  # the loader's message says what is wrong
-            code = EXIT_BAD_INPUT
-            continue
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        if data.get("schema_version") == 1:
-            print(f"{_t(path)}: valid (schema version 1, the old layout that transforms.load "
-                  f"still reads; the schema describes version {SCHEMA_VERSION})")
-            continue
-        problems = schema.schema_problems(data, schema.session_schema(
-            data["fields"], data["schema_version"], data["tables"]))
-        if problems:
-            code = EXIT_BAD_INPUT
-            _error(f"{path}: does not match the schema:\n  " + "\n  ".join(problems))
-        else:
-            print(f"{_t(path)}: valid")
-    return code
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """The jaxpr view: a stage's equations as a Graph (inputs, equations, outputs; sub-jaxprs as
 clusters or folded; repeats folded; long edges drawn as references), built within the node
-budget. Re-exported by workbench/export/graphviz.py."""
+budget. What is folded is decided in `_jaxpr_folds.py`. Re-exported by
+workbench/export/graphviz.py."""
 from __future__ import annotations
 
 import re
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord, short_aval
 
@@ -25,6 +26,14 @@ from ._graph import (
     dot_string as dot_string,
     origin_of as origin_of,
     to_dot as to_dot,
+)
+from ._jaxpr_folds import (
+    Group,
+    argument_keys,
+    aval_summary,
+    fold_groups,
+    neighbourhood,
+    padded,
 )
 from ._names import input_names, output_names
 
@@ -147,9 +156,11 @@ class _JaxprBuilder:
             notes.append(why)
         eqns = stage.eqns
         n = len(eqns)
-        groups, group_notes = self._groups(eqns, n)
+        groups, group_notes, folded = fold_groups(eqns, self.o, self.budget, self.expand)
+        self._count_folded(equations_folded=folded)
         notes += group_notes
-        kept = self._neighbourhood(eqns) if self.o.focus is not None else None
+        focus = self.o.focus
+        kept = neighbourhood(eqns, focus, self.o.radius) if focus is not None else None
         if kept is not None and self.o.focus is not None:
             notes.append(f"showing equation #{self.o.focus} ({eqns[self.o.focus].primitive}) and "
                          f"the {len(kept) - 1} equations within {self.o.radius} dataflow steps "
@@ -227,15 +238,15 @@ class _JaxprBuilder:
             members.setdefault(f"{const_word}s", []).append((var, ""))
         names = in_names if in_names and self.fold != FOLD_ALL else ("inputs",) * len(
             stage.in_vars)
-        for key, (var, aval) in zip(_arguments(names, self.budget or 0),
-                                    zip(stage.in_vars, _padded(jaxpr.in_avals, stage.in_vars))):
+        for key, (var, aval) in zip(argument_keys(names, self.budget or 0),
+                                    zip(stage.in_vars, padded(jaxpr.in_avals, stage.in_vars))):
             members.setdefault(key, []).append((var, aval))
         if self.fold == FOLD_ALL and len(members) > 1:
             members = {"inputs and consts": [m for ms in members.values() for m in ms]}
         for k, (key, group) in enumerate(members.items()):
             node_id = f"{prefix}ig{k}"
             label = f"{key}: {len(group)} {'value' if len(group) == 1 else 'values'}"
-            self.node(Node(node_id, f"{label}\n{_aval_summary(a for _, a in group)}", "input",
+            self.node(Node(node_id, f"{label}\n{aval_summary(a for _, a in group)}", "input",
                            cluster, tooltip=f"{label} (max_nodes={self.o.max_nodes})"))
             for var, aval in group:
                 producers[var] = (node_id, aval)
@@ -252,14 +263,14 @@ class _JaxprBuilder:
         members: dict[str, list[tuple[str, str]]] = {}
         names = out_names if out_names and self.fold != FOLD_ALL else ("outputs",) * len(
             stage.out_vars)
-        for key, (var, aval) in zip(_arguments(names, self.budget or 0),
-                                    zip(stage.out_vars, _padded(jaxpr.out_avals,
+        for key, (var, aval) in zip(argument_keys(names, self.budget or 0),
+                                    zip(stage.out_vars, padded(jaxpr.out_avals,
                                                                 stage.out_vars))):
             members.setdefault(key, []).append((var, aval))
         for k, (key, group) in enumerate(members.items()):
             node_id = f"{prefix}og{k}"
             label = f"{key}: {len(group)} {'output' if len(group) == 1 else 'outputs'}"
-            self.node(Node(node_id, f"{label}\n{_aval_summary(a for _, a in group)}", "output",
+            self.node(Node(node_id, f"{label}\n{aval_summary(a for _, a in group)}", "output",
                            cluster, tooltip=f"{label} (max_nodes={self.o.max_nodes})"))
             fed: set[str] = set()
             for var, aval in group:
@@ -296,75 +307,6 @@ class _JaxprBuilder:
                          f"are drawn as a dashed reference beside the reader")
         return notes
 
-    def _groups(self, eqns: Sequence[EqnRecord], n: int) -> tuple[dict[int, _Group], list[str]]:
-        """Top-level equations drawn as one node: repeats, then what the node cap leaves out."""
-        groups: dict[int, _Group] = {}
-        notes = []
-        if self.o.collapse_repeats:
-            keys = [e.primitive for e in eqns]
-            runs = find_repeats(keys)
-            for start, period, count in runs:
-                block = keys[start:start + period]
-                group = _Group(f"r{start}", (f"{count - 1} more repeats of #{start}-"
-                                             f"#{start + period - 1}\n"
-                                             f"({period} equations each: "
-                                             f"{_shorten(', '.join(block), 60)})"),
-                               start + period, start + period * count - 1)
-                for i in range(start + period, start + period * count):
-                    groups[i] = group
-            if runs:
-                hidden = sum(p * (c - 1) for _, p, c in runs)
-                notes.append(f"collapse_repeats: {hidden} equations in {len(runs)} repeated "
-                             f"block(s) drawn as one node each (the first copy is drawn)")
-        if self.budget is not None and self.o.focus is None:
-            cost = 0
-            for i, eqn in enumerate(eqns):
-                if i in groups:
-                    continue
-                cost += 1 + (_sub_count(eqn) if self.expand else 0)
-                if cost > self.budget:
-                    rest = [j for j in range(i, n) if j not in groups]
-                    prims = Counter(eqns[j].primitive for j in rest)
-                    top = ", ".join(f"{p} x{c}" for p, c in prims.most_common(4))
-                    more = len(prims) - 4
-                    top += f", {more} more kinds" if more > 0 else ""
-                    group = _Group("cap", f"{len(rest)} more equations not drawn\n"
-                                          f"(max_nodes={self.o.max_nodes})\n{top}", i, n - 1)
-                    for j in rest:
-                        groups[j] = group
-                    self._count_folded(equations_folded=len(rest))
-                    notes.append(f"max_nodes={self.o.max_nodes}: equations #{i}-#{n - 1} "
-                                 f"({len(rest)} of {n}) are drawn as one node; show them with "
-                                 f"focus=EQN or a larger max_nodes")
-                    break
-        return groups, notes
-
-    def _neighbourhood(self, eqns: Sequence[EqnRecord]) -> set[int]:
-        focus = self.o.focus
-        assert focus is not None
-        if not 0 <= focus < len(eqns):
-            raise CollectError(f"focus={focus}: the stage has equations #0-#{len(eqns) - 1}")
-        producer: dict[str, int] = {}
-        consumers: dict[str, list[int]] = {}
-        for i, eqn in enumerate(eqns):
-            for var in eqn.out_vars:
-                producer[var] = i
-            for var in eqn.in_vars:
-                consumers.setdefault(var, []).append(i)
-        seen = {focus}
-        frontier = deque([(focus, 0)])
-        while frontier:
-            i, d = frontier.popleft()
-            if d == self.o.radius:
-                continue
-            near = [producer[v] for v in eqns[i].in_vars if v in producer]
-            for v in eqns[i].out_vars:
-                near += consumers.get(v, ())
-            for j in near:
-                if j not in seen:
-                    seen.add(j)
-                    frontier.append((j, d + 1))
-        return seen
 
     def _source(self, var: str, aval: str, scope: _Scope, prefix: str,
                 cluster: str | None) -> str:
@@ -404,7 +346,7 @@ class _JaxprBuilder:
         scope.pending.pop(var, None)  # in focus mode a reference stands for the input
         return node_id
 
-    def _add_grouped(self, eqn: EqnRecord, index: int, group: _Group,
+    def _add_grouped(self, eqn: EqnRecord, index: int, group: Group,
                      group_nodes: dict[int, str], scope: _Scope, prefix: str,
                      cluster: str | None) -> None:
         node_id = f"{prefix}g{group.key}"
@@ -512,49 +454,6 @@ class _Scope:
     position: int = -1        # the top-level equation being drawn
 
 
-@dataclass(frozen=True)
-class _Group:
-    key: str
-    label: str
-    start: int
-    end: int
-
-
-_PATH_PART = re.compile(r"\[[^\]]*\]|\.[^.\[]+|[^.\[]+")
-
-
-def _arguments(names: Sequence[str], budget: int, depth_limit: int = 3) -> list[str]:
-    """Each leaf's group: its key path cut to the shallowest depth that splits the leaves
-    (`params[0][1]` -> `params`; all under `args` -> `args[0]`, `args[1]`), with no more
-    groups than a quarter of the budget."""
-    parts = [_PATH_PART.findall(n) or [n] for n in names]
-    keys = ["".join(p[:1]) for p in parts]
-    for depth in range(2, depth_limit + 1):
-        if len(set(keys)) > 1:
-            break
-        deeper = ["".join(p[:depth]) for p in parts]
-        if len(set(deeper)) > max(2, budget // 4):
-            break
-        keys = deeper
-    return keys
-
-
-def _padded(avals: Sequence[str], values: Sequence[str]) -> list[str]:
-    return [avals[i] if i < len(avals) else "" for i in range(len(values))]
-
-
-def _aval_summary(avals: Iterable[str], top: int = 3) -> str:
-    counts = Counter(short_aval(a) for a in avals if a)
-    text = ", ".join(f"{a} x{n}" if n > 1 else a for a, n in counts.most_common(top))
-    more = len(counts) - top
-    return text + (f", {more} more shapes" if more > 0 else "")
-
-
-def _sub_count(eqn: EqnRecord) -> int:
-    return sum(len(s.eqns) + len(s.in_vars) + sum(_sub_count(e) for e in s.eqns)
-               for s in eqn.subjaxprs)
-
-
 def _sub_title(sub: SubJaxprRecord) -> str:
     counts = Counter(r for r in sub.in_roles if r)
     roles = ", ".join(f"{n} {r}" for r, n in counts.items())
@@ -592,30 +491,3 @@ def _key_params(eqn: EqnRecord, limit: int) -> list[tuple[str, str]]:
 
 def _safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text)
-
-
-def find_repeats(keys: Sequence[str], min_total: int = 6, max_period: int = 32,
-                 min_count: int = 2) -> list[tuple[int, int, int]]:
-    """(start, period, count) of runs where a block of `period` keys repeats `count` times.
-
-    Greedy from the left, the run covering the most keys at each start.
-    """
-    out = []
-    n, i = len(keys), 0
-    while i < n:
-        best = None
-        for p in range(1, min(max_period, (n - i) // 2) + 1):
-            block = keys[i:i + p]
-            k = 1
-            while i + (k + 1) * p <= n and keys[i + k * p:i + (k + 1) * p] == block:
-                k += 1
-            covers = k * p
-            if k >= min_count and covers >= min_total and (best is None
-                                                            or covers > best[1] * best[2]):
-                best = (i, p, k)
-        if best is None:
-            i += 1
-        else:
-            out.append(best)
-            i += best[1] * best[2]
-    return out

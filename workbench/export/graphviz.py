@@ -6,8 +6,9 @@ own. `to_dot` only maps a Graph to DOT text (micrograd's `draw_dot`), escaping
 every label. Nothing here runs Graphviz or imports JAX: see `_write.py`.
 
 This module holds the stages view and is the exporter's surface: the jaxpr view is
-`_jaxpr_view.py` (the names of its inputs and outputs `_names.py`), the graph as data and
-DOT text `_graph.py`, the tower and pytree views `_call_views.py`.
+`_jaxpr_view.py` (what it folds `_jaxpr_folds.py`, the names of its inputs and outputs
+`_names.py`), the graph as data and DOT text `_graph.py`, the tower and pytree views
+`_call_views.py`.
 """
 from __future__ import annotations
 
@@ -27,13 +28,13 @@ from ._graph import (
     origin_of as origin_of,
     to_dot as to_dot,
 )
+from ._jaxpr_folds import find_repeats as find_repeats
 from ._jaxpr_view import (
     MIN_JAXPR_NODES as MIN_JAXPR_NODES,
     _check_jaxpr_stage,
     _JaxprBuilder,
     _within_max_nodes,
     collect_jaxpr as collect_jaxpr,
-    find_repeats as find_repeats,
 )
 from ._names import input_names as input_names, output_names as output_names
 

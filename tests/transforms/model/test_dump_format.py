@@ -15,6 +15,7 @@ from transforms.model import (
     Session,
     SourceLocation,
     ValueRecord,
+    _annotations,
     _check,
     _codec,
     _schema as schema,
@@ -23,7 +24,7 @@ from workbench.cli import main
 
 # --- values with every field set, built from the annotations -------------------------
 
-def _sample(expr: _codec.TypeExpr, depth: int, salt: int):
+def _sample(expr: _annotations.TypeExpr, depth: int, salt: int):
     """A value of the annotation; tuples get two items until records nest 3 deep."""
     optional = expr.optional_part
     if optional is not None:  # None once records nest 3 deep (a record nested in itself)
@@ -48,8 +49,8 @@ def _sample(expr: _codec.TypeExpr, depth: int, salt: int):
 def _filled(cls: type, depth: int = 0, salt: int = 1):
     """An instance of cls whose every field differs from its default."""
     values = {}
-    for f in _codec.record_fields(cls):
-        value = _sample(_codec.parse(f.annotation), depth, salt)
+    for f in _annotations.record_fields(cls):
+        value = _sample(_annotations.parse(f.annotation), depth, salt)
         if f.has_default and value == f.default() and isinstance(value, bool):
             value = not value
         if depth == 0 and f.has_default:

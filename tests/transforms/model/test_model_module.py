@@ -49,12 +49,13 @@ def test_transforms_record_stays_the_function_after_the_old_module_is_imported()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.split() == ["True", "transforms._recording._recorder",
-                                   "transforms.model._records"]
+                                   "transforms.model._session"]
 
 
 def test_the_records_module_holds_no_file_reading():
-    """Save and load are _load's (and _layout's): the records module defines records only."""
-    from transforms.model import _load, _records
-    assert not hasattr(_records, "load") and not hasattr(_records, "loads")
-    assert not hasattr(_records, "SessionLoadError")
-    assert _load.Session is _records.Session
+    """Save and load are _load's (and _layout's): the records modules define records only."""
+    from transforms.model import _device_records, _load, _records, _session, _tree_records
+    for module in (_records, _tree_records, _device_records, _session):
+        assert not hasattr(module, "load") and not hasattr(module, "loads")
+        assert not hasattr(module, "SessionLoadError")
+    assert _load.Session is _session.Session

@@ -6,8 +6,7 @@ import itertools
 
 from rich.text import Text
 
-from transforms._common._caches import BoundedCache
-from transforms.model import Stage
+from transforms.model import BoundedCache, Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
