@@ -5,12 +5,9 @@ primitive's params as text, and the step core each level's RecordingTrace calls 
 Python). The recording Trace itself is JAX's side of the door (transforms._jax)."""
 from __future__ import annotations
 
-from ._describe import (
-    Describer as Describer,
-    aval_text as aval_text,
-    describe_concrete as describe_concrete,
-    jaxpr_record as jaxpr_record,
-    leaf_value as leaf_value,
+from ._describe import Describer as Describer
+from ._jaxpr_records import jaxpr_record as jaxpr_record
+from ._locations import (
     location_of as location_of,
     set_user_code as set_user_code,
     traceback_location as traceback_location,
@@ -54,3 +51,4 @@ from ._step_core import (
     step_core_class as step_core_class,
     steps_from as steps_from,
 )
+from ._values import aval_text as aval_text, describe_concrete as describe_concrete, leaf_value as leaf_value

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._common import BoundedCache, safe_str
 from .._jax import inline_token
-from ._describe import is_jaxpr
+from ._jaxpr_records import is_jaxpr
 from ._sharding_text import mesh_text, sharding_text, spec_text
 
 ParamPairs = tuple[tuple[str, str], ...]

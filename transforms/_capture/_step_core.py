@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from ..model import SourceLocation, Step
-from ._describe import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
+from ._locations import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
 from ._param_rules import KEYED_OBJECTS, param_summaries, params_key
 
 __all__ = ["STRIDE", "PyStepCore", "built_steps", "step_core_class", "steps_from"]

@@ -1,4 +1,4 @@
-"""A concrete leaf's value text (`transforms._capture._describe.leaf_value`) against numpy's own
+"""A concrete leaf's value text (`transforms._capture._values.leaf_value`) against numpy's own
 statistics (the recorder computes them with ufunc reductions, not ndarray's methods), and
 scalar literals described once per exact value."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from transforms._capture._describe import SMALL_VALUE_SIZE, describe_concrete, leaf_value
+from transforms._capture._values import SMALL_VALUE_SIZE, describe_concrete, leaf_value
 
 
 def _g(v) -> str:
