@@ -115,7 +115,7 @@ def session_of_leaves(n: int) -> Session:
                   if t.role in ("input", "gradient"))
     pairs = ()
     if len(trees) == 2:
-        from transforms._trees._pytrees import pair_trees
+        from transforms._trees._tree_pairs import pair_trees
         pairs = (pair_trees("gradient", "d vs its gradient", trees[0], trees[1],
                             "the input d", "its gradient"),)
     big = dataclasses.replace(call, trees=trees, pairs=pairs)

@@ -14,7 +14,8 @@ from typing import Any, Callable, NamedTuple
 
 from .._capture import Options, signature_holder
 from ..model import Derivative, TransformKind, TreePair, TreeRecord, kind_of
-from ._pytrees import TreeBuilder, nest_trees, pair_trees, tuple_tree
+from ._pytrees import TreeBuilder
+from ._tree_pairs import nest_trees, pair_trees, tuple_tree
 
 __all__ = ["OUTPUT_TREES", "input_trees", "output_trees", "parameter_names",
            "signature_parameters"]

@@ -31,7 +31,8 @@ from ..model import (
 
 # NB: the check's entry point, long imported from here (tests do)
 from ._precheck import check_inputs as check_inputs, innermost_user_location
-from ._pytrees import TreeBuilder, pair_trees, treedef_tree
+from ._pytrees import TreeBuilder, treedef_tree
+from ._tree_pairs import pair_trees
 
 # --- structure mismatches ---------------------------------------------------------------
 # JAX raises these with PyTreeDef strings or prose. The trees themselves are

@@ -8,7 +8,8 @@ import pytest
 from corpus import CASES_BY_NAME, CONTAINER, MATRIX, PARAMS, assert_same_error, outcome
 
 import transforms as T
-from transforms._trees._pytrees import MAX_DEPTH, MAX_NODES, TreeBuilder, pair_trees, treedef_tree
+from transforms._trees._pytrees import MAX_DEPTH, MAX_NODES, TreeBuilder, treedef_tree
+from transforms._trees._tree_pairs import pair_trees
 
 
 def recorded(case_name):
@@ -187,7 +188,7 @@ def test_jacobian_outer_structure_is_the_function_output():
 
 
 def test_nesting_a_wide_tree_is_truncated():
-    from transforms._trees._pytrees import nest_trees
+    from transforms._trees._tree_pairs import nest_trees
     wide = TreeBuilder().build(list(range(100)), "input", "x")
     nested = nest_trees(wide, wide)
     assert len(nested.nodes) == MAX_NODES and nested.note == f"truncated at {MAX_NODES} nodes"

@@ -6,7 +6,8 @@ from corpus import CASES_BY_NAME, Primal, Tangent
 from rich.console import Console
 
 import transforms as T
-from transforms._trees._pytrees import TreeBuilder, pair_trees
+from transforms._trees._pytrees import TreeBuilder
+from transforms._trees._tree_pairs import pair_trees
 from transforms.model import Call, Diagnostic, ErrorRecord, Level, SourceLocation, Step
 from workbench.render.failure import DiagnosticsView, FailurePanel
 

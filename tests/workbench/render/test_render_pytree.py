@@ -6,7 +6,8 @@ from corpus import CONTAINER, Primal, Tangent, test_func
 from rich.console import Console
 
 import transforms as T
-from transforms._trees._pytrees import TreeBuilder, pair_trees
+from transforms._trees._pytrees import TreeBuilder
+from transforms._trees._tree_pairs import pair_trees
 from transforms.model import TreeNode, TreeRecord
 from workbench.render.pytree import PairView, TreeView
 
