@@ -15,13 +15,18 @@ from ._locations import (
 )
 from ._param_rules import jit_pairs_key as jit_pairs_key, summarize_params as summarize_params
 from ._sharding_text import mesh_text as mesh_text, sharding_text as sharding_text, spec_text as spec_text
+from ._signatures import (
+    argument_names as argument_names,
+    parameter_names as parameter_names,
+    signature_holder as signature_holder,
+    signature_parameters as signature_parameters,
+)
 from ._spec import (
     Options as Options,
     TransformSpec as TransformSpec,
     Wrapper as Wrapper,
     chain_of as chain_of,
     function_name as function_name,
-    signature_holder as signature_holder,
     spec_of as spec_of,
 )
 from ._state import (

@@ -12,8 +12,7 @@ from typing import Any, Callable, Mapping
 from .._common import safe_repr
 from ..model import TransformKind, kind_of
 
-__all__ = ["Options", "TransformSpec", "Wrapper", "chain_of", "function_name", "signature_holder",
-           "spec_of"]
+__all__ = ["Options", "TransformSpec", "Wrapper", "chain_of", "function_name", "spec_of"]
 
 
 class Options:
@@ -107,19 +106,6 @@ class Wrapper:
     follows its `__wrapped__` to f.
     """
     __wrapped__: Any
-
-
-def signature_holder(fun: Any) -> Any:
-    """The function whose signature `fun` has: through our wrappers to the user's function.
-
-    NB: a program builds `grad(f)` afresh on each call, f lives on: signatures cached per
-    function are found again.
-    """
-    for _ in range(64):
-        if not isinstance(fun, Wrapper):
-            break
-        fun = fun.__wrapped__
-    return fun
 
 
 def function_name(fun: Any) -> str:

@@ -33,12 +33,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import jax
 
-from .._capture import active_session, chain_of, function_name, recording_off, spec_of
+from .._capture import active_session, chain_of, function_name, parameter_names, recording_off, spec_of
 from .._jax import jax_own
 from ..model import Growth, GrowthPoint, GrowthSeries, Stage
 from ._autodiff import ad_stages
 from ._compiled import DeferredJit, nested_jit_stages
-from ._plan import Group, StagePlan, parameter_names
+from ._plan import Group, StagePlan
 from ._records import (
     Label,
     capturing,

@@ -15,8 +15,7 @@ import jax
 import numpy as np
 
 from .. import _jax as _i
-from .._capture import TransformSpec, chain_of, function_name, spec_of
-from .._trees import signature_parameters
+from .._capture import TransformSpec, chain_of, function_name, parameter_names, spec_of
 from ._tape import RuleTapes, StagedSteps, Tape, abstract, is_array_like
 
 # --- what a call's capture needs, gathered while the call runs -----------------------
@@ -402,7 +401,3 @@ def _current_mesh() -> Any:
         return jax.sharding.get_mesh()
     except Exception:  # inside a trace
         return None
-
-
-def parameter_names(fun: Any) -> list[str]:
-    return [p.name for p in signature_parameters(fun)]

@@ -4,6 +4,5 @@ custom pytree nodes, and the diagnosis of a failure."""
 from __future__ import annotations
 
 from ._call_trees import CallTrees as CallTrees
-from ._derivatives import parameter_names as parameter_names, signature_parameters as signature_parameters
 from ._precheck import check_inputs as check_inputs, non_array_argument_error as non_array_argument_error
 from ._pytrees import tree_text as tree_text

@@ -1,15 +1,20 @@
 """The hook a CallBuilder holds: a call's trees, pairs and diagnostics while it runs
 (inputs described before the trace, outputs and derivatives after it, failures diagnosed by
-transforms/_trees/_diagnose.py). Every method is guarded: a fault here is recorded, never raised."""
+transforms/_trees/_diagnose.py). Every method is guarded: a fault here is recorded, never raised.
+
+The one module of this package that takes the user's function: what the trees need of it
+(the kind whose trees they are, through our wrappers' specs; its parameters' names; a
+library's wrapper's view of its arguments) is read here, once, and handed down as data.
+"""
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Callable
 
-from .._capture import Options, spec_of
+from .._capture import Options, argument_names, parameter_names, spec_of
 from .._common import first_line, message
 from ..model import Diagnostic, Level, SourceLocation, TreePair, TreeRecord, kind_of
-from ._derivatives import input_trees, output_trees, parameter_names, signature_parameters
+from ._derivatives import input_trees, output_trees
 from ._diagnose import FailureContext, diagnose, leak_diagnostic
 from ._library_views import UserView, library_values, mark_static, user_view
 from ._precheck import check_inputs
@@ -24,6 +29,19 @@ def _function_label(fun: Any) -> str:
     return name if isinstance(name, str) else type(fun).__name__
 
 
+def _trees_kind(transform: str, fun: Any, options: Options) -> tuple[str, Any, Options, int]:
+    """The kind whose trees a call has, its function, options and level depth: a transparent
+    kind's outputs are its function's (jit(value_and_grad(f)) has value_and_grad's trees, as
+    the unjitted call has them)."""
+    depth = 1
+    inner = spec_of(fun) if kind_of(transform).transparent else None
+    while inner is not None and depth < 64:
+        transform, fun, options = inner.kind, inner.fun, inner.options
+        depth += 1
+        inner = spec_of(fun) if kind_of(transform).transparent else None
+    return transform, fun, options, depth
+
+
 class CallTrees:
     """A call's trees, pairs and diagnostics while it runs; built once per call.
 
@@ -33,14 +51,7 @@ class CallTrees:
 
     def __init__(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                  describe: Callable[[Any], Any]):
-        # A transparent kind's outputs are its function's: jit(value_and_grad(f)) has
-        # value_and_grad's trees, as the unjitted call has them.
-        self.depth = 1  # the depth of the level of the kind whose trees these are
-        inner = spec_of(fun) if kind_of(transform).transparent else None
-        while inner is not None and self.depth < 64:
-            transform, fun, options = inner.kind, inner.fun, inner.options
-            self.depth += 1
-            inner = spec_of(fun) if kind_of(transform).transparent else None
+        transform, fun, options, self.depth = _trees_kind(transform, fun, options)
         self.transform = transform
         self.options = options
         self.builder = TreeBuilder(describe)
@@ -54,32 +65,25 @@ class CallTrees:
         self.view: UserView | None = None  # the user's arguments behind a library's wrapper
         self.nested_seen: set[str] = set()  # functions of transformations called inside
         try:
-            self.parameters = tuple(_parameter_names(fun))
-            self.inputs = self._input_trees(transform, fun, args, kwargs)
+            self.parameters = tuple(parameter_names(fun))
+            # A library's wrapper may have repacked the user's arguments: the trees are named
+            # by what the user passed, the pre-trace check by what the wrapper was handed.
+            entry = kind_of(transform)
+            self.view = view = user_view(fun, args, kwargs) if entry.transparent else None
+            user_fun, user_args, user_kwargs = _user_side(fun, args, kwargs, view)
+            self.inputs = _static_marked(input_trees(
+                transform, argument_names(user_fun, user_args), user_args, user_kwargs,
+                self.builder), view)
             self.diagnostics.extend(_shape_diagnostics(self.inputs))
             names = [t.name for t in self.inputs if t.argnum is not None]
-            if self.view is not None:
-                self.parameters = tuple(_parameter_names(self.view.fun))
-                names = parameter_names(fun, args)
+            if view is not None:
+                self.parameters = tuple(parameter_names(view.fun))
+                names = argument_names(fun, args)
             names += [f"args[{i}]" for i in range(len(names), len(args))]
-            data_kwargs = {} if kind_of(transform).config_kwargs else kwargs
+            data_kwargs = {} if entry.config_kwargs else kwargs
             self.diagnostics.extend(check_inputs(args, data_kwargs, names))
         except Exception as e:
             self._internal("describing the inputs", e)
-
-    def _input_trees(self, transform: str, fun: Any, args: tuple,
-                     kwargs: dict) -> list[TreeRecord]:
-        """Trees of what the user passed: through a library's wrapper, its arguments."""
-        if kind_of(transform).transparent:  # a library's wrapper may have repacked them
-            self.view = user_view(fun, args, kwargs)
-        if self.view is None:
-            return input_trees(transform, fun, library_values(args),
-                               library_values(kwargs), self.builder)
-        view = self.view
-        trees = input_trees(transform, view.fun, view.args, view.kwargs, self.builder)
-        return [mark_static(t, view.static_leaves[t.argnum])
-                if t.argnum is not None and t.argnum < len(view.static_leaves) else t
-                for t in trees]
 
     def finish(self, outputs: Any) -> None:
         if self.view is not None:
@@ -108,7 +112,7 @@ class CallTrees:
             return
         self.nested_seen.add(name)
         try:
-            inputs = input_trees(transform, fun, args, kwargs, self.builder)
+            inputs = input_trees(transform, argument_names(fun, args), args, kwargs, self.builder)
             _, pairs = output_trees(transform, options, inputs, out, self.builder)
         except Exception as e:
             self._internal(f"describing the trees of {transform}({name})", e)
@@ -161,6 +165,22 @@ class CallTrees:
             ""))
 
 
+def _user_side(fun: Any, args: tuple, kwargs: dict, view: UserView | None) -> tuple[Any, tuple, dict]:
+    """The function and arguments as the user wrote them: behind a library's wrapper, its view's."""
+    if view is None:
+        return fun, library_values(args), library_values(kwargs)
+    return view.fun, view.args, view.kwargs
+
+
+def _static_marked(trees: list[TreeRecord], view: UserView | None) -> list[TreeRecord]:
+    """The trees with the leaves a library's wrapper kept static marked so."""
+    if view is None:
+        return trees
+    masks = view.static_leaves
+    return [mark_static(t, masks[t.argnum]) if t.argnum is not None and t.argnum < len(masks)
+            else t for t in trees]
+
+
 def _shape_diagnostics(trees: list[TreeRecord]) -> list[Diagnostic]:
     """Cyclic and too deep inputs, as the tree builder found them."""
     found = []
@@ -177,7 +197,3 @@ def _shape_diagnostics(trees: list[TreeRecord]) -> list[Diagnostic]:
                     "deep.", node.type_name, tree.name))
                 break
     return found
-
-
-def _parameter_names(fun: Any) -> list[str]:
-    return [p.name for p in signature_parameters(fun)]

@@ -8,63 +8,26 @@ values the wrapper was given (`_spec.Options`).
 """
 from __future__ import annotations
 
-import inspect
-import weakref
 from typing import Any, Callable, NamedTuple
 
-from .._capture import Options, signature_holder
+from .._capture import Options
 from ..model import Derivative, TransformKind, TreePair, TreeRecord, kind_of
 from ._pytrees import TreeBuilder
 from ._tree_pairs import nest_trees, pair_trees, tuple_tree
 
-__all__ = ["OUTPUT_TREES", "input_trees", "output_trees", "parameter_names",
-           "signature_parameters"]
-
-_signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+__all__ = ["OUTPUT_TREES", "input_trees", "output_trees"]
 
 
-def signature_parameters(fun: Any) -> list[inspect.Parameter]:
-    """inspect.signature(fun)'s parameters, once per function (every recorded call asks)."""
-    fun = signature_holder(fun)
-    try:
-        return _signatures[fun]
-    except (KeyError, TypeError):  # not seen yet, or not weakly referable / hashable
-        pass
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):  # builtins, odd callables
-        params = []
-    try:
-        _signatures[fun] = params
-    except TypeError:
-        return params
-    return params
-
-
-def parameter_names(fun: Any, args: tuple) -> list[str]:
-    """A name for each positional argument: the parameter's, else `args[i]`."""
-    names = [f"args[{i}]" for i in range(len(args))]
-    params = signature_parameters(fun)
-    for i, p in enumerate(params):
-        if i >= len(args):
-            break
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names[i] = p.name
-        elif p.kind == p.VAR_POSITIONAL:
-            break
-    return names
-
-
-def input_trees(transform: str, fun: Any, args: tuple, kwargs: dict,
+def input_trees(transform: str, names: list[str], args: tuple, kwargs: dict,
                 builder: TreeBuilder) -> list[TreeRecord]:
-    """A tree per argument, named and given a role as the kind says (f's parameter names by
-    default); keyword arguments too, unless they configure the transformation."""
+    """A tree per argument, named and given a role as the kind says (by default `names`, the
+    function's name for each argument); keyword arguments too, unless they configure the
+    transformation."""
     entry = kind_of(transform)
     if entry.inputs is not None:
         names = [name for name, _ in entry.inputs]
         roles = [role for _, role in entry.inputs]
     else:
-        names = parameter_names(fun, args)
         roles = [entry.input_role] * len(args)
     trees = [builder.build(a, role, name, i) for i, (a, name, role) in
              enumerate(zip(args, names, roles))]

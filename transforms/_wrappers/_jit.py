@@ -29,6 +29,7 @@ from .. import _jax as _i
 from .._capture import (
     Options,
     TransformSpec,
+    argument_names,
     check_retrace,
     note_jit_traced,
     recording_off,
@@ -37,7 +38,7 @@ from .._capture import (
 )
 from .._jax import jax_own
 from .._recording import build, note_jit_arguments, record_failed_call, run_recorded_level
-from .._trees import check_inputs, non_array_argument_error, parameter_names
+from .._trees import check_inputs, non_array_argument_error
 
 __all__ = ["jit"]
 
@@ -176,7 +177,7 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     fun, options = entry._fun(), entry._options
     note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
     raised: list[BaseException] = []
-    check_inputs(args, kwargs, parameter_names(fun, args), raised)
+    check_inputs(args, kwargs, argument_names(fun, args), raised)
     if not raised:
         # An argument that is not an array (a function or a string inside an object):
         # JAX raises TypeError before tracing.
