@@ -95,7 +95,7 @@ def test_the_describer_keeps_nothing_per_tracer():
         for _ in range(200):
             values.append(jnp.sin(values[-1]))
             if len(values) in (21, 201):  # 20 and then 200 tracers alive
-                sizes.append(_describer_size(_state.call.describer))
+                sizes.append(_describer_size(_state.call.steps.describer))
         return sum(v.sum() for v in values)
 
     with T.record(stages=False):
@@ -120,7 +120,7 @@ def test_equal_facts_share_one_record():
 
     def f(x):
         a, b = jnp.sin(x), jnp.sin(x)  # two tracers, the same facts at every level
-        describer = _state.call.describer
+        describer = _state.call.steps.describer
         seen.append((describer.describe(a), describer.describe(b), describer.describe(a)))
         return (a + b).sum()
 

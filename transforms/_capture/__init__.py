@@ -30,6 +30,7 @@ from ._spec import (
     spec_of as spec_of,
 )
 from ._state import (
+    RecordingState as RecordingState,
     RetraceRefused as RetraceRefused,
     active_session as active_session,
     check_retrace as check_retrace,

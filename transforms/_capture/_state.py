@@ -2,8 +2,8 @@
 
 Context-local (contextvars), so asyncio tasks and threads each record into their own
 session; also the keys of JAX's jit caches per block, and stage capture's refusal to
-run a user's function again. The recorder (_recorder.py) writes it, the wrappers
-(_api.py) and stage capture (_chain.py) read it.
+run a user's function again. The recording layer (transforms._recording) writes it, the
+wrappers (_api.py) and stage capture (_chain.py) read it.
 """
 from __future__ import annotations
 
@@ -12,19 +12,23 @@ import contextvars
 import itertools
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
+from typing import Any, Generic, Iterator, NamedTuple, TypeVar
 
 from .. import _jax as _i
 from ._spec import function_name
 
-if TYPE_CHECKING:
-    from .._recording import CallBuilder, LevelState, SessionRecorder
+# The state holds the recording layer's objects (a layer above this one) and never uses them:
+# that layer reads it as RecordingState[SessionRecorder, CallBuilder, LevelState].
+Recorder = TypeVar("Recorder")  # a record() block's recorder (SessionRecorder)
+OpenCall = TypeVar("OpenCall")  # the call being recorded (CallBuilder)
+OpenLevel = TypeVar("OpenLevel")  # a level open in it (LevelState)
+
 
 class _Block:
     """One open `record()` block: its recorder and the frame that entered it."""
     __slots__ = ("recorder", "frame")
 
-    def __init__(self, recorder: SessionRecorder, frame: FrameType | None):
+    def __init__(self, recorder: Any, frame: FrameType | None):
         self.recorder, self.frame = recorder, frame
 
 
@@ -36,13 +40,12 @@ _blocks: contextvars.ContextVar[tuple[_Block, ...]] = contextvars.ContextVar(
     "transforms_record_blocks", default=())
 _off: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_recording_off",
                                                             default=False)
-_call: contextvars.ContextVar[CallBuilder | None] = contextvars.ContextVar(
-    "transforms_call", default=None)
-_levels: contextvars.ContextVar[list[LevelState] | None] = contextvars.ContextVar(
+_call: contextvars.ContextVar[Any] = contextvars.ContextVar("transforms_call", default=None)
+_levels: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "transforms_levels", default=None)
 
 
-class _State:
+class RecordingState(Generic[Recorder, OpenCall, OpenLevel]):
     """The recording state as attributes (read by _api.py), kept in context variables.
 
     `session` is the recorder of the innermost open block whose frame is running (a
@@ -50,7 +53,7 @@ class _State:
     block entered last (a pytest fixture that yields inside one)."""
 
     @property
-    def session(self) -> SessionRecorder | None:
+    def session(self) -> Recorder | None:
         if _off.get():
             return None
         blocks = _blocks.get()
@@ -67,15 +70,15 @@ class _State:
         return blocks[-1].recorder
 
     @property
-    def call(self) -> CallBuilder | None:
+    def call(self) -> OpenCall | None:
         return _call.get()
 
     @call.setter
-    def call(self, value: CallBuilder | None) -> None:
+    def call(self, value: OpenCall | None) -> None:
         _call.set(value)
 
     @property
-    def levels(self) -> list[LevelState]:
+    def levels(self) -> list[OpenLevel]:
         levels = _levels.get()
         if levels is None:
             levels = []
@@ -83,7 +86,7 @@ class _State:
         return levels
 
 
-state = _State()
+state: RecordingState[Any, Any, Any] = RecordingState()
 
 
 def entering_frame() -> FrameType | None:
@@ -94,7 +97,8 @@ def entering_frame() -> FrameType | None:
     return frame
 
 
-def active_session() -> SessionRecorder | None:
+def active_session() -> Any:
+    """The recorder of the block recording in this context, else None."""
     return state.session
 
 class Entered(NamedTuple):

@@ -1,4 +1,4 @@
-"""What a CallBuilder records about devices: layouts of multi-device arrays.
+"""What a call records about devices (CallShardings): layouts of multi-device arrays.
 
 Inputs' layouts when the call starts, outputs' (and gradients', named after the inputs
 they belong to) when it ends, or for a jit the executable's. Guarded like CallTrees: a
@@ -6,62 +6,78 @@ fault of ours records nothing, never fails a call.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 from .._capture import Options
-from ..model import kind_of
+from ..model import TreeRecord, kind_of
 from . import _sharding
 
-if TYPE_CHECKING:
-    from .._recording import CallBuilder
-
-__all__ = ["sharding_hook"]
+__all__ = ["CallShardings", "CallTreesView"]
 
 
-class _ShardingHook:
-    """What a CallBuilder records about devices: layouts of multi-device arrays.
+class CallTreesView(Protocol):
+    """What a call's shardings read of its trees (_trees' CallTrees, a layer above): the
+    input trees' names, and the kind whose outputs hold the gradients."""
+
+    @property
+    def inputs(self) -> Sequence[TreeRecord]: ...
+
+    @property
+    def transform(self) -> str: ...
+
+    @property
+    def options(self) -> Options: ...
+
+
+class CallShardings:
+    """What a call records about devices: layouts of multi-device arrays (`found`).
 
     Guarded like CallTrees: a fault of ours records nothing, never fails a call.
     Single-device calls pay one `device_set` check per concrete leaf.
     """
+    __slots__ = ("trees", "found")
 
-    @staticmethod
-    def inputs(call: CallBuilder, leaves: list, args: tuple, kwargs: dict) -> tuple:
+    def __init__(self, trees: CallTreesView, leaves: list, args: tuple, kwargs: dict):
+        self.trees = trees
+        self.found: tuple = self._inputs(leaves, args, kwargs)
+
+    def _inputs(self, leaves: list, args: tuple, kwargs: dict) -> tuple:
         try:
             if not any(map(_sharding.is_multi_device, leaves)):
                 return ()
-            names = [t.name for t in call.trees.inputs if t.argnum is not None]
+            names = [t.name for t in self.trees.inputs if t.argnum is not None]
             return tuple(_sharding.call_input_shardings(args, kwargs, names))
         except Exception:
             return ()
 
-    @staticmethod
-    def outputs(call: CallBuilder, outputs: Any) -> tuple:
+    def note_outputs(self, outputs: Any) -> None:
+        """The outputs' layouts, gradients named after their inputs."""
+        self.found += self._outputs(outputs)
+
+    def _outputs(self, outputs: Any) -> tuple:
         try:
             if not _sharding.any_multi_device(outputs):
                 return ()
-            found = _sharding.call_output_shardings(outputs, _gradient_prefix(call))
-            return _gradients_named(call, found)
+            found = _sharding.call_output_shardings(outputs, _gradient_prefix(self.trees))
+            return _gradients_named(self.trees, found)
         except Exception:
             return ()
 
-    @staticmethod
-    def call_shardings(call: CallBuilder, stages: tuple) -> tuple:
+    def of_call(self, stages: tuple) -> tuple:
         """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
-        if not call.shardings and not _compiled_layouts(stages):
+        if not self.found and not _compiled_layouts(stages):
             return ()  # nothing to name (always so with stages off)
-        return _ShardingHook.stage_shardings(call)(stages)
+        return self.of_stages()(stages)
 
-    @staticmethod
-    def stage_shardings(call: CallBuilder) -> Callable[[tuple], tuple]:
-        """call_shardings of stages that come later, holding the names it needs, not the call."""
-        if call.shardings:
-            known = call.shardings
+    def of_stages(self) -> Callable[[tuple], tuple]:
+        """of_call of stages that come later, holding the names it needs, not the call."""
+        if self.found:
+            known = self.found
             return lambda stages: known
         try:
-            names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
-            prefix = _gradient_prefix(call)
-            argnums = _derivative(call)[1].argnums
+            names = {t.argnum: t.name for t in self.trees.inputs if t.argnum is not None}
+            prefix = _gradient_prefix(self.trees)
+            argnums = self.trees.options.argnums
         except Exception:
             return lambda stages: ()
 
@@ -77,27 +93,18 @@ class _ShardingHook:
         return named
 
 
-sharding_hook = _ShardingHook()
-
-
 def _compiled_layouts(stages: tuple) -> list:
     """The compiled stages that hold layouts (a jit's executable's)."""
     return [s for s in stages if s.role == "hlo" and s.shardings]
 
 
-def _derivative(call: CallBuilder) -> tuple[str, Options]:
-    """The transform whose outputs hold gradients: the call's, or for a jit of grad, grad's
-    (the kind whose trees the call has: CallTrees sees through transparent kinds)."""
-    return call.trees.transform, call.trees.options
-
-
-def _gradient_prefix(call: CallBuilder) -> str | None:
+# NB: the transform whose outputs hold gradients is the trees' kind: the call's, or for a jit
+# of grad, grad's (CallTrees sees through transparent kinds).
+def _gradient_prefix(trees: CallTreesView) -> str | None:
     """Where the gradients sit in the call's outputs."""
-    transform, options = _derivative(call)
-    return kind_of(transform).gradient_prefix(options.has_aux)
+    return kind_of(trees.transform).gradient_prefix(trees.options.has_aux)
 
 
-def _gradients_named(call: CallBuilder, records: Any) -> tuple:
-    _, options = _derivative(call)
-    names = {t.argnum: t.name for t in call.trees.inputs if t.argnum is not None}
-    return _sharding.gradient_names(records, _gradient_prefix(call), options.argnums, names)
+def _gradients_named(trees: CallTreesView, records: Any) -> tuple:
+    names = {t.argnum: t.name for t in trees.inputs if t.argnum is not None}
+    return _sharding.gradient_names(records, _gradient_prefix(trees), trees.options.argnums, names)

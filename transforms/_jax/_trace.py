@@ -70,7 +70,7 @@ class RecordingTrace(Trace):
     def __init__(self, parent: Trace, level: Any):
         super().__init__()
         self.parent = parent
-        self.level = level  # a _recorder.LevelState; it knows its call
+        self.level = level  # a _levels.LevelState (transforms._recording); it knows its call
         # Primitives check `trace.requires_low` before dispatch: answer as the parent would.
         self.requires_low = getattr(parent, "requires_low", True)
         # NB: JAX's rules bind on `parent_trace` with it current; here that is

@@ -1,8 +1,22 @@
 """Recording a session: record() and its SessionRecorder, each call while it runs
-(CallBuilder), its levels (LevelState, run_level), and opening calls and levels for the
-wrappers (invoke, level_entry)."""
+(CallBuilder: its levels and steps, trees, shardings and stages), its levels (LevelState,
+run_level), and opening calls and levels for the wrappers (invoke, level_entry). Each
+subject in a module of its own:
+
+  _record        record(), the block
+  _recorder      SessionRecorder: a session's finished calls; stages shared by signature
+  _step_bound    StepBound: a recording kept to about max_steps steps
+  _summaries     StepSummaries: steps' params as text, sub-jaxprs as records (every session's)
+  _levels        LevelState, RuleSpec, run_level; LevelCall, what a level asks of its call
+  _call_steps    CallSteps: a call's levels, steps (the step core) and errors
+  _call_stages   CallStages: a call's stage capture (plan, watch, capture)
+  _call          CallBuilder: one call while it runs, made of the above; begin_call
+  _calls         invoke, level_entry: what the wrappers call
+"""
 from __future__ import annotations
 
+from ._call import CallBuilder as CallBuilder, begin_call as begin_call, state as state
+from ._call_stages import note_jit_arguments as note_jit_arguments
 from ._calls import (
     build as build,
     invoke as invoke,
@@ -11,9 +25,5 @@ from ._calls import (
     run_recorded_level as run_recorded_level,
 )
 from ._levels import LevelState as LevelState
-from ._recorder import (
-    CallBuilder as CallBuilder,
-    SessionRecorder as SessionRecorder,
-    note_jit_arguments as note_jit_arguments,
-    record as record,
-)
+from ._record import record as record
+from ._recorder import SessionRecorder as SessionRecorder

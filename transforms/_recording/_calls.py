@@ -10,10 +10,11 @@ import functools
 from typing import Any, Callable
 
 from .. import _jax as _i
-from .._capture import Options, TransformSpec, function_name, state
+from .._capture import Options, TransformSpec, function_name
 from ..model import kind_of
+from ._call import CallBuilder, begin_call, state
+from ._call_steps import level_kind
 from ._levels import run_level
-from ._recorder import CallBuilder, level_kind
 
 __all__ = ["build", "invoke", "level_entry", "run_recorded_level"]
 
@@ -38,7 +39,7 @@ def run_recorded_level(call: CallBuilder, fun: Callable, kind: str, options: Opt
                        args: tuple, kwargs: dict) -> Any:
     parent = state.levels[-1] if state.levels else None
     level = call.new_level(kind, _i.current_trace(), parent, function_name(fun), options)
-    tape = call.watch_level(level, fun, args, kwargs)  # stages: what fun binds here
+    tape = call.stages.watch_level(level, fun, args, kwargs)  # stages: what fun binds here
     entry = kind_of(kind)
     try:
         out = run_level(level, fun, args, kwargs)
@@ -69,13 +70,12 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
     call = state.call
     if call is not None:
         spec = TransformSpec(kind, fun, transformed, options)
-        call.nested_transform(spec, args, kwargs)  # its own stages and gradient trees
+        call.stages.nested_call(spec, args, kwargs)  # its own stages
         out = _invoke_nested(call, transformed, args, kwargs)
-        call.nested_returned(spec, args, kwargs, out)
+        call.nested_returned(spec, args, kwargs, out)  # its gradient trees
         return out
-    call = session.begin_call(kind, fun, options, args, kwargs, parent=forward)
-    call.late = late
-    call.spec = TransformSpec(kind, fun, transformed, options)
+    call = begin_call(session, kind, fun, options, args, kwargs, parent=forward)
+    call.stages.plan(TransformSpec(kind, fun, transformed, options), late)
     forward_call = session.call_by_index(forward) if forward is not None else None
     if forward_call is not None:  # None: dropped by record(max_steps=...)
         call.trees.forward = forward_call.trees
@@ -84,7 +84,7 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
         outer = call.new_level("outer", _i.current_trace(), None)
         if kind_of(kind).backward_call:
             outer.set_phase("backward")
-        tape = call.watch_outer(outer, args, kwargs)  # stages: what the call executed
+        tape = call.stages.watch_outer(outer, args, kwargs)  # stages: what the call executed
         out = run_level(outer, transformed, args, kwargs)
         if tape is not None:
             tape.finish(out)
@@ -117,7 +117,7 @@ def record_failed_call(kind: str, fun: Any, options: Options, args: tuple, kwarg
     """A call that failed before JAX ran anything of it: recorded with its error."""
     session = state.session
     assert session is not None
-    call = session.begin_call(kind, fun, options, args, kwargs)
+    call = begin_call(session, kind, fun, options, args, kwargs)
     call.record_error(error, None)
     call.finish(failed=True)
 

@@ -3,21 +3,36 @@
 A LevelState is a level's handle on its call's step core (`_step_core`), which turns each
 primitive JAX binds at the level into a step row; RuleSpec runs a custom_jvp /
 custom_vjp rule body as a sub-level; run_level runs a function with a level's
-recorder as JAX's current trace.
+recorder as JAX's current trace. What a level asks of its call is LevelCall (the call
+itself, _call.py's CallBuilder, sits above this module).
 """
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
 from .. import _jax as _i
-from .._capture import state
+from .._capture import RecordingState, function_name, state as _state
 from .._common import message
 
-if TYPE_CHECKING:
-    from ._recorder import CallBuilder
+__all__ = ["LevelCall", "LevelState", "RuleSpec", "run_level"]
 
-__all__ = ["LevelState", "RuleSpec", "run_level"]
+
+class LevelCall(Protocol):
+    """What a level asks of the call it belongs to: a custom rule's level, and the record of
+    an error raised at it."""
+
+    def rule_level(self, kind: str, parent: LevelState, function: str, fun: Any,
+                   args: tuple) -> tuple[LevelState, Any]: ...
+
+    def late_rule(self, kind: str, fun: Any, function: str,
+                  args: tuple) -> tuple[LevelState | None, Any]: ...
+
+    def record_error(self, error: BaseException, level: LevelState | None) -> None: ...
+
+
+# NB: the recording state (_capture's) holds this layer's objects; read here as what they are.
+state = cast("RecordingState[Any, LevelCall, LevelState]", _state)
 
 
 class LevelState:
@@ -30,10 +45,10 @@ class LevelState:
     __slots__ = ("call", "core", "index", "label", "depth", "jax_trace", "inline_jnp", "tape",
                  "__weakref__")
 
-    def __init__(self, call: CallBuilder, index: int, label: str, depth: int,
+    def __init__(self, call: LevelCall, core: Any, index: int, label: str, depth: int,
                  jax_trace: Any, inline_jnp: bool):
         self.call = call
-        self.core = call.core
+        self.core = core
         self.index = index
         self.label = label
         self.depth = depth
@@ -68,7 +83,7 @@ class LevelState:
             self.tape.fail(index)
 
     def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
-        return self.call.rule_spec(kind, self, fun)
+        return RuleSpec(self.call, kind, self, function_name(_i.wrapped_python_function(fun)), fun)
 
 
 class RuleSpec:
@@ -79,7 +94,7 @@ class RuleSpec:
     a finished call's traces must not stay alive through it.
     """
 
-    def __init__(self, call: CallBuilder, kind: str, parent: LevelState, function: str,
+    def __init__(self, call: LevelCall, kind: str, parent: LevelState, function: str,
                  fun: Any = None):
         self._call = weakref.ref(call)
         self._parent = weakref.ref(parent)
@@ -99,10 +114,7 @@ class RuleSpec:
                 return f(*args, **kwargs)
             level = later
         else:
-            level = call.new_level(self.kind, _i.current_trace(), parent, self.function)
-            level.set_phase("rule")
-            call.watch_rule_level(level)
-            tape = call.watch_rule(level, self.kind, self.fun, args)
+            level, tape = call.rule_level(self.kind, parent, self.function, self.fun, args)
         if tape is None:
             return run_level(level, f, args, kwargs)
         try:

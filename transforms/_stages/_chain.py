@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import jax
 
@@ -361,6 +361,13 @@ def _inner_expr(expr: str) -> str:
 
 # --- growth: program size against batch size -------------------------------------
 
+class _GrowthSink(Protocol):
+    """Where growth() keeps its result: the session recording now (_recording's
+    SessionRecorder, a layer above)."""
+
+    def add_growth(self, growth: Growth) -> bool: ...
+
+
 def growth(funs: Mapping[str, Callable], make_args: Callable[[int], tuple],
            sizes: Sequence[int] = (1, 2, 3, 4), title: str = "") -> Growth:
     """Equation counts of each function's staged program at each batch size.
@@ -379,7 +386,7 @@ def growth(funs: Mapping[str, Callable], make_args: Callable[[int], tuple],
         series = tuple(GrowthSeries(label, tuple(_growth_point(fun, make_args, n) for n in sizes))
                        for label, fun in funs.items())
     result = Growth(title or "equations per batch size", series)
-    session = active_session()
+    session: _GrowthSink | None = active_session()
     if session is not None:
         session.add_growth(result)
     return result

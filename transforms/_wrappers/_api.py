@@ -14,9 +14,9 @@ import types
 from typing import Any, Callable
 
 from .. import _jax as _i
-from .._capture import Options, TransformSpec, Wrapper, state
+from .._capture import Options, TransformSpec, Wrapper
 from .._jax import jax_own
-from .._recording import build, invoke, level_entry
+from .._recording import build, invoke, level_entry, state
 from ._jit import jit
 from ._returned import invoke_keeping_origin, recording_pullback, recording_pushforward
 

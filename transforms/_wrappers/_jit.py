@@ -34,10 +34,16 @@ from .._capture import (
     note_jit_traced,
     recording_off,
     retrace_refused,
-    state,
 )
 from .._jax import jax_own
-from .._recording import build, note_jit_arguments, record_failed_call, run_recorded_level
+from .._recording import (
+    begin_call,
+    build,
+    note_jit_arguments,
+    record_failed_call,
+    run_recorded_level,
+    state,
+)
 from .._trees import check_inputs, non_array_argument_error
 
 __all__ = ["jit"]
@@ -97,8 +103,8 @@ class _JitEntry:
         if call is not None:  # traced inside a recorded call: a level of it
             return run_recorded_level(call, fun, "jit", self._options, args, kwargs)
         # Traced outside any recorded call: this trace is the call.
-        call = state.session.begin_call("jit", fun, self._options, args, kwargs)
-        call.spec = self.transform_spec()
+        call = begin_call(state.session, "jit", fun, self._options, args, kwargs)
+        call.stages.plan(self.transform_spec())
         state.call = call
         try:
             out = run_recorded_level(call, fun, "jit", self._options, args, kwargs)

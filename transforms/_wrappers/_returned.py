@@ -17,8 +17,8 @@ import weakref
 from typing import Any, Callable, NamedTuple
 
 from .. import _jax as _i
-from .._capture import Options, function_name, state
-from .._recording import invoke
+from .._capture import Options, function_name
+from .._recording import invoke, state
 
 __all__ = ["invoke_keeping_origin", "recording_pullback", "recording_pushforward"]
 

@@ -19,7 +19,7 @@ from corpus import CASES
 
 import transforms as T
 from transforms._capture import _step_core
-from transforms._recording import _recorder
+from transforms._recording import _call_steps
 
 C_CORE, WHY_NOT = _step_core._c_core()
 REQUIRED = os.environ.get("WORKBENCH_REQUIRE_CORE") == "1"
@@ -33,7 +33,7 @@ def test_the_c_core_is_there_when_required():
 
 
 def _recorded_text(core: type, run, stages: bool, monkeypatch) -> str:
-    monkeypatch.setattr(_recorder, "step_core_class", lambda: core)
+    monkeypatch.setattr(_call_steps, "step_core_class", lambda: core)
     with T.record(stages=stages) as session:
         try:
             run()

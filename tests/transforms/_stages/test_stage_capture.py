@@ -22,7 +22,7 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import transforms
-from transforms._recording import _recorder
+from transforms._capture import active_session
 from transforms.model import default_pair, find_stage, load
 
 REVERSE = ("f", "jvp(f)", "linearize(f)", "linear(f)", "transpose(linear(f))")
@@ -185,10 +185,10 @@ def test_a_thousand_calls_of_one_signature_capture_once(tmp_path):
     with transforms.record() as session:
         for i in range(1000):
             g(X * i, Y)
-        assert _recorder.active_session().stages.captures == 1
+        assert active_session().stages.captures == 1
         # a new signature (another shape) is captured on its own
         g(XS[0, :2], Y[:2])
-        assert _recorder.active_session().stages.captures == 2
+        assert active_session().stages.captures == 2
     assert f.runs == 1001
     first = session.calls[0].stages
     assert all(c.stages is first for c in session.calls[:1000])
@@ -207,7 +207,7 @@ def test_a_lambda_made_afresh_each_step_is_one_signature():
         for i in range(5):
             batch = jnp.ones(3) * i
             transforms.grad(lambda w: loss(w, batch))(X)
-        captures = _recorder.active_session().stages.captures
+        captures = active_session().stages.captures
     assert captures == 1
     assert len({id(c.stages) for c in session.calls}) == 1
 

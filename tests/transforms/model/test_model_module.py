@@ -48,7 +48,7 @@ def test_transforms_record_stays_the_function_after_the_old_module_is_imported()
             "print(callable(r), r.__module__, type(s).__module__)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
-    assert done.stdout.split() == ["True", "transforms._recording._recorder",
+    assert done.stdout.split() == ["True", "transforms._recording._record",
                                    "transforms.model._session"]
 
 

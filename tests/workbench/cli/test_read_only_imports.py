@@ -114,7 +114,7 @@ def test_transforms_names_that_need_jax_are_imported_on_first_use():
             " sorted(n for n in transforms.__all__ if not hasattr(transforms, n)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
-    assert done.stdout.split() == ["False", "True", "transforms._recording._recorder",
+    assert done.stdout.split() == ["False", "True", "transforms._recording._record",
                                    "transforms._stages._chain",
                                    "[]"]
 

@@ -1,0 +1,97 @@
+"""Steps' params as text, and their sub-jaxprs as records: StepSummaries, shared by every
+session recorded at one detail (what a step core asks when its own tables miss)."""
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from typing import Any
+
+from .. import _jax as _i
+from .._capture import jaxpr_record, jit_pairs_key, summarize_params
+from .._common import BoundedCache, ByObject
+from .._jax import is_inline_jit_params
+
+__all__ = ["SHARED_JAXPRS", "StepSummaries", "shared_summaries"]
+
+# The most jaxprs a session keeps alive for its records' sake (then it starts again).
+SHARED_JAXPRS = 512
+
+
+class StepSummaries:
+    """Steps' params as text pairs, and the records of their sub-jaxprs: what a step core
+    asks when its own tables do not have them (`step_params`, `jit_step`). One for each
+    detail, shared by every session (`shared_summaries`): what it keeps depends only on
+    the jaxpr and params, and a new session meets the jaxprs the last one did.
+
+    Kept by jaxpr object while it lives (JAX reuses the jaxprs of jnp functions; their
+    constants are the user's arrays). Holds no call: a core holds its methods.
+    """
+
+    def __init__(self, full_detail: bool):
+        self.full_detail = full_detail
+        self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
+        # (jaxpr, (name, donated_invars, inline_token)) -> (pairs, subjaxprs, inline)
+        self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
+        # jit_pairs_key(params) -> the pairs of a jnp wrapper's jit step (default detail)
+        self._pairs_by_text: BoundedCache = BoundedCache(10_000)
+
+    def jaxpr(self, name: str, jaxpr: Any):
+        # JAX caches the jaxprs of jnp wrappers: print each object once.
+        rec = self.jaxpr_records.get(jaxpr)
+        if rec is None:
+            rec = jaxpr_record(name, jaxpr)
+            self.jaxpr_records.put(jaxpr, None, rec)
+        return rec if rec.name == name else dataclasses.replace(rec, name=name)
+
+    def step_params(self, name: str, params: dict) -> tuple:
+        """(pairs, subjaxprs) of a step that is not a jit."""
+        pairs, jaxprs = summarize_params(name, params)
+        return pairs, tuple([self.jaxpr(key, j) for key, j in jaxprs]) if jaxprs else ()
+
+    def _inline_pairs(self, params: dict) -> tuple:
+        key = jit_pairs_key(params)
+        try:
+            pairs = self._pairs_by_text.get(key) if key is not None else None
+        except TypeError:  # flags of a kind that cannot be hashed
+            key = pairs = None
+        if pairs is None:
+            pairs = summarize_params("jit", params)[0]
+            if key is not None:
+                self._pairs_by_text.put(key, pairs)
+        return pairs
+
+    def jit_step(self, params: dict) -> tuple:
+        """(pairs, subjaxprs, inline) of a jit step, once per jaxpr object.
+
+        Every jnp function is a jit step, and JAX reuses their jaxprs (eight
+        layers call one tanh jaxpr), so this is the hottest rule.
+        """
+        jaxpr = params.get("jaxpr")
+        key: tuple | None = (params.get("name"), params.get("donated_invars"), _i.inline_token(params))
+        try:
+            hit = self.jit_summaries.get(jaxpr, key)
+        except TypeError:  # params of a shape we do not know: no caching
+            hit, key = None, None
+        if hit is not None:
+            return hit
+        inline = is_inline_jit_params(params)
+        if self.full_detail or not inline:
+            pairs, jaxprs = summarize_params("jit", params)
+            subjaxprs = tuple([self.jaxpr(k, j) for k, j in jaxprs])
+        else:
+            # At the default detail a jnp wrapper's body is named in its params
+            # (`jaxpr={jaxpr: sin, cos}`), not kept: the pairs of a jaxpr met for the
+            # first time (JAX's rules make one for each wrapper under vmap and grad)
+            # by what they print.
+            pairs = self._inline_pairs(params)
+            subjaxprs = ()
+        summary = (pairs, subjaxprs, inline)
+        if key is not None:
+            self.jit_summaries.put(jaxpr, key, summary)
+        return summary
+
+
+@cache
+def shared_summaries(full_detail: bool) -> StepSummaries:
+    """The step summaries of every session recorded at this detail."""
+    return StepSummaries(full_detail)
