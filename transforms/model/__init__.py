@@ -76,7 +76,6 @@ from ._records import (
     Level as Level,
     Metric as Metric,
     PrimitiveCount as PrimitiveCount,
-    SourceLocation as SourceLocation,
     Stage as Stage,
     Step as Step,
     SubJaxprRecord as SubJaxprRecord,
@@ -94,6 +93,7 @@ from ._session import (
     ProcessRecord as ProcessRecord,
     Session as Session,
 )
+from ._source_location import SourceLocation as SourceLocation
 from ._tree_records import (
     Diagnostic as Diagnostic,
     PairRow as PairRow,

@@ -27,8 +27,9 @@ from ._layout import (
     split_indexed,
 )
 from ._lazy import Lazy
-from ._records import Call, EqnRecord, SourceLocation, Stage
+from ._records import Call, EqnRecord, Stage
 from ._session import RECORD_TYPES, Session
+from ._source_location import SourceLocation
 
 __all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "save"]
 

@@ -15,31 +15,12 @@ NB: the module is `model`, not `record`: `transforms.record` is the record() fun
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
+from ._device_records import CollectiveRecord, ShardingRecord
 from ._kinds import CONCRETE_VALUE_KINDS, tracer_kind
-
-if TYPE_CHECKING:
-    # NB: annotations only (strings, never evaluated): the tree records refer back to
-    # SourceLocation, so they are imported here for the type checker alone.
-    from ._device_records import CollectiveRecord, ShardingRecord
-    from ._tree_records import Diagnostic, TreePair, TreeRecord
-
-
-@dataclass(frozen=True, slots=True)
-class SourceLocation:
-    """A line of the user's code: where a step was bound or a call was made.
-
-    `via` is the innermost line of an installed library (equinox, flax, diffrax...)
-    between that user line and JAX, when there is one: `eqx.filter_jit`'s own call.
-    """
-    file: str
-    line: int
-    function: str
-    via: SourceLocation | None = None
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line} ({self.function})"
+from ._source_location import SourceLocation
+from ._tree_records import Diagnostic, TreePair, TreeRecord
 
 
 class ValueRecord(NamedTuple):

@@ -27,6 +27,7 @@ from . import (
     _layout,
     _records,
     _session,
+    _source_location,
     _step_shapes,
     _tree_records,
 )
@@ -39,7 +40,7 @@ _SCALARS = {"str": {"type": "string"}, "int": {"type": "integer"},
 
 
 # The modules defining the record classes, in the order their classes are listed.
-RECORD_MODULES = (_records, _tree_records, _device_records, _session)
+RECORD_MODULES = (_source_location, _records, _tree_records, _device_records, _session)
 
 
 def record_classes() -> dict[str, type]:

@@ -29,12 +29,12 @@ from ._records import (
     Level,
     Metric,
     PrimitiveCount,
-    SourceLocation,
     Stage,
     Step,
     SubJaxprRecord,
     ValueRecord,
 )
+from ._source_location import SourceLocation
 from ._tree_records import Diagnostic, PairRow, TreeNode, TreePair, TreeRecord
 
 

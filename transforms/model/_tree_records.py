@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ._records import SourceLocation
+from ._source_location import SourceLocation
 
 # Trees are kept flat (nodes in preorder, children by index) so that deep
 # structures stay shallow in memory and in JSON.
