@@ -2,7 +2,20 @@
 (TransformSpec, Options), the recording state (open record() blocks, the call and levels in
 this context), live values described as records (Describer), the user's source line, each
 primitive's params as text, and the step core each level's RecordingTrace calls (C or
-Python). The recording Trace itself is JAX's side of the door (transforms._jax)."""
+Python). The recording Trace itself is JAX's side of the door (transforms._jax). One subject
+a module:
+
+  _spec          TransformSpec, Options, spec_of, chain_of: what a wrapper was built from
+  _signatures    a function's parameters, once per function (through our wrappers)
+  _state         RecordingState: open record() blocks, the call and levels in this context
+  _describe      Describer: one call's live values as shared records
+  _values        concrete values as records, leaf values, aval text
+  _jaxpr_records jaxprs as records
+  _locations     the user's source line (the step core's frame tables)
+  _param_rules   each primitive's params as text, one rule per primitive
+  _sharding_text a sharding, a mesh and a PartitionSpec as text
+  _step_core     the step core (PyStepCore, or the C one of _core.c)
+"""
 from __future__ import annotations
 
 from ._describe import Describer as Describer

@@ -1,6 +1,15 @@
 """Pytrees: live trees as TreeRecords, paired leaf by leaf (inputs with gradients, primal
 with tangent), a call's trees as its kind lays them out (CallTrees), the pre-trace check of
-custom pytree nodes, and the diagnosis of a failure."""
+custom pytree nodes, and the diagnosis of a failure. One subject a module:
+
+  _call_trees    CallTrees: the one module here that reads the call's function
+  _derivatives   input trees and the output rules (one per TransformKind.outputs, a table)
+  _pytrees       live pytrees and PyTreeDefs as TreeRecords (TreeBuilder)
+  _tree_pairs    trees paired node by node; argument tuples, Jacobians' nesting
+  _library_views the user's arguments behind a library's wrapper
+  _precheck      the pre-trace check of custom pytree nodes
+  _diagnose      what an exception in a recorded call means
+"""
 from __future__ import annotations
 
 from ._call_trees import CallTrees as CallTrees
