@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from rich.console import Console
+from textual.command import CommandList
 from textual.widgets import Static
 from tui_sessions import (
     SIZE,
@@ -20,6 +21,7 @@ from tui_sessions import (
     seed_logistic,
     status_text as _status,
     sync,
+    wait_until,
     widget_text as _text,
 )
 
@@ -176,8 +178,7 @@ async def test_stages_pick_diff_and_stats():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         pane = app.screen.query_one(StagesPane)
-        await pilot.pause(0.2)
-        await app.workers.wait_for_complete()
+        await app.workers.wait_for_complete()  # the diff of the two stages
         await pilot.pause()
         assert pane.right.marks  # grad added equations: marked on the right
         assert "added" in _text(pane.query_one("#stage-head"))
@@ -269,7 +270,11 @@ async def test_command_palette_runs_product_commands():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"Stages view")
-        await pilot.pause(0.3)
+        found = app.screen.query_one(CommandList)
+        await wait_until(pilot, lambda: found.highlighted is not None,
+                         "the palette to list what it found")
+        await app.workers.wait_for_complete()  # the palette's search, to its last match
+        await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen.active_view == "stages"

@@ -87,14 +87,21 @@ def test_step_view_80x24(snap_compare):
                         press=["down", "down"])
 
 
+async def _stages_aligned(pilot) -> None:
+    """The stages view, once its two stages are aligned (in a worker) and marked."""
+    await pilot.press("2")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def test_stages_view(snap_compare):
     assert snap_compare(_app(seed_convolve(), "vmap(convolve)"), terminal_size=(100, 32),
-                        press=["2", "wait:300"])
+                        run_before=_stages_aligned)
 
 
 def test_aligned_diff(snap_compare):
     assert snap_compare(_app(seed_logistic(), "vmap(grad(loss))"), terminal_size=(100, 32),
-                        press=["2", "wait:300", "d"])
+                        run_before=_stages_aligned, press=["d"])
 
 
 def test_failure_view(snap_compare):
