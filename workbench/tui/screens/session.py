@@ -18,7 +18,7 @@ from transforms.model import Call, Session
 from ... import _safe_text as safe_text
 from .. import export
 from ..messages import CallSelected, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..navigation import CALL, StageMap, pack, session_description, session_output, session_summary
+from ..navigation import CALL, pack, session_description, session_output, session_summary
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack
@@ -31,6 +31,7 @@ from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
 from ..widgets.navigator.step_list import StepList
 from ..widgets.pytree.pytree_pane import PytreePane
+from ..widgets.stages.stage_text import stage_map
 from ..widgets.stages.stages_pane import STAGE_KEYS, StagesPane
 from ..widgets.step.step_pane import StepPane
 
@@ -298,7 +299,7 @@ class SessionScreen(Screen):
         pane = self.query_one(StagesPane)
         smap = next((t.map for t in (pane.left, pane.right)
                      if t.stage_index == message.stage and t.map is not None), None)
-        step_index = (smap or StageMap.of(stage)).step_of_eqn(message.eqn)
+        step_index = (smap or stage_map(stage)).step_of_eqn(message.eqn)
         if step_index is None:
             self.say(f"equation {message.eqn} of {stage.name} was not staged from a recorded "
                      f"step" if stage.eqn_steps else
