@@ -26,7 +26,7 @@ from tui_sessions import (
 )
 
 import transforms
-from workbench.tui.navigation import STEP
+from workbench.tui.navigation import STEP, Selection
 from workbench.tui.screens.help import HelpScreen, _keys, key_sections
 from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen
@@ -330,9 +330,7 @@ async def test_never_crashes_on_corpus_sessions():
                 screen.action_view(view)
             await pilot.pause()
             for pos in range(0, len(call.steps), 5):
-                screen.call_index, screen.step_pos = c, pos
-                screen._dirty.add("step")
-                screen._refresh_active()
+                screen.selection = Selection(c, pos)
                 console.print(screen.query_one(StepPane).query_one("#step-body").content)
         await pilot.press("2", "d", "t", "end", "1", "end", "x", "3", "4")
         assert "render-error" not in console.export_text()
@@ -363,8 +361,7 @@ async def _every_view_of_every_step(s, pilot) -> list[str]:
     errors = render_errors(screen)
     for c, call in enumerate(s.calls):
         for pos in range(len(call.steps)):
-            screen.call_index, screen.step_pos = c, pos
-            screen._dirty.update(("step", "stages", "stages-cursor", "pytree", "failure"))
+            screen.selection = Selection(c, pos)
             for view in ("step", "stages", "pytree", "failure"):
                 screen.action_view(view)
             errors += render_errors(screen)

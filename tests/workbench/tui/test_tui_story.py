@@ -229,9 +229,9 @@ async def test_view_keys_keep_the_navigators_focus_and_arrows_keep_moving():
             assert steps.cursor == before + 1, key
         # the stages view's keys work from the navigator too
         pane = app.screen.query_one(StagesPane)
-        a = pane.a
+        a = pane.pair.a
         await pilot.press("a")
-        assert pane.a != a and steps.has_focus
+        assert pane.pair.a != a and steps.has_focus
 
 
 @sync
