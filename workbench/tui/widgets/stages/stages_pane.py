@@ -229,11 +229,14 @@ class StagesPane(Vertical, SelectionView):
         if found is not None:
             self._diff_ready(pair, found)
             return
-        stages = self.session.calls[pair.call].stages
-        self._compute_diff(pair, stages[pair.a], stages[pair.b])
+        self._compute_diff(pair)
 
+    # NB: the worker takes the pair, not the stages: Textual describes a worker by the
+    # repr of its arguments, and a 16,500-equation stage's took 150 ms.
     @work(thread=True, exclusive=True, group="stage-diff")
-    def _compute_diff(self, pair: StagePair, before: Stage, after: Stage) -> None:
+    def _compute_diff(self, pair: StagePair) -> None:
+        stages = self.session.calls[pair.call].stages
+        before, after = stages[pair.a], stages[pair.b]
         found: StageDiff | str
         try:
             found = side_by_side(before, after) or diff_stages(before, after)
