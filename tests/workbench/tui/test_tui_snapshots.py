@@ -16,10 +16,11 @@ import jax
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from repo_paths import ROOT
-from tui_sessions import seed_absolute, seed_convolve, seed_logistic
+from tui_sessions import seed_absolute, seed_convolve, seed_logistic, wait_until
 
 from transforms.model import Session
 from workbench.tui import build_app
+from workbench.tui.widgets.navigator.step_list import StepList
 
 
 @pytest.fixture(autouse=True)
@@ -89,6 +90,10 @@ def test_step_view_80x24(snap_compare):
 
 async def _stages_aligned(pilot) -> None:
     """The stages view, once its two stages are aligned (in a worker) and marked."""
+    # NB: run_before runs as the app starts: a key before the navigator has the focus
+    # would go into the filter line.
+    await wait_until(pilot, lambda: isinstance(pilot.app.focused, StepList),
+                     "the navigator to take the focus")
     await pilot.press("2")
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
