@@ -7,6 +7,8 @@ import functools
 import io
 import math
 import random
+import time
+from typing import Callable
 
 import jax.numpy as jnp
 import pytest
@@ -170,6 +172,17 @@ def build_app(*args, **kwargs):
     app = _build_app(*args, **kwargs)
     app.animation_level = "none"
     return app
+
+
+async def wait_until(pilot, condition: Callable[[], object], what: str,
+                     timeout: float = 10.0) -> None:
+    """Let the app run until `condition()` holds (each try waits for the app to go idle);
+    fail naming `what` was awaited if it still does not after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout:g} s for {what}, in vain", pytrace=False)
+        await pilot.pause()
 
 
 def widget_text(widget) -> str:

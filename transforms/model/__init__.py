@@ -8,13 +8,11 @@ call's stages, trees, errors and devices. Plain, frozen, typed, JSON-able.
     diff_stages(a, b)                                two stages compared, equation by equation
     kind_of(name)                                    the table of transformation kinds
     session_schema() / schema_problems(data)         the dump's JSON Schema and a validator
-    BoundedCache(limit)                              the recorder's bounded get-or-make table
                                                      (transforms._common's), for readers that
                                                      keep what they derive from records
 """
 from __future__ import annotations
 
-from .._common import BoundedCache as BoundedCache
 from ._device_records import (
     CollectiveRecord as CollectiveRecord,
     DeviceGroup as DeviceGroup,

@@ -14,12 +14,6 @@ class StepSelected(Message):
 
 
 @dataclass
-class CallSelected(Message):
-    """The navigator's cursor moved into another call."""
-    call: int
-
-
-@dataclass
 class EquationChosen(Message):
     """Enter on an equation of a stage: find the step that made it."""
     call: int

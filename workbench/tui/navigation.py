@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
@@ -59,6 +60,12 @@ def pack(kind: int, call: int, index: int) -> int:
 def unpack(code: int) -> tuple[int, int, int]:
     """(kind, call, index): index is a position in call.levels (LEVEL) or call.steps (STEP)."""
     return code & 3, (code >> 2) & ((1 << _CALL_BITS) - 1), code >> (_CALL_BITS + 2)
+
+
+class Selection(NamedTuple):
+    """What the navigator's cursor is on: a call, and a step of it (None on a call or level row)."""
+    call: int
+    step: int | None  # position in call.steps
 
 
 # --- levels and steps of a call ----------------------------------------------------

@@ -22,21 +22,8 @@ def step_primitive(step: Step) -> str:
 
 class StageMap:
     """One stage as the stages view needs it: its lines, each equation's line, and the
-    equations each recorded step was staged into. Built once per stage (`StageMap.of`),
-    so switching views or stages back and forth does not split 16,000 lines again."""
-
-    _recent: dict[int, StageMap] = {}  # id(stage) -> map, most recently used last
-    _KEEP = 8
-
-    @classmethod
-    def of(cls, stage: Stage) -> StageMap:
-        found = cls._recent.pop(id(stage), None)
-        if found is None or found.stage is not stage:
-            found = cls(stage)
-        cls._recent[id(stage)] = found
-        while len(cls._recent) > cls._KEEP:
-            del cls._recent[next(iter(cls._recent))]
-        return found
+    equations each recorded step was staged into. The stages view keeps the maps of the
+    stages it showed lately (`widgets/stages/stage_text.stage_map`)."""
 
     def __init__(self, stage: Stage):
         self.stage = stage

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from rich.console import Console
+from textual.command import CommandList
 from textual.widgets import Static
 from tui_sessions import (
     SIZE,
@@ -20,11 +21,12 @@ from tui_sessions import (
     seed_logistic,
     status_text as _status,
     sync,
+    wait_until,
     widget_text as _text,
 )
 
 import transforms
-from workbench.tui.navigation import STEP
+from workbench.tui.navigation import STEP, Selection
 from workbench.tui.screens.help import HelpScreen, _keys, key_sections
 from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen
@@ -176,8 +178,7 @@ async def test_stages_pick_diff_and_stats():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         pane = app.screen.query_one(StagesPane)
-        await pilot.pause(0.2)
-        await app.workers.wait_for_complete()
+        await app.workers.wait_for_complete()  # the diff of the two stages
         await pilot.pause()
         assert pane.right.marks  # grad added equations: marked on the right
         assert "added" in _text(pane.query_one("#stage-head"))
@@ -269,7 +270,11 @@ async def test_command_palette_runs_product_commands():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"Stages view")
-        await pilot.pause(0.3)
+        found = app.screen.query_one(CommandList)
+        await wait_until(pilot, lambda: found.highlighted is not None,
+                         "the palette to list what it found")
+        await app.workers.wait_for_complete()  # the palette's search, to its last match
+        await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen.active_view == "stages"
@@ -325,9 +330,7 @@ async def test_never_crashes_on_corpus_sessions():
                 screen.action_view(view)
             await pilot.pause()
             for pos in range(0, len(call.steps), 5):
-                screen.call_index, screen.step_pos = c, pos
-                screen._dirty.add("step")
-                screen._refresh_active()
+                screen.selection = Selection(c, pos)
                 console.print(screen.query_one(StepPane).query_one("#step-body").content)
         await pilot.press("2", "d", "t", "end", "1", "end", "x", "3", "4")
         assert "render-error" not in console.export_text()
@@ -358,8 +361,7 @@ async def _every_view_of_every_step(s, pilot) -> list[str]:
     errors = render_errors(screen)
     for c, call in enumerate(s.calls):
         for pos in range(len(call.steps)):
-            screen.call_index, screen.step_pos = c, pos
-            screen._dirty.update(("step", "stages", "stages-cursor", "pytree", "failure"))
+            screen.selection = Selection(c, pos)
             for view in ("step", "stages", "pytree", "failure"):
                 screen.action_view(view)
             errors += render_errors(screen)

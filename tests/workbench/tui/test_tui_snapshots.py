@@ -16,10 +16,11 @@ import jax
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from repo_paths import ROOT
-from tui_sessions import seed_absolute, seed_convolve, seed_logistic
+from tui_sessions import seed_absolute, seed_convolve, seed_logistic, wait_until
 
 from transforms.model import Session
 from workbench.tui import build_app
+from workbench.tui.widgets.navigator.step_list import StepList
 
 
 @pytest.fixture(autouse=True)
@@ -87,14 +88,25 @@ def test_step_view_80x24(snap_compare):
                         press=["down", "down"])
 
 
+async def _stages_aligned(pilot) -> None:
+    """The stages view, once its two stages are aligned (in a worker) and marked."""
+    # NB: run_before runs as the app starts: a key before the navigator has the focus
+    # would go into the filter line.
+    await wait_until(pilot, lambda: isinstance(pilot.app.focused, StepList),
+                     "the navigator to take the focus")
+    await pilot.press("2")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def test_stages_view(snap_compare):
     assert snap_compare(_app(seed_convolve(), "vmap(convolve)"), terminal_size=(100, 32),
-                        press=["2", "wait:300"])
+                        run_before=_stages_aligned)
 
 
 def test_aligned_diff(snap_compare):
     assert snap_compare(_app(seed_logistic(), "vmap(grad(loss))"), terminal_size=(100, 32),
-                        press=["2", "wait:300", "d"])
+                        run_before=_stages_aligned, press=["d"])
 
 
 def test_failure_view(snap_compare):

@@ -90,7 +90,7 @@ class ProcessScreen(SessionScreen):
         call, step = self.steps.current()
         screen = ProcessScreen(self.run, self.position + delta, self.run_title,
                                gallery=self.gallery, export_dir=self.export_dir,
-                               place=(call, step, self.active_view))
+                               place=(call, step, self.view))
         # NB: the app's default screen cannot be switched away (Textual keeps no result
         # callback for it): the first switch pushes, later ones replace the pushed screen.
         if self.switched:

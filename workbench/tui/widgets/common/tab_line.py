@@ -2,13 +2,14 @@
 
 Textual's TabbedContent switches a pane through several messages, each drawn
 as its own frame, so a number key took four or five frames to settle. The
-screen switches a ContentSwitcher itself in one step and tells this line
-which tab to mark; a click on a tab posts ViewChosen.
+screen switches its PaneStack itself in one step, and this line marks the tab
+of the screen's view (`active`, bound to it); a click on a tab posts ViewChosen.
 """
 from __future__ import annotations
 
 from rich.text import Text
 from textual import events
+from textual.reactive import var
 from textual.widgets import Static
 
 from ...messages import ViewChosen
@@ -21,18 +22,20 @@ class TabLine(Static):
     TabLine { height: 2; padding: 0 1; }
     """
 
+    active: var[str] = var("", init=False)  # the view whose tab is marked
+
     def __init__(self, tabs: list[tuple[str, str]], active: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.tabs = dict(tabs)   # view -> label, in order
-        self.active = active
+        self.set_reactive(TabLine.active, active)
         self._columns: list[tuple[int, int, str]] = []
 
     def on_mount(self) -> None:
         self._draw()
 
-    def set_active(self, view: str) -> None:
-        if view != self.active:
-            self.active = view
+    def watch_active(self, old: str, new: str) -> None:
+        # NB: a bound reactive is set (and watched) even to the value it has.
+        if new != old and self.is_mounted:
             self._draw()
 
     def set_label(self, view: str, label: str) -> None:

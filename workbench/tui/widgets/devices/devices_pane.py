@@ -13,6 +13,8 @@ from transforms.model import Call, ProcessInfo, Session
 
 from ....render.devices import DevicesView
 from ...guard import guarded
+from ...navigation import Outline, Selection
+from ..common.selection_view import SelectionView, call_changed
 
 
 def has_devices(session: Session) -> bool:
@@ -23,10 +25,21 @@ def has_devices(session: Session) -> bool:
     return any(c.shardings or any(s.collectives for s in c.stages) for c in session.calls)
 
 
-class DevicesPane(VerticalScroll, can_focus=True):
+class DevicesPane(VerticalScroll, SelectionView, can_focus=True):
+    VIEW = "devices"
     DEFAULT_CSS = """
     DevicesPane { padding: 0 1; height: 1fr; }
     """
+
+    def __init__(self, outline: Outline, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.outline = outline
+
+    depends_on = staticmethod(call_changed)
+
+    def show_selection(self, selection: Selection) -> None:
+        session = self.outline.session
+        self.show(session.calls[selection.call], session.process)
 
     def compose(self):
         yield Static(id="devices-body")

@@ -18,7 +18,8 @@ from transforms.model import Call, ErrorRecord
 from ....render.step import SourceView, shorten_paths
 from ...guard import Guarded, guarded
 from ...messages import FailureChosen
-from ...navigation import CallIndex, source_context, step_title
+from ...navigation import CallIndex, Outline, Selection, source_context, step_title
+from ..common.selection_view import SelectionView, call_changed
 
 # A last resort when workbench.render.failure is absent: the fix for the common ones.
 _HINTS = {
@@ -33,16 +34,26 @@ _HINTS = {
 }
 
 
-class FailurePane(VerticalScroll, can_focus=True):
+class FailurePane(VerticalScroll, SelectionView, can_focus=True):
+    VIEW = "failure"
     BINDINGS = [Binding("enter", "jump", "Go to failing step")]
     DEFAULT_CSS = """
     FailurePane { padding: 0 1; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, outline: Outline, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.outline = outline
         self.call_index = -1
         self.call: Call | None = None
+
+    depends_on = staticmethod(call_changed)
+
+    def show_selection(self, selection: Selection) -> None:
+        outline, c = self.outline, selection.call
+        failing = tuple((call.index, outline.call_label(i))
+                        for i, call in enumerate(outline.session.calls) if call.errors)
+        self.show(c, outline.session.calls[c], outline.index(c), outline.call_label(c), failing)
 
     def compose(self):
         yield Static(id="failure-body")

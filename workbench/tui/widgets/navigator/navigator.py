@@ -11,6 +11,7 @@ from textual.widgets import Input, Static
 from transforms.model import Session, is_decoded
 
 from ...messages import Status
+from ...navigation import Outline
 from .filter_input import FilterInput
 from .step_list import PHASE_MARKS, StepList
 
@@ -28,13 +29,14 @@ class Navigator(Vertical):
     Navigator > #legend { height: auto; padding: 0 1; color: $text-muted; background: $boost; }
     """
 
-    def __init__(self, session: Session, **kwargs) -> None:
+    def __init__(self, outline: Outline, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.session = session
+        self.outline = outline
+        self.session = outline.session
 
     def compose(self) -> ComposeResult:
         yield FilterInput(id="filter")
-        yield StepList(self.session, id="steps")
+        yield StepList(self.outline, id="steps")
         legend = legend_text(self.session)
         if legend.plain:
             yield Static(legend, id="legend")

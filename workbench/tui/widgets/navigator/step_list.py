@@ -4,16 +4,17 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from transforms.model import Session
-
 from ....analysis import UNKNOWN_LEVEL
-from ...messages import CallSelected, StepSelected
+from ...messages import StepSelected
 from ...navigation import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
 
 # A step's phase, marked after its primitive; the navigator's legend explains each mark.
 PHASE_MARKS = {"backward": ("←", "backward pass (transpose)"),
                "rule": ("ʳ", "inside a custom_jvp/custom_vjp rule")}
+
+# Sessions with this many steps index them for search in the background (idle slices).
+PREPARE_SEARCH_STEPS = 20_000
 
 
 class StepList(LineList):
@@ -35,13 +36,20 @@ class StepList(LineList):
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
         "step-list--call", "step-list--level", "step-list--fail"}
 
-    def __init__(self, session: Session, **kwargs) -> None:
+    def __init__(self, outline: Outline, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.outline = Outline(session)
-        self._call = -1
+        self.outline = outline
 
     def on_mount(self) -> None:
         self.set_rows(len(self.outline), cursor=self._first_step_row())
+        if self.outline.session.step_count >= PREPARE_SEARCH_STEPS:
+            # Index the steps for search in idle slices of a few ms, so the first `/` on a
+            # big session does not pay for it.
+            self._preparing = self.set_interval(0.02, self._prepare_search)
+
+    def _prepare_search(self) -> None:
+        if self.outline.prepare_search():
+            self._preparing.stop()
 
     def _first_step_row(self) -> int:
         for i in range(min(len(self.outline), 64)):
@@ -115,9 +123,6 @@ class StepList(LineList):
         if not len(self.outline):
             return
         kind, c, index = self.outline.row(new)
-        if c != self._call:
-            self._call = c
-            self.post_message(CallSelected(c))
         self.post_message(StepSelected(c, index if kind == STEP else None))
 
     def current(self) -> tuple[int, int | None]:

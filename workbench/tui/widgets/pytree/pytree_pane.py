@@ -13,8 +13,10 @@ from rich.text import Text
 from transforms.model import Call
 
 from ....render.failure import DiagnosticsView
+from ...navigation import Outline, Selection
 from ...tree_rows import TreeRows, call_tree_rows
 from ..common.line_list import LineList
+from ..common.selection_view import SelectionView, call_changed
 
 # Style names of tree_rows -> the look of each.
 _STYLES = {"title": "bold", "head": "bold", "leaf": "cyan", "node": "bold",
@@ -22,20 +24,28 @@ _STYLES = {"title": "bold", "head": "bold", "leaf": "cyan", "node": "bold",
            "right_only": "green", "first": "bold red", "same_structure": "green", "static": "magenta", "": ""}
 
 
-class PytreePane(LineList):
+class PytreePane(LineList, SelectionView):
     """Rows of the call's pytrees; `/` searches them."""
+
+    VIEW = "pytree"
 
     DEFAULT_CSS = """
     PytreePane { padding: 0 1; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, outline: Outline, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.outline = outline
         self.rows = TreeRows([])
         self.call: Call | None = None
         self._built_for: int | None = None
         self._extra: list[Text] = []
         self._styles = {name: Style.parse(spec) if spec else Style() for name, spec in _STYLES.items()}
+
+    depends_on = staticmethod(call_changed)
+
+    def show_selection(self, selection: Selection) -> None:
+        self.show(self.outline.session.calls[selection.call])
 
     def show(self, call: Call) -> None:
         self.call = call

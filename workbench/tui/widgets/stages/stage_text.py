@@ -5,8 +5,9 @@ import bisect
 import itertools
 
 from rich.text import Text
+from textual.cache import LRUCache
 
-from transforms.model import BoundedCache, Stage
+from transforms.model import Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
@@ -15,6 +16,21 @@ from ..common.line_list import LineList
 
 _MARKS = {"changed": ("~", "yellow"), "added": ("+", "green"), "removed": ("-", "red")}
 _CACHE = 512  # highlighted lines kept: a few screens' worth
+
+# The stages shown lately as lines (by id: a map holds its stage, so no other stage takes
+# that id while it is here): switching views or stages back and forth does not split
+# 16,000 lines again.
+_maps: LRUCache[int, StageMap] = LRUCache(8)
+
+
+def stage_map(stage: Stage) -> StageMap:
+    """The stage's map, made once while it is among the stages shown lately."""
+    found = _maps.get(id(stage))
+    if found is None or found.stage is not stage:
+        found = StageMap(stage)
+        _maps.discard(id(stage))
+        _maps.set(id(stage), found)
+    return found
 
 
 class StageText(LineList):
@@ -34,12 +50,12 @@ class StageText(LineList):
         self._eqn_of_line: dict[int, int] = {}
         self.marks: dict[int, str] = {}  # equation -> changed | added | removed
         self._gutter = 0
-        self._cache: BoundedCache = BoundedCache(_CACHE)  # row -> highlighted Text
+        self._cache: LRUCache[int, Text] = LRUCache(_CACHE)  # row -> highlighted Text
         self._search: tuple[list[str], str, list[int]] | None = None
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
-        shown = StageMap.of(stage) if stage is not None else None
+        shown = stage_map(stage) if stage is not None else None
         self.lines = shown.lines if shown is not None else []  # made safe line by line when drawn
         self.map = shown if shown is not None and stage is not None and stage.eqns else None
         lines_of = self.map.eqn_lines if self.map is not None else None
@@ -71,7 +87,7 @@ class StageText(LineList):
         cached = self._cache.get(row)
         if cached is None:
             cached = self._highlighted(row)
-            self._cache.put(row, cached)
+            self._cache.set(row, cached)
         return cached.copy()
 
     def _highlighted(self, row: int) -> Text:

@@ -9,25 +9,34 @@ from transforms.model import Call, level_rows
 
 from ....render.step import SourceView, StepView
 from ...guard import guarded
-from ...navigation import CallIndex, source_context
+from ...navigation import CallIndex, Outline, Selection, source_context
+from ..common.selection_view import SelectionView
 
 
-class StepPane(VerticalScroll, can_focus=True):
+class StepPane(VerticalScroll, SelectionView, can_focus=True):
     """Shows whatever step the navigator is on; bounded work per step, whatever the session size."""
+
+    VIEW = "step"
 
     DEFAULT_CSS = """
     StepPane { padding: 0 1; }
     StepPane > Static { width: auto; min-width: 100%; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, outline: Outline, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.outline = outline
         # Made here, not in compose: the navigator may select a step before this pane's
         # children are mounted (a screen pushed while another is settling).
         self.body = Static(Text("select a step in the navigator", style="dim"), id="step-body")
 
     def compose(self):
         yield self.body
+
+    def show_selection(self, selection: Selection) -> None:
+        c = selection.call
+        self.show(self.outline.session.calls[c], self.outline.index(c), selection.step,
+                  self.outline.call_label(c))
 
     def show(self, call: Call, index: CallIndex, step_pos: int | None, label: str = "") -> None:
         body = self.body

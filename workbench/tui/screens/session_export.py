@@ -1,0 +1,60 @@
+"""The session screen's exports: the current call as JSON or as a graph image (written in a
+worker thread), the view as SVG; each says in the status line where it went, or why not."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from transforms.model import Call
+
+from .. import export
+
+if TYPE_CHECKING:
+    from .session import SessionScreen
+
+
+def stem(screen: SessionScreen, call: Call | None) -> str:
+    """The files' name: the session's heading, the call and its label."""
+    label = screen.outline.call_label(screen.call_index) if call is not None else ""
+    return export.file_stem(screen.heading(), call, label)
+
+
+def export_json(screen: SessionScreen) -> None:
+    _export(screen, "JSON", lambda call: export.export_call_json(
+        screen.session, call, screen.export_dir, stem(screen, call)))
+
+
+def export_graph(screen: SessionScreen) -> None:
+    _export(screen, "graph", lambda call: export.export_call_graph(
+        call, screen.export_dir, stem(screen, call)))
+
+
+def save_view(screen: SessionScreen) -> None:
+    """A screenshot of the screen as it is, written at once (it is the frame shown)."""
+    name = f"{stem(screen, screen.call)}-{screen.view}.svg"
+    try:
+        screen.export_dir.mkdir(parents=True, exist_ok=True)
+        path = screen.app.save_screenshot(filename=name, path=str(screen.export_dir))
+    except Exception as e:  # a full disk, a read-only folder, text SVG cannot hold
+        screen.say(f"could not save the view: {type(e).__name__}: {e}", error=True)
+        return
+    screen.say(f"saved this view to {path}")
+
+
+def _export(screen: SessionScreen, what: str, write: Callable[[Call], Path]) -> None:
+    """Write the current call in a worker thread (a big call's graph takes seconds)."""
+    call = screen.call
+    if call is None:
+        return
+    app = screen.app
+
+    def run() -> None:
+        try:
+            path = write(call)
+        except Exception as e:  # Graphviz refusing a graph, a full disk: a message, not a crash
+            app.call_from_thread(screen.say, f"{what} export failed: {type(e).__name__}: {e}",
+                                 True)
+            return
+        app.call_from_thread(screen.say, f"wrote call {call.index} as {what} to {path}")
+
+    screen.run_worker(run, thread=True, exclusive=True, group="export")

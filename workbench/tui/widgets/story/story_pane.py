@@ -1,0 +1,46 @@
+"""The story view: what the recording shows (its description) and what the recorded
+program printed (the whole session's: prints are not per call)."""
+from __future__ import annotations
+
+from transforms.model import Session
+
+from ...navigation import Selection, session_description, session_output
+from ..common.selection_view import SelectionView
+from ..common.text_lines import TextLines
+
+
+class StoryPane(TextLines, SelectionView):
+    """The session's story, drawn once: it is the same whichever step is selected."""
+
+    VIEW = "output"
+
+    def __init__(self, session: Session, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.session = session
+
+    def depends_on(self, old: Selection | None, new: Selection | None) -> bool:
+        return False
+
+    def show_selection(self, selection: Selection) -> None:
+        lines, headings = story_lines(session_description(self.session),
+                                      session_output(self.session))
+        self.set_lines(lines, headings=headings)
+
+
+def story_lines(description: str, output: str | None) -> tuple[list[str], set[int]]:
+    """The story's lines, and which of them are headings."""
+    lines: list[str] = []
+    headings: set[int] = set()
+    if description:
+        headings.add(len(lines))
+        lines += ["What it shows", description, ""]
+    headings.add(len(lines))
+    lines.append("What it printed")
+    if output is None:
+        lines.append("(this recording kept no printed output: the gallery and "
+                     "`workbench run --watch` keep it)")
+    elif not output.strip():
+        lines.append("(nothing)")
+    else:
+        lines += output.rstrip("\n").split("\n")
+    return lines, headings
