@@ -8,8 +8,6 @@ call's stages, trees, errors and devices. Plain, frozen, typed, JSON-able.
     diff_stages(a, b)                                two stages compared, equation by equation
     kind_of(name)                                    the table of transformation kinds
     session_schema() / schema_problems(data)         the dump's JSON Schema and a validator
-                                                     (transforms._common's), for readers that
-                                                     keep what they derive from records
 """
 from __future__ import annotations
 
