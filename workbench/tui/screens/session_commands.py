@@ -2,15 +2,36 @@
 view's toggles and the exports, with the key that does the same."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
-if TYPE_CHECKING:
-    from .session import SessionScreen
+from ..navigation import Outline
+from ..widgets.navigator.step_list import StepList
 
 Command = tuple[str, str, Callable[[], object]]  # title, help, what it runs
 
 
-def commands(screen: SessionScreen) -> Iterator[Command]:
+class CommandScreen(Protocol):
+    """What the commands read and run on the session screen (session.SessionScreen)."""
+    has_devices: bool
+    gallery: bool
+    outline: Outline
+
+    @property
+    def export_dir(self) -> object: ...
+    @property
+    def steps(self) -> StepList: ...
+    def action_view(self, view: str) -> None: ...
+    def action_zoom(self) -> None: ...
+    def action_search(self) -> None: ...
+    def action_filter(self) -> None: ...
+    def toggle_in_stages(self, what: str) -> None: ...
+    def action_export_json(self) -> None: ...
+    def action_export_graph(self) -> None: ...
+    def action_export_svg(self) -> None: ...
+    def action_sessions(self) -> None: ...
+
+
+def commands(screen: CommandScreen) -> Iterator[Command]:
     """(title, help, callback) for each command the screen offers now."""
     yield "Step view", "the selected step: params, tracer towers, source", \
         lambda: screen.action_view("step")

@@ -3,33 +3,52 @@ worker thread), the view as SVG; each says in the status line where it went, or 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
-from transforms.model import Call
+from textual.app import App
+
+from transforms.model import Call, Session
 
 from .. import export
-
-if TYPE_CHECKING:
-    from .session import SessionScreen
+from ..navigation import Outline
 
 
-def stem(screen: SessionScreen, call: Call | None) -> str:
+class ExportingScreen(Protocol):
+    """What the exports read on the session screen (session.SessionScreen)."""
+    session: Session
+    outline: Outline
+    export_dir: Path
+    view: str
+
+    @property
+    def app(self) -> App[Any]: ...
+    @property
+    def call(self) -> Call | None: ...
+    @property
+    def call_index(self) -> int: ...
+    def heading(self) -> str: ...
+    def say(self, text: str, error: bool = False) -> None: ...
+    def run_worker(self, work: Callable[[], None], *, thread: bool, exclusive: bool,
+                   group: str) -> object: ...
+
+
+def stem(screen: ExportingScreen, call: Call | None) -> str:
     """The files' name: the session's heading, the call and its label."""
     label = screen.outline.call_label(screen.call_index) if call is not None else ""
     return export.file_stem(screen.heading(), call, label)
 
 
-def export_json(screen: SessionScreen) -> None:
+def export_json(screen: ExportingScreen) -> None:
     _export(screen, "JSON", lambda call: export.export_call_json(
         screen.session, call, screen.export_dir, stem(screen, call)))
 
 
-def export_graph(screen: SessionScreen) -> None:
+def export_graph(screen: ExportingScreen) -> None:
     _export(screen, "graph", lambda call: export.export_call_graph(
         call, screen.export_dir, stem(screen, call)))
 
 
-def save_view(screen: SessionScreen) -> None:
+def save_view(screen: ExportingScreen) -> None:
     """A screenshot of the screen as it is, written at once (it is the frame shown)."""
     name = f"{stem(screen, screen.call)}-{screen.view}.svg"
     try:
@@ -41,7 +60,7 @@ def save_view(screen: SessionScreen) -> None:
     screen.say(f"saved this view to {path}")
 
 
-def _export(screen: SessionScreen, what: str, write: Callable[[Call], Path]) -> None:
+def _export(screen: ExportingScreen, what: str, write: Callable[[Call], Path]) -> None:
     """Write the current call in a worker thread (a big call's graph takes seconds)."""
     call = screen.call
     if call is None:
