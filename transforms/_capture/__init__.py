@@ -12,6 +12,7 @@ a module:
   _values        concrete values as records, leaf values, aval text
   _jaxpr_records jaxprs as records
   _locations     the user's source line (the step core's frame tables)
+  _lost          what the recorder could not record, as a Diagnostic on the call
   _param_rules   each primitive's params as text, one rule per primitive
   _sharding_text a sharding, a mesh and a PartitionSpec as text
   _step_core     the step core (PyStepCore, or the C one of _core.c)
@@ -25,6 +26,10 @@ from ._locations import (
     set_user_code as set_user_code,
     traceback_location as traceback_location,
     user_location as user_location,
+)
+from ._lost import (
+    NoteLost as NoteLost,
+    lost_diagnostic as lost_diagnostic,
 )
 from ._param_rules import jit_pairs_key as jit_pairs_key, summarize_params as summarize_params
 from ._sharding_text import mesh_text as mesh_text, sharding_text as sharding_text, spec_text as spec_text

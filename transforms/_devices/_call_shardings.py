@@ -2,13 +2,13 @@
 
 Inputs' layouts when the call starts, outputs' (and gradients', named after the inputs
 they belong to) when it ends, or for a jit the executable's. Guarded like CallTrees: a
-fault of ours records nothing, never fails a call.
+fault of ours never fails a call; what it lost is noted on the call (`note_lost`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Protocol, Sequence
 
-from .._capture import Options
+from .._capture import NoteLost, Options
 from ..model import TreeRecord, kind_of
 from . import _sharding
 
@@ -28,11 +28,13 @@ class CallTreesView(Protocol):
     @property
     def options(self) -> Options: ...
 
+    def note_lost(self, what: str, error: BaseException) -> None: ...
+
 
 class CallShardings:
     """What a call records about devices: layouts of multi-device arrays (`found`).
 
-    Guarded like CallTrees: a fault of ours records nothing, never fails a call.
+    Guarded like CallTrees: a fault of ours never fails a call; the trees note what it lost.
     Single-device calls pay one `device_set` check per concrete leaf.
     """
     __slots__ = ("trees", "found")
@@ -47,7 +49,8 @@ class CallShardings:
                 return ()
             names = [t.name for t in self.trees.inputs if t.argnum is not None]
             return tuple(_sharding.call_input_shardings(args, kwargs, names))
-        except Exception:
+        except Exception as e:  # a fault of ours must not fail the user's call: noted
+            self.trees.note_lost("reading the inputs' shardings", e)
             return ()
 
     def note_outputs(self, outputs: Any) -> None:
@@ -60,35 +63,39 @@ class CallShardings:
                 return ()
             found = _sharding.call_output_shardings(outputs, _gradient_prefix(self.trees))
             return _gradients_named(self.trees, found)
-        except Exception:
+        except Exception as e:  # a fault of ours must not fail the user's call: noted
+            self.trees.note_lost("reading the outputs' shardings", e)
             return ()
 
     def of_call(self, stages: tuple) -> tuple:
         """Concrete arrays' layouts; for a jit (traced arguments) its executable's."""
         if not self.found and not _compiled_layouts(stages):
             return ()  # nothing to name (always so with stages off)
-        return self.of_stages()(stages)
+        return self.of_stages()(stages, self.trees.note_lost)
 
-    def of_stages(self) -> Callable[[tuple], tuple]:
-        """of_call of stages that come later, holding the names it needs, not the call."""
+    def of_stages(self) -> Callable[[tuple, NoteLost], tuple]:
+        """of_call of stages that come later, holding the names it needs, not the call:
+        what it loses is noted where its caller says (the call's record is made by then)."""
         if self.found:
             known = self.found
-            return lambda stages: known
+            return lambda stages, note_lost: known
         try:
             names = {t.argnum: t.name for t in self.trees.inputs if t.argnum is not None}
             prefix = _gradient_prefix(self.trees)
             argnums = self.trees.options.argnums
-        except Exception:
-            return lambda stages: ()
+        except Exception as e:  # a fault of ours must not fail the user's call: noted
+            self.trees.note_lost("naming the executable's shardings", e)
+            return lambda stages, note_lost: ()
 
-        def named(stages: tuple) -> tuple:
+        def named(stages: tuple, note_lost: NoteLost) -> tuple:
             try:
                 compiled = _compiled_layouts(stages)
                 if not compiled:
                     return ()
                 found = _sharding.named_for_call(compiled[-1].shardings, names, prefix)
                 return _sharding.gradient_names(found, prefix, argnums, names)
-            except Exception:
+            except Exception as e:  # a fault of ours must not fail the user's call: noted
+                note_lost("reading the executable's shardings", e)
                 return ()
         return named
 

@@ -11,10 +11,10 @@ import weakref
 from typing import Any
 
 from .. import _stages
-from .._capture import TransformSpec, recording_off
+from .._capture import TransformSpec, lost_diagnostic, recording_off
 from .._devices import CallShardings
 from .._stages import TapePair, failed_capture
-from ..model import Call, ErrorRecord, kind_of
+from ..model import Call, Diagnostic, ErrorRecord, kind_of
 from ._levels import LevelState
 from ._recorder import SessionRecorder
 
@@ -193,6 +193,11 @@ class CallStages:
         shardings_of = self.shardings.of_stages()
 
         def fix(call: Call, stages: tuple) -> Call:
-            shardings = call.shardings or shardings_of(stages)
+            lost: list[Diagnostic] = []
+            shardings = call.shardings or shardings_of(
+                stages, lambda what, e: lost.append(lost_diagnostic(what, e)))
+            if lost:  # what the recorder failed at, on the call as if noted while it ran
+                return dataclasses.replace(call, stages=stages, shardings=shardings,
+                                           diagnostics=call.diagnostics + tuple(lost))
             return dataclasses.replace(call, stages=stages, shardings=shardings)
         return fix

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from .._capture import Options, argument_names, parameter_names, spec_of
-from .._common import first_line, message
+from .._capture import Options, argument_names, lost_diagnostic, parameter_names, spec_of
+from .._common import message
 from ..model import Diagnostic, Level, SourceLocation, TreePair, TreeRecord, kind_of
 from ._derivatives import input_trees, output_trees
 from ._diagnose import FailureContext, diagnose, leak_diagnostic
@@ -83,14 +83,14 @@ class CallTrees:
             data_kwargs = {} if entry.config_kwargs else kwargs
             self.diagnostics.extend(check_inputs(args, data_kwargs, names))
         except Exception as e:
-            self._internal("describing the inputs", e)
+            self.note_lost("describing the inputs", e)
 
     def finish(self, outputs: Any) -> None:
         if self.view is not None:
             try:
                 outputs = self.view.outputs(outputs)
             except Exception as e:
-                self._internal(f"reading {self.view.library}'s outputs", e)
+                self.note_lost(f"reading {self.view.library}'s outputs", e)
         else:
             outputs = library_values(outputs)
         try:
@@ -99,7 +99,7 @@ class CallTrees:
             self.outputs.extend(trees)
             self.pairs.extend(pairs)
         except Exception as e:
-            self._internal("describing the outputs", e)
+            self.note_lost("describing the outputs", e)
 
     def note_nested(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                     out: Any) -> None:
@@ -115,7 +115,7 @@ class CallTrees:
             inputs = input_trees(transform, argument_names(fun, args), args, kwargs, self.builder)
             _, pairs = output_trees(transform, options, inputs, out, self.builder)
         except Exception as e:
-            self._internal(f"describing the trees of {transform}({name})", e)
+            self.note_lost(f"describing the trees of {transform}({name})", e)
             return
         for pair in pairs:
             left = dataclasses.replace(pair.left, name=f"{name}: {pair.left.name}")
@@ -130,14 +130,14 @@ class CallTrees:
             self.function_out = self.builder.build(out[0] if self.options.has_aux else out,
                                                    "function_out", "out")
         except Exception as e:
-            self._internal("describing the function's output", e)
+            self.note_lost("describing the function's output", e)
 
     def note_leaks(self, steps: list, leaked: list) -> None:
         """A leaked tracer met while tracing (JAX may raise only when it runs the result)."""
         try:
             found = leak_diagnostic(steps, leaked)
         except Exception as e:
-            self._internal("looking for leaked tracers", e)
+            self.note_lost("looking for leaked tracers", e)
             return
         if found is not None:
             self.diagnostics.append(found)
@@ -151,18 +151,17 @@ class CallTrees:
         try:
             return diagnose(ctx)
         except Exception as e:
-            self._internal("diagnosing the error", e)
+            self.note_lost("diagnosing the error", e)
             return {}
 
     @property
     def trees(self) -> tuple[TreeRecord, ...]:
         return tuple(self.inputs) + tuple(self.outputs)
 
-    def _internal(self, what: str, e: Exception) -> None:
-        # NB: our own fault: kept as a record so it is seen, never raised to the user.
-        self.diagnostics.append(Diagnostic(
-            "internal", f"the workbench failed {what}: {type(e).__name__}: {first_line(e)}",
-            ""))
+    def note_lost(self, what: str, error: BaseException) -> None:
+        """What the recorder failed at for this call (here or in a part that reads these
+        trees, e.g. CallShardings): an `internal` Diagnostic, never raised to the user."""
+        self.diagnostics.append(lost_diagnostic(what, error))
 
 
 def _user_side(fun: Any, args: tuple, kwargs: dict, view: UserView | None) -> tuple[Any, tuple, dict]:

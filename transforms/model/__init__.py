@@ -91,6 +91,7 @@ from ._session import (
 )
 from ._source_location import SourceLocation as SourceLocation
 from ._tree_records import (
+    LOST as LOST,
     Diagnostic as Diagnostic,
     PairRow as PairRow,
     TreeNode as TreeNode,

@@ -98,9 +98,15 @@ class TreePair:
         return self.first_difference is None
 
 
+# The Diagnostic kind of what the recorder failed to record for a call (its message says
+# what and why): a fault of ours, kept on the call rather than raised into the user's program.
+LOST = "internal"
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """A finding of the pre-trace check of a custom pytree node."""
+    """A finding of the pre-trace check of a custom pytree node, or (kind LOST) what the
+    recorder could not record for the call, and why."""
     kind: str                 # undefined_name | flatten_error | unflatten_error | roundtrip
                               # | unhashable_aux | cycle | too_deep | leaked_tracer | internal
     message: str

@@ -1,5 +1,5 @@
 """Plain-text summaries of a recorded call, as `workbench show` prints them: its levels
-nested by parent with their step counts, its steps, its errors, its stages."""
+nested by parent with their step counts, its steps, its errors and diagnostics, its stages."""
 from __future__ import annotations
 
 from typing import Any
@@ -70,6 +70,10 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         at = f" at step {error.step}" if error.step is not None else ""
         message = _first_line(error.message) or "(no message)"
         lines.append(f"  error{at}: {_t(error.type_name)}: {message}")
+    # NB: the pre-trace check's findings, and what the recorder could not record ("internal")
+    for d in call.diagnostics:
+        where = f" at {_t(d.path)}" if d.path else ""
+        lines.append(f"  diagnostic {_t(d.kind)}{where}: {_first_line(d.message)}")
     return lines
 
 

@@ -1,4 +1,5 @@
-"""The pre-trace check's findings as a table (shown in the failure and pytree views)."""
+"""A call's diagnostics as a table: the pre-trace check's findings, and what the recorder
+could not record (kind LOST), shown in the pytree view and, for the latter, the failure view."""
 from __future__ import annotations
 
 from rich import box
@@ -6,14 +7,20 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from transforms.model import Diagnostic
+from transforms.model import LOST, Call, Diagnostic
 
 from ._safe import safe
 from .step import shorten_paths
 
 
+def lost_diagnostics(call: Call) -> tuple[Diagnostic, ...]:
+    """What the recorder could not record for `call`, and why."""
+    return tuple(d for d in call.diagnostics if d.kind == LOST)
+
+
 class DiagnosticsView:
-    """The pre-trace check's findings: custom pytree nodes and their functions."""
+    """The pre-trace check's findings (custom pytree nodes and their functions), and what
+    the recorder lost."""
 
     def __init__(self, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]):
         self.diagnostics = tuple(diagnostics)
@@ -30,5 +37,6 @@ class DiagnosticsView:
         table.add_column("finding", overflow="fold")
         for d in self.diagnostics:
             where = shorten_paths(str(d.source)) if d.source is not None else d.path
-            table.add_row(Text(d.kind, style="yellow"), Text(where), Text(d.message))
+            style = "red" if d.kind == LOST else "yellow"
+            table.add_row(Text(d.kind, style=style), Text(where), Text(d.message))
         return table

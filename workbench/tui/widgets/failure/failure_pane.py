@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from transforms.model import Call, ErrorRecord
 
+from ....render.diagnostics import DiagnosticsView, lost_diagnostics
 from ....render.step import SourceView, shorten_paths
 from ...guard import Guarded, guarded
 from ...messages import FailureChosen
@@ -72,6 +73,16 @@ class FailurePane(VerticalScroll, SelectionView, can_focus=True):
 
 def failure_view(call: Call, index: CallIndex, label: str = "",
                  failing: tuple[tuple[int, str], ...] = ()) -> RenderableType:
+    view = _failure_view(call, index, label, failing)
+    lost = lost_diagnostics(call)
+    if not lost:
+        return view
+    return Group(view, Text(""), Text("The recorder could not record all of this call:",
+                                      style="bold red"), DiagnosticsView(lost))
+
+
+def _failure_view(call: Call, index: CallIndex, label: str,
+                  failing: tuple[tuple[int, str], ...]) -> RenderableType:
     if not call.errors:
         text = Text(f"{label or f'{call.transform}({call.function})'} ran without error.",
                     style="green")
