@@ -382,20 +382,29 @@ def to_device_ids(collectives: tuple[CollectiveRecord, ...],
 
 
 def with_compiled_view(stage: Stage, compiled: Any) -> Stage:
-    """An optimised-HLO stage with its collectives and the executable's shardings."""
+    """An optimised-HLO stage with its collectives and the executable's shardings; what
+    could not be read is said in the stage's note (a fault of ours never fails the stage)."""
     if not stage.available or stage.text is None:
         return stage
+    lost: list[str] = []
     try:
         shardings = compiled_shardings(compiled)
-    except Exception:  # a JAX without args_info/out_info: collectives still count
+    except Exception as e:  # a JAX without args_info/out_info: collectives still count
         shardings = ()
+        lost.append(f"the executable's shardings were not read ({_lost_reason(e)})")
     try:
         collectives = to_device_ids(collectives_in_hlo(stage.text), shardings)
-    except Exception:  # never fail a stage over this view
+    except Exception as e:  # never fail a stage over this view
         collectives = ()
-    if not collectives and not shardings:
+        lost.append(f"its collectives were not read ({_lost_reason(e)})")
+    if not collectives and not shardings and not lost:
         return stage
-    return dataclasses.replace(stage, collectives=collectives, shardings=shardings)
+    note = "; ".join([stage.note, *lost] if stage.note else lost)
+    return dataclasses.replace(stage, collectives=collectives, shardings=shardings, note=note)
+
+
+def _lost_reason(e: BaseException) -> str:
+    return f"{type(e).__name__}: {_first_line(e)}"
 
 
 # --- processes of a jax.distributed job ---------------------------------------------

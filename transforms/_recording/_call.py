@@ -69,7 +69,8 @@ class CallBuilder:
         self.out_tree = ""
         self.outputs: tuple = ()
         self.shardings = CallShardings(self.trees, leaves, args, kwargs)
-        self.stages = CallStages(recorder, index, transform, parent, args, kwargs, self.shardings)
+        self.stages = CallStages(recorder, index, transform, parent, args, kwargs, self.shardings,
+                                 self.trees.note_lost)
 
     # -- levels (LevelCall: what its levels ask of it) -------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,

@@ -11,7 +11,7 @@ import weakref
 from typing import Any
 
 from .. import _stages
-from .._capture import TransformSpec, lost_diagnostic, recording_off
+from .._capture import NoteLost, TransformSpec, lost_diagnostic, recording_off
 from .._devices import CallShardings
 from .._stages import TapePair, failed_capture
 from ..model import Call, Diagnostic, ErrorRecord, kind_of
@@ -44,12 +44,14 @@ class CallStages:
     """One call's stage capture, from the plan to the stages its record holds."""
 
     def __init__(self, recorder: SessionRecorder, index: int, transform: str,
-                 parent: int | None, args: tuple, kwargs: dict, shardings: CallShardings):
+                 parent: int | None, args: tuple, kwargs: dict, shardings: CallShardings,
+                 note_lost: NoteLost):
         self.recorder = recorder
         self.index = index
         self.transform = transform
         self.parent = parent
         self.shardings = shardings  # a finished call's shardings follow stages resolved later
+        self.note_lost = note_lost  # what capturing them failed at, kept on the call
         self.spec: TransformSpec | None = None
         self._args = (args, kwargs) if recorder.capture_stages else None
         self.stage_key: Any = None
@@ -148,7 +150,7 @@ class CallStages:
         late, self.late = self.late, None
         if late is not None:  # a pullback: the forward call's stages, completed by its rules
             old = late.stages
-            new = late.settle(failed, self.cotangent)
+            new = late.settle(failed, self.cotangent, self.note_lost)
             if new is not None:
                 self.recorder.completed(old, new, late.key)
                 return new

@@ -33,7 +33,15 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import jax
 
-from .._capture import active_session, chain_of, function_name, parameter_names, recording_off, spec_of
+from .._capture import (
+    NoteLost,
+    active_session,
+    chain_of,
+    function_name,
+    parameter_names,
+    recording_off,
+    spec_of,
+)
 from .._jax import jax_own
 from ..model import Growth, GrowthPoint, GrowthSeries, Stage
 from ._autodiff import ad_stages
@@ -162,7 +170,8 @@ class PendingStages:
             return None
         return plan.rules.start(kind, fun, args, late=True)
 
-    def settle(self, failed: bool, cotangent: tuple | None) -> tuple | None:
+    def settle(self, failed: bool, cotangent: tuple | None,
+               note_lost: NoteLost) -> tuple | None:
         """The pullback call is over: the stages made again now that its rules ran, or None.
 
         The backward pass is staged at the cotangent the pullback was called with (its
@@ -182,7 +191,8 @@ class PendingStages:
         try:  # only the stages that were unavailable are made again
             with recording_off(), capturing(), only_stages(waiting):
                 fresh = _capture_group(plan.main, plan, "", set()).stages
-        except Exception:  # a fault of ours: the stages stay as they were
+        except Exception as e:  # a fault of ours: the stages stay as they were, and it is noted
+            note_lost("completing the forward call's stages with the pullback's rules", e)
             return None
         new = tuple(s if s.available or i >= len(fresh) or fresh[i].name != s.name
                     or not fresh[i].available else fresh[i] for i, s in enumerate(old))

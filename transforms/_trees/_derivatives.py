@@ -74,7 +74,9 @@ def _derivative_part(derivative: Derivative, out: Any, has_aux: bool) -> tuple[b
         for i in derivative.path(has_aux):
             out = out[i]
         return True, out
-    except Exception:  # an output of an unexpected shape: no derivative tree
+    # NB: indexing JAX's output tuples: an output of an unexpected shape (too short, not a
+    # sequence) raises these; anything else is a fault CallTrees notes on the call.
+    except (LookupError, TypeError):  # an output of an unexpected shape: no derivative tree
         return False, None
 
 
@@ -109,7 +111,7 @@ def _primal_tangent_trees(o: _Outputs) -> None:
     """jvp: (primal_out, tangent_out), paired; and its primals with its tangents."""
     try:
         primal_out, tangent_out = o.out[0], o.out[1]
-    except Exception:
+    except (LookupError, TypeError):  # an output of an unexpected shape: no output trees
         return
     p = o.builder.build(primal_out, "primal_out", "primal_out")
     t = o.builder.build(tangent_out, "tangent_out", "tangent_out")
@@ -124,7 +126,7 @@ def _primal_first_trees(o: _Outputs) -> None:
     """vjp and linearize: (primal_out, the function they return)."""
     try:
         primal_out = o.out[0]
-    except Exception:  # an output of an unexpected shape: the output tree only
+    except (LookupError, TypeError):  # an output of an unexpected shape: the output tree only
         return
     o.trees.append(o.builder.build(primal_out, "primal_out", "primal_out"))
 

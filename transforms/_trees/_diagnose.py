@@ -108,7 +108,7 @@ def _side(value: Any, role: str, label: str, builder: TreeBuilder) -> TreeRecord
         # cond's and scan's avals carry their tree: leaves are the avals.
         try:
             avals = [_aval_text(a) for a in value]
-        except Exception:
+        except TypeError:  # not iterable after all: the tree's shape without its leaves
             avals = []
         return treedef_tree(tree, role, label, avals)
     return builder.build(value, role, label)
@@ -117,7 +117,7 @@ def _side(value: Any, role: str, label: str, builder: TreeBuilder) -> TreeRecord
 def _aval_text(aval: Any) -> str:
     try:
         return aval.str_short()
-    except Exception:
+    except AttributeError:  # an aval kind without str_short: its text
         return safe_text(aval, 40)
 
 
@@ -213,7 +213,7 @@ def _argument_on_line(ctx: FailureContext) -> str:
         return ""
     try:
         text = linecache.getline(ctx.source.file, ctx.source.line)
-    except Exception:
+    except (OSError, ValueError, TypeError):  # an odd file name: no argument named
         return ""
     words = set(re.findall(r"[A-Za-z_]\w*", text))
     named = [p for p in ctx.parameters if p in words]

@@ -201,7 +201,7 @@ def shorten_paths(text: str) -> str:
 def _title(step: Step) -> str:
     try:
         return step.title
-    except Exception:
+    except (AttributeError, TypeError, ValueError):  # odd params (not pairs of text)
         return str(step.primitive)
 
 

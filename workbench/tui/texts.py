@@ -78,7 +78,7 @@ def _call_line(call: Call) -> str:
 def step_title(step: Step) -> str:
     try:
         return step.title
-    except Exception:  # odd params (not pairs of text): fall back to the primitive
+    except (AttributeError, TypeError, ValueError):  # odd params (not pairs of text): the primitive
         return str(step.primitive)
 
 

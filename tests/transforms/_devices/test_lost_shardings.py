@@ -106,3 +106,19 @@ def test_nothing_lost_means_no_diagnostic(sharded):
         transforms.jit(loss)(*sharded)
     assert [c.diagnostics for c in session.calls] == [(), ()]
     assert all(c.shardings for c in session.calls)
+
+
+def test_collectives_that_cannot_be_read_are_noted_on_the_stage(sharded, monkeypatch,
+                                                                tmp_path, capsys):
+    monkeypatch.setattr(_sharding, "collectives_in_hlo", _raise)
+    with transforms.record(stages=True) as session:
+        transforms.jit(loss)(*sharded)
+    (stage,) = [s for s in session.calls[0].stages if s.role == "hlo"]
+    assert stage.available and stage.collectives == () and stage.shardings
+    note = "its collectives were not read (RuntimeError: no layouts today)"
+    assert stage.note == note
+    path = tmp_path / "lost.json"
+    session.save(path)
+    capsys.readouterr()
+    assert main(["show", str(path)]) == 0
+    assert f"    note: {note}" in capsys.readouterr().out.splitlines()

@@ -689,6 +689,28 @@ def test_a_bwd_rule_its_pullback_ran_completes_the_vjp_calls_stages(tmp_path, co
     assert "custom_vjp_bwd" in {level.kind for level in backward.levels}
 
 
+def test_completing_the_vjp_calls_stages_that_fails_is_noted_on_the_pullbacks_call(
+        monkeypatch):
+    """A fault of ours while the pullback's rules complete the vjp call's stages: the stages
+    stay as they were, and the pullback's call says what was lost (nothing silent)."""
+    from transforms._stages import _chain
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no stages today")
+
+    loss, _ = custom_loss()
+    with transforms.record() as session:
+        _, pullback = transforms.vjp(loss, X, Y)
+        monkeypatch.setattr(_chain, "_capture_group", broken)
+        pullback(1.0)
+    forward, backward = session.calls
+    assert not find_stage(forward.stages, "transpose(linear(f))").available
+    assert forward.diagnostics == ()
+    assert [(d.kind, d.message) for d in backward.diagnostics] == [(
+        "internal", "the workbench failed completing the forward call's stages with the "
+        "pullback's rules: RuntimeError: no stages today")]
+
+
 def test_the_issue_repro_every_stage_of_vjp_and_its_pullback_is_available():
     @jax.custom_vjp
     def g(x):
