@@ -47,6 +47,7 @@ from typing import IO, Any, Callable, Iterator, Sequence
 
 from transforms.model import ProcessInfo, Session, SessionLoadError, load
 
+from .._safe_text import first_line
 from ..analysis import PROCESS_FILE, Divergence, merge, run_divergence
 
 ENV_INDEX = "WORKBENCH_PROCESS_INDEX"
@@ -138,7 +139,9 @@ def _process_info(state: _ChildState, complete: bool = True) -> ProcessInfo | No
         from transforms import process_info
         return process_info(host=socket.gethostname(), pid=os.getpid(),
                             coordinator=os.environ.get(ENV_COORDINATOR, ""), complete=complete)
-    except Exception:  # a backend that is gone: the launcher's facts will do
+    except Exception as e:  # a backend that is gone: the launcher's facts will do; said
+        print(f"workbench: this process's own facts could not be read ({type(e).__name__}: "
+              f"{first_line(e)}); the launcher's are kept", file=sys.stderr)
         return None
 
 
