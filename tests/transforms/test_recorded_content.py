@@ -211,7 +211,7 @@ def test_custom_jvp_rule_steps_point_into_the_rule():
 
 
 def test_custom_vjp_fwd_steps_point_into_the_fwd_rule():
-    from corpus import sin_times_fwd
+    from corpus_functions import sin_times_fwd
     with transforms.record() as session:
         transforms.grad(sin_times)(0.5, 2.0)
     (call,) = session.calls
