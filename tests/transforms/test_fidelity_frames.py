@@ -76,6 +76,7 @@ def test_tracebacks_are_jaxs_frame_for_frame(name, recording):
 
 # --- 5. no cycles, nothing of the user's program kept ------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["linearize", "jit", "grad", "vjp", "vmap_grad"])
 def test_no_reference_cycle_through_our_objects(name):
     """core_test's test_reference_cycles, for each transformation, outside and inside record()."""

@@ -186,6 +186,7 @@ with T.record(stages=False) if sys.argv[2] == "recorded" else contextlib.nullcon
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["outside", "recorded"])
 def test_jit_of_a_callable_that_cannot_be_weak_referenced_raises_as_jax(where):
     # NB: each in a process of its own, one jitted call, as JAX's own test does: jax
@@ -199,6 +200,7 @@ def test_jit_of_a_callable_that_cannot_be_weak_referenced_raises_as_jax(where):
     assert ours.startswith("TypeError cannot create weak reference")
 
 
+@pytest.mark.slow
 def test_a_jitted_branch_frees_what_it_closed_over_as_jax_does(recording):
     """JAX's test_cond_memory_leak: a jitted cond branch's closed-over array is freed at once."""
     def leak():
@@ -219,6 +221,7 @@ def test_a_jitted_branch_frees_what_it_closed_over_as_jax_does(recording):
     assert len(jax.live_arrays()) <= before
 
 
+@pytest.mark.slow
 def test_the_jaxprs_a_session_read_do_not_keep_their_constants_alive(recording):
     big = jnp.arange(1000.0)
     ref = weakref.ref(big)
@@ -262,6 +265,7 @@ def _vjp_through_a_custom_bwd(M):
     return pullback, refs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runs", [False, True], ids=["dropped", "run"])
 def test_a_vjp_waiting_for_its_pullbacks_bwd_keeps_only_what_jaxs_pullback_keeps(runs):
     """Its transpose stage waits for the bwd the pullback runs: the wait is held by the

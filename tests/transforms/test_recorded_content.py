@@ -19,6 +19,7 @@ from corpus import (
     log1pexp_jvp,
     scan_fn,
     sin_times,
+    sweep,
     uncached,
     while_fn,
 )
@@ -397,7 +398,7 @@ def test_session_metadata():
     assert session.step_count == len(session.calls[0].steps) > 0
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", sweep(CASES, [c.name for c in CASES]))
 def test_structural_invariants_and_round_trip(case, tmp_path):
     """Indices, parents, causes and levels of every recorded call are consistent,
     and the session survives save and load unchanged."""
@@ -473,6 +474,7 @@ def test_record_block_inside_a_transformed_function():
     assert all(c.ok for c in outer.calls + inner.calls)
 
 
+@pytest.mark.slow
 def test_recorders_are_released_when_the_block_ends():
     """No recorder outlives its call: JAX's caches must not keep a recording alive."""
     import gc

@@ -25,6 +25,7 @@ from corpus import (
     piecewise,
     sin_twice,
     sum_sq,
+    sweep,
     uncached,
     while_fn,
 )
@@ -504,7 +505,7 @@ def test_options_that_are_not_literals_are_used_as_given():
     assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(jnp.sin, axis_name=axis))(X))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", sweep(CASES, [c.name for c in CASES]))
 def test_every_corpus_call_gets_a_well_formed_chain(case):
     with transforms.record() as session:
         outcome(lambda: case.run(transforms))

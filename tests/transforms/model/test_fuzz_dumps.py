@@ -31,6 +31,7 @@ def dumps():
     return dump_fuzz.real_dumps()
 
 
+@pytest.mark.slow
 def test_every_real_dump_loads_renders_and_validates(dumps):
     for name, text in dumps.items():
         assert dump_fuzz.try_dump(text).loaded, name
