@@ -529,14 +529,6 @@ case("grad_jit_static_argnames", lambda T: T.grad(T.jit(scaled, static_argnames=
 CASES_BY_NAME: dict[str, Case] = {c.name: c for c in CASES}
 
 
-def sweep(values: list, ids: list[str], every: int = 8) -> list:
-    """A sweep's params (a value, or a tuple of values, each), named by `ids`, all but every
-    `every`-th marked slow: `pytest -m "not slow"` checks a sample spread over the corpus."""
-    import pytest  # here, not at the top: the lines above are in TUI snapshots
-    return [pytest.param(*(v if isinstance(v, tuple) else (v,)), id=name,
-                         marks=() if i % every == 0 else pytest.mark.slow)
-            for i, (v, name) in enumerate(zip(values, ids, strict=True))]
-
 # =============================================================================
 # Comparing outcomes: outcomes.py, imported here too
 # =============================================================================

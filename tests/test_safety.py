@@ -371,6 +371,7 @@ def test_a_full_disk_saves_the_recording_to_a_named_fallback(tmp_path):
         assert sorted(os.listdir(small)) == ["filler"]  # no temp file left behind
 
 
+@pytest.mark.slow
 def test_a_folder_made_read_only_or_deleted_during_the_run_keeps_the_recording(tmp_path):
     spare = tmp_path / "spare"
     spare.mkdir()
@@ -432,7 +433,7 @@ WAITS = RECORDS + textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)])
 def test_sigterm_and_sighup_stop_the_script_as_ctrl_c_and_keep_the_recording(tmp_path, sig):
     out = tmp_path / "t.json"
     with signals_at_default(sig):

@@ -19,10 +19,10 @@ from corpus import (
     log1pexp_jvp,
     scan_fn,
     sin_times,
-    sweep,
     uncached,
     while_fn,
 )
+from sweeps import sweep
 
 import transforms
 

@@ -15,7 +15,8 @@ import sys
 import jax
 import jax.numpy as jnp
 import pytest
-from corpus import CASES, sweep
+from corpus import CASES
+from sweeps import sweep
 
 import transforms as T
 from transforms._capture import _step_core

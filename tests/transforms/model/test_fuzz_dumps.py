@@ -77,6 +77,7 @@ def test_the_cli_agrees_with_the_loader_on_mutants(dumps, tmp_path, capsys):
         assert "Traceback" not in err and all(len(line) < 600 for line in err.splitlines())
 
 
+@pytest.mark.slow
 @sync
 async def test_the_tui_opens_loaded_mutants_and_shows_every_pane(dumps):
     """The real app on a few mutants that load: every view, and the keys that move in them."""

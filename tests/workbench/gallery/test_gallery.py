@@ -218,8 +218,8 @@ def _env_without_xla_flags() -> dict:
     return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
 
 
-@pytest.mark.parametrize("flags, devices", [(None, 8),
-                                            ("--xla_force_host_platform_device_count=2", 2)])
+@pytest.mark.parametrize("flags, devices", [
+    (None, 8), pytest.param("--xla_force_host_platform_device_count=2", 2, marks=pytest.mark.slow)])
 def test_demo_asks_for_8_devices_unless_the_user_set_a_count(tmp_path, flags, devices):
     env = _env_without_xla_flags()
     if flags is not None:
