@@ -84,7 +84,9 @@ run_tests .venv312 py312 "$@"
 # what recording keeps, with it alone.
 if [ "$#" -eq 0 ]; then
     WORKBENCH_CORE=python run_tests .venv py311-python-core tests/transforms/test_fidelity.py \
-        tests/transforms/test_recording_cost.py tests/transforms/test_recorded_content.py
+        tests/transforms/test_fidelity_jit.py tests/transforms/test_fidelity_frames.py \
+        tests/transforms/test_recording_cost.py tests/transforms/test_recorded_content.py \
+        tests/transforms/test_saved_sessions.py
 fi
 
 echo

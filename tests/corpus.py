@@ -11,23 +11,23 @@ A case with `raises` set must fail, under JAX, with that exception type; ours
 must then raise the same type with the same message.
 
 The seed examples (`seed003_*`, `seed000_*`, `seed002_*`) come from the
-documents in /work/shared/seeds/. The helpers at the end (`outcome`,
-`assert_same_outcome`, ...) compare two outcomes exactly; tests and the
-gallery share them.
+documents in /work/shared/seeds/; the functions of the other cases are in
+corpus_functions.py. The helpers that compare two outcomes exactly
+(`outcome`, `assert_same_outcome`, ...) are in outcomes.py, imported here
+too: the tests share them.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections import namedtuple
 from types import ModuleType
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
+from outcomes import uncached
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,109 +321,53 @@ case("seed002_primal_tangent_no_transform", lambda T: T.jit(primal_tangent_progr
 
 # =============================================================================
 # Control flow, custom rules, jax.nn, random, checkpoint
+# (the functions and inputs of these cases and the ones below: corpus_functions.py)
 # =============================================================================
 
-
-def cond_fn(x):
-    return lax.cond(x > 0, lambda v: jnp.sin(v) * v, lambda v: v ** 3, x)
-
-
-def scan_fn(xs):
-    def body(carry, x):
-        carry = carry * 0.9 + jnp.sin(x)
-        return carry, carry ** 2
-    final, ys = lax.scan(body, 0.0, xs)
-    return final + ys.sum()
-
-
-def while_fn(x):
-    return lax.while_loop(lambda v: v < 10., lambda v: v * 2., x)
-
-
-def fori_fn(x):
-    return lax.fori_loop(0, 3, lambda i, v: v * jnp.cos(v) + i, x)
-
-
-def fori_dynamic_fn(x, n):
-    return lax.fori_loop(0, n, lambda i, v: v * 1.5, x)
-
-
-@jax.custom_vjp
-def sin_times(x, y):
-    return jnp.sin(x) * y
-
-
-def sin_times_fwd(x, y):
-    return sin_times(x, y), (jnp.cos(x), jnp.sin(x), y)
-
-
-def sin_times_bwd(res, g):
-    cos_x, sin_x, y = res
-    return (cos_x * g * y, sin_x * g)
-
-
-sin_times.defvjp(sin_times_fwd, sin_times_bwd)
-
-
-@jax.custom_vjp
-def clip_gradient(x):
-    return x
-
-
-def clip_gradient_fwd(x):
-    return x, None
-
-
-def clip_gradient_bwd(_, g):
-    return (jnp.clip(g, -0.5, 0.5),)
-
-
-clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
-
-
-def clipped_cube(x):
-    return clip_gradient(x * 3.) ** 2
-
-
-NN_X = jnp.array([-1.5, -0.2, 0.0, 0.7, 2.0])
-NN_WEIGHTS = jnp.array([0.3, -1.0, 2.0, 0.5, 1.5])
-NN_BATCH = jnp.array([[-1.0, 0.5, 2.0], [3.0, 0.0, -2.0]])
-
-
-def nn_relu_loss(x):
-    return jnp.sum(jax.nn.relu(x) * NN_WEIGHTS)
-
-
-def nn_softmax_loss(x):
-    return jnp.sum(jax.nn.softmax(x) * NN_WEIGHTS)
-
-
-def nn_gelu_loss(x):
-    return jnp.sum(jax.nn.gelu(x) * NN_WEIGHTS)
-
-
-def nn_logsumexp(x):
-    return jax.nn.logsumexp(x)
-
-
-def noisy(key, x):
-    return x + jax.random.normal(key, x.shape)
-
-
-def sample_uniform(key):
-    return jax.random.uniform(key, (2,))
-
-
-KEYS = jax.random.split(jax.random.key(0), 3)
-RAW_KEYS = jax.random.split(jax.random.PRNGKey(1), 3)
-
-
-def checkpointed(x):
-    g = jax.checkpoint(lambda v: jnp.sin(jnp.sin(v)) * v)
-    return jnp.sum(g(x) * x)
-
-
-VEC = jnp.array([0.5, -1.0, 2.0])
+from corpus_functions import (
+    KEYS,
+    MATRIX,
+    NN_BATCH,
+    NN_X,
+    PARAMS,
+    RAW_KEYS,
+    SPD,
+    VEC,
+    Scaler,
+    aux_fn,
+    checkpointed,
+    clip_gradient,
+    clipped_cube,
+    cond_fn,
+    cond_of_grads,
+    custom_vmapped,
+    fori_dynamic_fn,
+    fori_fn,
+    h,
+    host_square,
+    int_and_float,
+    linearize_then_push,
+    nn_gelu_loss,
+    nn_logsumexp,
+    nn_relu_loss,
+    nn_softmax_loss,
+    noisy,
+    normalize_over_axis,
+    params_loss,
+    rule_uses_grad,
+    sample_uniform,
+    scalar_fn,
+    scaled,
+    scan_fn,
+    scan_of_vmap,
+    sin_times,
+    solve_loss,
+    switch_fn,
+    two_arg_fn,
+    vector_fn,
+    vjp_then_pull,
+    while_fn,
+)
 
 case("cond_grad_pos", lambda T: T.grad(cond_fn), 1.0)
 case("cond_grad_neg", lambda T: T.grad(cond_fn), -1.0)
@@ -471,45 +415,6 @@ case("checkpoint_grad_grad",
 # =============================================================================
 # Compositions of grad / vmap / jit, ours mixed with JAX's, and the other APIs
 # =============================================================================
-
-
-def h(x):
-    return jnp.sin(x) * x ** 2
-
-
-def vector_fn(x):
-    return jnp.sin(x) * jnp.sum(x ** 2)
-
-
-def scalar_fn(x):
-    return jnp.sum(jnp.sin(x) * x ** 2)
-
-
-def two_arg_fn(x, y):
-    return jnp.tanh(x) * y[0] + y[1] ** 2
-
-
-def params_loss(params, x):
-    return jnp.sum((jnp.dot(x, params["w"]) + params["b"]) ** 2)
-
-
-PARAMS = {"w": jnp.array([[1., 2.], [0.5, -1.], [0., 3.]]), "b": jnp.array([0.1, -0.2])}
-MATRIX = jnp.array([[0.1, 0.2, 0.3], [-1., 0.5, 2.]])
-
-
-def aux_fn(x):
-    return jnp.sin(x) * 2., {"x": x, "cos": jnp.cos(x)}
-
-
-def vjp_then_pull(T, f, *primals, cotangent):
-    out, pullback = T.vjp(f, *primals)
-    return out, pullback(cotangent)
-
-
-def linearize_then_push(T, f, primal, tangent):
-    out, f_jvp = T.linearize(f, primal)
-    return out, f_jvp(tangent), f_jvp(2 * tangent)
-
 
 case("grad_vmap", lambda T: T.grad(lambda x: T.vmap(h)(x).sum()), VEC)
 case("vmap_grad", lambda T: T.vmap(T.grad(h)), VEC)
@@ -564,58 +469,6 @@ case("vmap_hessian", lambda T: T.vmap(T.hessian(scalar_fn)), MATRIX)
 # Less common callables and features
 # =============================================================================
 
-
-def scaled(x, n=2.0):
-    return jnp.sin(x) * n
-
-
-class Scaler:
-    """A callable object, with a method, as a transformed function."""
-
-    def __init__(self, k):
-        self.k = k
-
-    def __call__(self, x):
-        return jnp.tanh(x) * self.k
-
-    def apply(self, x):
-        return jnp.cos(x) * self.k
-
-
-def normalize_over_axis(x):
-    return x / lax.psum(x, "i")
-
-
-def switch_fn(i, x):
-    return lax.switch(i, [jnp.sin, jnp.cos, lambda v: v ** 2], x)
-
-
-@jax.custom_batching.custom_vmap
-def custom_vmapped(x):
-    return jnp.sin(x)
-
-
-@custom_vmapped.def_vmap
-def custom_vmapped_rule(axis_size, in_batched, xs):
-    return jnp.cos(xs) * axis_size, in_batched[0]
-
-
-def host_square(x):
-    return jax.pure_callback(lambda v: np.square(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x,
-                             vmap_method="sequential")
-
-
-SPD = jnp.array([[4., 1., 0.], [1., 3., 0.5], [0., 0.5, 2.]])
-
-
-def solve_loss(a, b):
-    return jnp.sum(jnp.linalg.solve(a, b) ** 2)
-
-
-def int_and_float(x, n):
-    return jnp.sin(x) * n
-
-
 case("partial_grad", lambda T: T.grad(functools.partial(scaled, n=3.0)), 0.4)
 case("partial_vmap", lambda T: T.vmap(functools.partial(scaled, n=3.0)), VEC)
 case("callable_object_grad", lambda T: T.grad(Scaler(2.0)), 0.4)
@@ -660,30 +513,6 @@ case("checkpoint_policy_grad", lambda T: T.grad(lambda x: jnp.sum(jax.checkpoint
 
 # Ours called from inside JAX's own tracing of control flow and custom rules.
 
-
-def cond_of_grads(T):
-    return lambda x: lax.cond(x > 0, T.grad(jnp.sin), T.grad(jnp.cos), x)
-
-
-def scan_of_vmap(T):
-    def body(carry, row):
-        return carry + T.vmap(h)(row).sum(), carry
-    return lambda m: lax.scan(body, 0.0, m)
-
-
-@jax.custom_jvp
-def rule_uses_grad(x):
-    return jnp.sin(x) * x
-
-
-@rule_uses_grad.defjvp
-def rule_uses_grad_jvp(primals, tangents):
-    x, = primals
-    t, = tangents
-    slope = jax.grad(lambda v: jnp.sin(v) * v)(x)
-    return rule_uses_grad(x), slope * t
-
-
 case("nested_cond_of_grads_jit", lambda T: T.jit(cond_of_grads(T)), -0.5)
 case("nested_cond_of_grads_vmap", lambda T: T.vmap(cond_of_grads(T)), VEC)
 case("nested_scan_of_vmap_grad", lambda T: T.grad(lambda m: scan_of_vmap(T)(m)[0]), MATRIX)
@@ -699,91 +528,17 @@ case("grad_jit_static_argnames", lambda T: T.grad(T.jit(scaled, static_argnames=
 
 CASES_BY_NAME: dict[str, Case] = {c.name: c for c in CASES}
 
+
 # =============================================================================
-# Comparing outcomes
+# Comparing outcomes: outcomes.py, imported here too
 # =============================================================================
 
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    value: Any = None
-    error: BaseException | None = None
-
-
-def outcome(fn: Callable[[], Any]) -> Outcome:
-    try:
-        return Outcome(value=fn())
-    except Exception as e:  # noqa: BLE001 - the oracle's exception is data here
-        return Outcome(error=e)
-
-
-_OBJECT_ID = re.compile(r"object id \d+")
-
-
-def normalized_message(error: BaseException) -> str:
-    """str(error), with the tracer object ids JAX prints (they differ per run) blanked."""
-    return _OBJECT_ID.sub("object id <id>", str(error))
-
-
-def assert_same_error(ours: BaseException, theirs: BaseException) -> None:
-    assert type(ours) is type(theirs), (type(ours), type(theirs), str(ours))
-    assert normalized_message(ours) == normalized_message(theirs)
-
-
-def assert_same_outcome(ours: Outcome, theirs: Outcome, rtol: float = 0.0,
-                        atol: float = 0.0) -> None:
-    """Same exception (type and message), or the same result: see assert_same_tree."""
-    if theirs.error is not None:
-        assert ours.error is not None, f"JAX raised {theirs.error!r}, ours returned {ours.value!r}"
-        assert_same_error(ours.error, theirs.error)
-        return
-    if ours.error is not None:
-        raise AssertionError(f"ours raised, JAX did not: {ours.error!r}") from ours.error
-    assert_same_tree(ours.value, theirs.value, rtol, atol)
-
-
-def assert_same_tree(ours: Any, theirs: Any, rtol: float = 0.0, atol: float = 0.0) -> None:
-    """Same pytree structure, leaf types, dtypes, shapes and weak types; values
-    exactly equal (or within rtol/atol when given)."""
-    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
-    ours_leaves = jax.tree_util.tree_leaves(ours)
-    theirs_leaves = jax.tree_util.tree_leaves(theirs)
-    assert len(ours_leaves) == len(theirs_leaves)
-    for a, b in zip(ours_leaves, theirs_leaves):
-        assert_same_leaf(a, b, rtol, atol)
-
-
-def assert_same_leaf(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> None:
-    assert type(a) is type(b), (type(a), type(b))
-    if isinstance(b, jax.Array):
-        assert a.dtype == b.dtype
-        assert a.shape == b.shape
-        assert getattr(a, "weak_type", None) == getattr(b, "weak_type", None)
-        if jax.dtypes.issubdtype(b.dtype, jax.dtypes.prng_key):
-            a, b = jax.random.key_data(a), jax.random.key_data(b)
-        _assert_values(np.asarray(a), np.asarray(b), rtol, atol)
-    elif isinstance(b, np.ndarray):
-        _assert_values(a, b, rtol, atol)
-    else:
-        assert a == b or (a != a and b != b), (a, b)
-
-
-def _assert_values(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> None:
-    if (rtol or atol) and np.issubdtype(b.dtype, np.inexact):
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, strict=True)
-    else:
-        np.testing.assert_array_equal(a, b, strict=True)
-
-
-def uncached(fn: Any) -> Any:
-    """`fn`, a jitted function, with JAX's cache for its function cleared: its next call traces.
-
-    transforms.jit shares JAX's caches (recording changes nothing JAX does),
-    and these module functions are jitted by many tests: without this a
-    call inside record() would be served from JAX's cache, recording nothing.
-    (Defined last: the source lines of the functions above are in TUI snapshots.)
-    """
-    clear = getattr(fn, "clear_cache", None)
-    if clear is not None:
-        clear()
-    return fn
+from outcomes import (
+    Outcome as Outcome,
+    assert_same_error as assert_same_error,
+    assert_same_leaf as assert_same_leaf,
+    assert_same_outcome as assert_same_outcome,
+    assert_same_tree as assert_same_tree,
+    normalized_message as normalized_message,
+    outcome as outcome,
+)

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("workbench", "textual", "rich", "graphviz")
 
 _PROBE = """
@@ -46,6 +48,7 @@ transforms.load({str(path)!r})
     assert path.exists()
 
 
+@pytest.mark.slow
 def test_the_probe_would_see_a_heavy_import():
     """The check above can fail: importing one of them is seen."""
     result = _run(_PROBE.replace("import transforms\n", "import transforms\nimport rich\n"))

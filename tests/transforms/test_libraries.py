@@ -121,6 +121,7 @@ def equinox_call():
     return call
 
 
+@pytest.mark.slow
 def test_equinox_filter_jit_is_located_in_the_user_code_via_equinox(equinox_call):
     call = equinox_call
     assert call.ok and call.source.file == HERE and call.source.function == "run_equinox"
@@ -134,6 +135,7 @@ def test_equinox_filter_jit_is_located_in_the_user_code_via_equinox(equinox_call
                for s in sources)
 
 
+@pytest.mark.slow
 def test_equinox_trees_are_the_users_model_not_the_filter_jit_partition(equinox_call):
     # (trees named "function: argument" are those of transformations called inside)
     names = [t.name for t in equinox_call.trees if t.role == "input" and ":" not in t.name]
@@ -153,6 +155,7 @@ def test_equinox_trees_are_the_users_model_not_the_filter_jit_partition(equinox_
     assert out["[0].layers[0].weight"].aval == "float32[8,2]" and "[2]" in out  # the loss
 
 
+@pytest.mark.slow
 def test_equinox_identical_relu_levels_fold_into_one_row(equinox_call):
     rows = level_rows(equinox_call)
     folded = [r for r in rows if r.folded]
@@ -334,6 +337,7 @@ def diffrax_session():
     return session
 
 
+@pytest.mark.slow
 def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_path, capsys):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
     assert call.ok and call.source.file == HERE
@@ -352,6 +356,7 @@ def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_pat
     assert len(every.splitlines()) - len(folded.splitlines()) == len(call.levels) - len(rows)
 
 
+@pytest.mark.slow
 def test_diffrax_vector_field_ops_are_located_where_the_user_wrote_them(diffrax_session):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
     sines = [s for s in call.steps if s.primitive == "sin"]

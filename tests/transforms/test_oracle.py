@@ -27,6 +27,7 @@ from corpus import (
 )
 from jax._src import core as jax_src_core
 from jax.test_util import check_grads
+from sweeps import sweep
 
 import transforms
 
@@ -50,7 +51,7 @@ def _trace_state_stays_clean():
     assert jax_src_core.trace_state_clean()
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", sweep(CASES, IDS))
 def test_oracle_behaves_as_the_corpus_says(case):
     """Guards the corpus itself: a case meant to fail fails under JAX, with that type."""
     result = oracle(case.name)
@@ -60,7 +61,7 @@ def test_oracle_behaves_as_the_corpus_says(case):
         assert type(result.error) is case.raises, repr(result.error)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", sweep(CASES, IDS))
 def test_same_as_jax_outside_record(case):
     assert_same_outcome(outcome(lambda: case.run(transforms)), oracle(case.name))
 
@@ -77,7 +78,7 @@ def _assert_session_matches(session, ours) -> None:
         assert last.message == str(ours.error)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", sweep(CASES, IDS))
 def test_same_as_jax_inside_record(case):
     with transforms.record() as session:
         ours = outcome(lambda: case.run(transforms))
@@ -89,7 +90,7 @@ def test_same_as_jax_inside_record(case):
 # instead of binding the compiled wrapper: values may differ in the last
 # float32 bit (see test_inline_jnp_results_are_bit_exact), so compare them to
 # float32 rounding here; errors must still be identical.
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", sweep(CASES, IDS))
 def test_same_as_jax_inside_record_inline_jnp(case):
     with transforms.record(inline_jnp=True) as session:
         ours = outcome(lambda: case.run(transforms))
@@ -224,7 +225,8 @@ _LEAK_CHECKED = ["seed002_log1pexp_jit_grad", "scan_vmap_grad", "custom_vjp_vmap
                  "seed003_absolute_if_vmap"]
 
 
-@pytest.mark.parametrize("name", _LEAK_CHECKED)
+@pytest.mark.parametrize("name", [  # the quick run checks the quickest, vjp
+    pytest.param(n, marks=() if n == "vjp" else pytest.mark.slow) for n in _LEAK_CHECKED])
 def test_recording_leaks_no_tracers(name):
     """Under jax.checking_leaks(), recording keeps no tracer alive past its trace."""
     c = CASES_BY_NAME[name]

@@ -10,6 +10,7 @@ import gc
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import transforms as T
 from transforms._capture import state as _state
@@ -39,6 +40,8 @@ def _tracked_growth(run) -> int:
     return after - before
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # about 15 s quiet
 def test_recorded_steps_add_no_gc_tracked_objects():
     x = jnp.ones(3)
     small, big = _chain(20), _chain(220)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from corpus import CASES
+from sweeps import sweep
 
 import transforms as T
 from transforms._capture import _step_core
@@ -58,8 +59,8 @@ CORE_CASES = [(case, False) for case in CASES[::2]] + [(case, True) for case in 
 
 
 @needs_c
-@pytest.mark.parametrize("case, stages", CORE_CASES,
-                         ids=[f"{c.name}-{'stages' if s else 'steps'}" for c, s in CORE_CASES])
+@pytest.mark.parametrize("case, stages", sweep(
+    CORE_CASES, [f"{c.name}-{'stages' if s else 'steps'}" for c, s in CORE_CASES]))
 def test_both_cores_record_the_same(case, stages, monkeypatch):
     def run():
         return case.run(T)

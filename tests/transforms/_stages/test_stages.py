@@ -30,6 +30,7 @@ from corpus import (
 )
 from jax.extend.core import Primitive
 from jax.interpreters import batching
+from sweeps import sweep
 
 import transforms
 import transforms._stages._chain as stages_module
@@ -198,8 +199,8 @@ AD_ORACLES = [
 ]
 
 
-@pytest.mark.parametrize("fun, argnums, has_aux, args", [c[1:] for c in AD_ORACLES],
-                         ids=[c[0] for c in AD_ORACLES])
+@pytest.mark.parametrize("fun, argnums, has_aux, args",
+                         sweep([c[1:] for c in AD_ORACLES], [c[0] for c in AD_ORACLES], every=4))
 def test_autodiff_stages_are_jaxs_own(fun, argnums, has_aux, args):
     stages = stages_of(transforms.grad(fun(transforms), argnums, has_aux=has_aux), *args)
     f = fun(jax)
@@ -305,7 +306,7 @@ def as_arrays(args):
     return tuple(jnp.asarray(a) if isinstance(a, float) else a for a in args)
 
 
-@pytest.mark.parametrize("name", ORACLE_CASES)
+@pytest.mark.parametrize("name", sweep(ORACLE_CASES, ORACLE_CASES, every=4))
 def test_outermost_stage_is_jaxs_own_jaxpr(name):
     case = CASES_BY_NAME[name]
     args = as_arrays(case.args)
@@ -504,7 +505,7 @@ def test_options_that_are_not_literals_are_used_as_given():
     assert batched.jaxpr.text == str(jax.make_jaxpr(jax.vmap(jnp.sin, axis_name=axis))(X))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", sweep(CASES, [c.name for c in CASES]))
 def test_every_corpus_call_gets_a_well_formed_chain(case):
     with transforms.record() as session:
         outcome(lambda: case.run(transforms))

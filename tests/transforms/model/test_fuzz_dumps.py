@@ -31,6 +31,7 @@ def dumps():
     return dump_fuzz.real_dumps()
 
 
+@pytest.mark.slow
 def test_every_real_dump_loads_renders_and_validates(dumps):
     for name, text in dumps.items():
         assert dump_fuzz.try_dump(text).loaded, name
@@ -76,6 +77,7 @@ def test_the_cli_agrees_with_the_loader_on_mutants(dumps, tmp_path, capsys):
         assert "Traceback" not in err and all(len(line) < 600 for line in err.splitlines())
 
 
+@pytest.mark.slow
 @sync
 async def test_the_tui_opens_loaded_mutants_and_shows_every_pane(dumps):
     """The real app on a few mutants that load: every view, and the keys that move in them."""

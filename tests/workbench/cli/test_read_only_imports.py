@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jax.numpy as jnp
 import pytest
+from sweeps import sweep
 
 import transforms as T
 
@@ -83,7 +84,7 @@ COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", sweep(list(COMMANDS), list(COMMANDS), every=4))
 def test_read_only_command_imports_no_jax(name, dump, tmp_path):
     argv = [a.format(dump=dump, tmp=tmp_path) for a in COMMANDS[name]]
     result = _run(argv, tmp_path)

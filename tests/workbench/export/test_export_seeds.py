@@ -29,6 +29,7 @@ def session():
     return s
 
 
+@pytest.mark.slow
 def test_variable_names_match_the_printed_jaxpr(session):
     for call in session.calls:
         for stage in call.stages:

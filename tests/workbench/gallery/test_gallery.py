@@ -12,6 +12,10 @@ import transforms
 from transforms.model import _schema as schema
 from workbench import gallery
 
+# The export records the whole gallery in a subprocess (about 25 s quiet, in the first
+# test that asks for it): more than the default per-test timeout on a loaded machine.
+pytestmark = pytest.mark.timeout(300)
+
 SEED_EXAMPLES = {
     "grad_tanh", "higher_derivatives", "logistic_argnums", "logistic_value_and_grad",
     "logistic_has_aux", "logistic_check_grads", "convolve_vmap", "convolve_axes",
@@ -47,6 +51,7 @@ def test_every_seed_example_is_in_the_gallery_with_a_title_and_explanation():
         assert ex.seed in ("000", "002", "003") or MORE_EXAMPLES[ex.name] == ex.seed
 
 
+@pytest.mark.slow
 def test_export_writes_one_dump_per_example_and_an_index(exported):
     out, index, done = exported
     assert [e["name"] for e in index["examples"]] == [ex.name for ex in gallery.EXAMPLES]
@@ -69,6 +74,7 @@ def test_export_writes_one_dump_per_example_and_an_index(exported):
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
 
 
+@pytest.mark.slow
 def test_every_dump_validates_against_the_schema(exported):
     out, index, _ = exported
     session_schema = schema.session_schema()
@@ -83,6 +89,7 @@ def _entry(index, name):
     return next(e for e in index["examples"] if e["name"] == name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, error_type", [
     ("absolute_vmap", "jax.errors.TracerBoolConversionError"),
     ("jit_grad_control_flow", "jax.errors.TracerBoolConversionError"),
@@ -100,6 +107,7 @@ def test_failures_the_seeds_show_are_recorded_not_fatal(exported, name, error_ty
     assert entry["shown_failures"]
 
 
+@pytest.mark.slow
 def test_outputs_are_what_the_seeds_print(exported):
     _, index, _ = exported
     out = {e["name"]: e["output"] for e in index["examples"]}
@@ -117,6 +125,7 @@ def test_outputs_are_what_the_seeds_print(exported):
     assert "equal container (pytree) structures" in out["primal_tangent_mismatch"]
 
 
+@pytest.mark.slow
 def test_loop_grows_the_jaxpr_and_vmap_does_not(exported):
     _, index, _ = exported
     lines = [l for l in _entry(index, "loop_vs_vmap")["output"].splitlines()
@@ -125,6 +134,7 @@ def test_loop_grows_the_jaxpr_and_vmap_does_not(exported):
     assert counts[4][0] > counts[2][0] and counts[4][1] == counts[2][1]
 
 
+@pytest.mark.slow
 def test_loop_vs_vmap_keeps_its_growth_on_the_vmap_call(exported):
     out, index, _ = exported
     session = transforms.load(out / _entry(index, "loop_vs_vmap")["dump"])
@@ -139,6 +149,7 @@ def test_loop_vs_vmap_keeps_its_growth_on_the_vmap_call(exported):
     assert [p.eqn_count for p in vmap.points] == [10, 10, 10, 10]
 
 
+@pytest.mark.slow
 def test_stages_are_recorded_where_they_help(exported):
     out, index, _ = exported
     session = transforms.load(out / _entry(index, "sum_sq_jit")["dump"])
@@ -187,6 +198,7 @@ def test_export_draws_graphs_when_the_exporter_is_there(tmp_path):
     assert f"graph: [{entry['graphs'][0]}]" in (tmp_path / "index.md").read_text()
 
 
+@pytest.mark.slow
 def test_demo_runs_the_sharded_step_on_8_cpu_devices(exported):
     out, index, _ = exported
     entry = _entry(index, "sharded_training_step")
@@ -206,8 +218,8 @@ def _env_without_xla_flags() -> dict:
     return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
 
 
-@pytest.mark.parametrize("flags, devices", [(None, 8),
-                                            ("--xla_force_host_platform_device_count=2", 2)])
+@pytest.mark.parametrize("flags, devices", [
+    (None, 8), pytest.param("--xla_force_host_platform_device_count=2", 2, marks=pytest.mark.slow)])
 def test_demo_asks_for_8_devices_unless_the_user_set_a_count(tmp_path, flags, devices):
     env = _env_without_xla_flags()
     if flags is not None:

@@ -24,6 +24,8 @@ from workbench.run import _distributed_launch as launch
 DATA = TEST_DATA / "processes"
 # Generous for a loaded 2-core machine; a run takes a few seconds when it is quiet.
 RUN_TIMEOUT = 120
+# A test waits up to RUN_TIMEOUT for its run: more than the default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
 
 
 def run_group(command: list[str], env: dict[str, str] | None = None,
@@ -61,6 +63,7 @@ def lines_with(text: str, fragment: str) -> list[str]:
     return [line for line in text.splitlines() if fragment in line]
 
 
+@pytest.mark.slow
 def test_a_data_parallel_step_recorded_in_both_processes_gives_jaxs_results(tmp_path):
     # The same script without the workbench: two processes started by hand.
     port = launch.free_port()
@@ -121,6 +124,7 @@ def test_a_data_parallel_step_recorded_in_both_processes_gives_jaxs_results(tmp_
     assert "process 0" in dot and "process 1" in dot and "crosses processes 0,1" in dot
 
 
+@pytest.mark.slow
 def test_a_process_tracing_a_different_program_is_flagged_at_its_first_divergent_step(tmp_path):
     # Process 0 waits in an all-reduce process 1 never joins: the timeout ends the run. It
     # must leave process 1 time to start JAX and finish on a loaded machine (at 6 s, with
@@ -144,6 +148,7 @@ def test_a_process_tracing_a_different_program_is_flagged_at_its_first_divergent
     assert_not_running([p.info.pid for p in run.processes])
 
 
+@pytest.mark.slow
 def test_a_killed_process_is_named_and_the_survivors_dump_is_kept(tmp_path):
     done = run_processes(tmp_path, "killed.py")
     assert done.returncode == 128 + signal.SIGKILL, done.stderr

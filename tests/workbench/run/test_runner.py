@@ -140,6 +140,8 @@ def test_dump_without_output_and_run_without_a_terminal_are_bad_usage(tmp_path):
 
 
 def test_ctrl_c_keeps_what_was_recorded(tmp_path):
+    # The script sleeps until the test interrupts it: the sleep is what is exercised, the test
+    # waits for its "ready" line, not for a time.
     path = script(tmp_path, """
         import sys, time
         import jax, jax.numpy as jnp

@@ -313,6 +313,7 @@ async def test_resizes_and_small_terminals():
             assert app.screen.query_one(StepList).size.height > 0
 
 
+@pytest.mark.slow
 @sync
 async def test_never_crashes_on_corpus_sessions():
     s = corpus_session()
@@ -369,7 +370,7 @@ async def _every_view_of_every_step(s, pilot) -> list[str]:
     return errors + render_errors(screen)
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 8))])
 @sync
 async def test_never_crashes_on_random_sessions(seed):
     s = random_session(seed)

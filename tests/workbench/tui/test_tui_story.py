@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from rich.console import Console
 from tui_sessions import seed_convolve, seed_logistic, sync, wait_until
 
@@ -461,6 +462,7 @@ def test_watch_records_a_script_in_a_fresh_process_with_its_output(tmp_path):
     assert failed.session is None and "SyntaxError" in failed.note
 
 
+@pytest.mark.slow
 @sync
 async def test_run_watch_refreshes_the_open_ui_in_place_keeping_the_selection(tmp_path):
     script = tmp_path / "train.py"
