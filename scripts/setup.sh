@@ -7,7 +7,7 @@
 #                (not with --only-311: the demo needs .venv only)
 #
 # A venv is left alone when the package is installed in it and pyproject.toml,
-# setup.py, transforms/_capture/_core.c (and the checkout's path) have not changed since its
+# setup.py, the C step core's sources (and the checkout's path) have not changed since its
 # last install, and the C step core it built is there: the hash
 # is kept in <venv>/.setup-stamp. Messages go to stderr, so the stdout of the
 # scripts that call this one stays theirs.
@@ -97,10 +97,20 @@ find_python312() {
 }
 
 # --- venvs ---------------------------------------------------------------------
+# The C step core's sources and header, as transforms/_capture/_core_sources.py lists them.
+core_sources() {
+    grep -o '"transforms/_capture/[A-Za-z_]*\.[ch]"' transforms/_capture/_core_sources.py | tr -d '"'
+}
+
 stamp_of() {
-    # pyproject.toml's, setup.py's and the C step core's content (the install builds
-    # transforms/_capture/_core.c), and where this checkout lives (an editable install points at a path)
-    { sha256sum pyproject.toml setup.py transforms/_capture/_core.c | cut -d' ' -f1; echo "$ROOT"; } |
+    # pyproject.toml's, setup.py's and the C step core's content (the install builds the
+    # sources _core_sources.py lists), and where this checkout lives (an editable install
+    # points at a path)
+    local sources
+    mapfile -t sources < <(core_sources)
+    [ "${#sources[@]}" -gt 1 ] || die "no C sources found in transforms/_capture/_core_sources.py"
+    { sha256sum pyproject.toml setup.py transforms/_capture/_core_sources.py "${sources[@]}" |
+          cut -d' ' -f1; echo "$ROOT"; } |
         sha256sum | cut -d' ' -f1
 }
 
@@ -143,7 +153,7 @@ setup_venv() {
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
         "$venv/bin/python" -m pip install -qq --progress-bar off -e '.[test]' ||
         die "pip install -e '.[test]' failed in $venv (errors above)"
-    core_built "$venv" || warn "the C step core (transforms/_capture/_core.c) did not build for $venv:" \
+    core_built "$venv" || warn "the C step core (transforms/_capture/_core_*.c) did not build for $venv:" \
         "recording uses the Python step core, slower (is gcc there, and Python's headers?)"
     echo "$stamp" >"$venv/$STAMP_NAME"
     say "$venv ready: $("$venv/bin/python" -c 'import sys, jax; print("Python", sys.version.split()[0], "+ jax", jax.__version__)')"

@@ -1,5 +1,5 @@
-# The C step core (transforms/_core.c); see transforms/_step_core.PyStepCore, which
-# behaves the same.
+# The C step core (transforms/_capture/_core.h, _core_*.c); see
+# transforms/_capture/_step_core.PyStepCore, which behaves the same.
 from typing import Any, Callable
 
 SOURCE_SHA: str
@@ -10,7 +10,8 @@ def configure(*, tracer_type: type, tracer_parts: tuple[str, ...],
               code_kinds: dict, locations: dict, user_kind: int, internal_kind: int,
               user_location: Callable[[int], Any], param_summaries: dict,
               keyed_objects: tuple[type, ...], small_record: Any, seeded: tuple[str, ...],
-              jit_names: tuple[str, ...]) -> None: ...
+              jit_names: tuple[str, ...], primitive_name: str,
+              jit_summary_params: tuple[str, ...]) -> None: ...
 
 class StepCore:
     count: int

@@ -9,10 +9,11 @@ to walk), its texts and tuples numbered in small tables shared by the call's ste
 (`CallBuilder.finish` hands out a `model.Lazy`), so recording makes none.
 
 Two implementations with one behaviour: `PyStepCore` here (the reference), and
-`transforms._capture._core.StepCore` in C (`_core.c`, built by `setup.py`), which does the common
+`transforms._capture._core.StepCore` in C (`_core.h`, `_core_*.c`, built by `setup.py`), which does the common
 case of each step (a tracer met before, a user line seen before, params seen before) without
 running Python code and asks the same Python functions as `PyStepCore` for everything else.
-`step_core_class()` chooses: the C core when it is built from the current `_core.c`;
+`step_core_class()` chooses: the C core when it is built from the current sources (listed in
+`_core_sources.py`);
 `WORKBENCH_CORE=python` asks for the reference; `WORKBENCH_REQUIRE_CORE=1` makes a missing
 or stale C core an error (the tests set it: they must test the core users get).
 """
@@ -27,6 +28,7 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from ..model import SourceLocation, Step
+from ._core_sources import source_stamp
 from ._locations import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
 from ._param_rules import KEYED_OBJECTS, param_summaries, params_key
 
@@ -43,7 +45,6 @@ NONE = -1     # ERROR and CAUSE when None
 SEEDED = ("", "primitive", "call", "custom_jvp_call", "custom_vjp_call", "error", "forward",
           "backward", "rule")
 FORWARD, BACKWARD = SEEDED.index("forward"), SEEDED.index("backward")
-JIT_NAMES = ("jit", "pjit")  # the primitive was renamed pjit -> jit in 0.7
 
 _new_step = tuple.__new__  # a NamedTuple without its Python-level __new__
 
@@ -150,7 +151,7 @@ class PyStepCore:
                 error: str | None) -> None:
         name = primitive.name
         inline = False
-        if name in JIT_NAMES:
+        if name in _i.JIT_PRIMITIVE_NAMES:
             pairs, subjaxprs, inline = self._jit_step(params)
         else:
             pairs = param_summaries.get(params_key(name, params)) if params else ()
@@ -261,17 +262,14 @@ def _step(index: int, row: Any, texts: list, params: list, subjaxprs: list, valu
 
 # -- choosing a core ---------------------------------------------------------------------
 
-CORE_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_core.c")
+# The checkout's root: _core_sources names the C sources relative to it.
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def core_source_sha() -> str | None:
-    """The sha256 of `_core.c` as it is now (None when the file is not there: an install
-    without sources, which has only the extension built from it)."""
-    try:
-        with open(CORE_SOURCE, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
+    """The stamp of the C core's sources as they are now, as setup.py stamps a build (None
+    when they are not there: an install without sources, which has only the extension)."""
+    return source_stamp(SOURCE_ROOT, hashlib.sha256)
 
 
 def _c_core() -> tuple[Any, str]:
@@ -283,7 +281,7 @@ def _c_core() -> tuple[Any, str]:
                      "`bash scripts/setup.sh`"
     sha = core_source_sha()
     if sha is not None and sha != _core.SOURCE_SHA:
-        return None, "the C step core was built from another _core.c than this one: run " \
+        return None, "the C step core was built from other sources than these: run " \
                      "`pip install -e .` or `bash scripts/setup.sh` again"
     _core.configure(**_core_setting())
     return _core.StepCore, ""
@@ -307,7 +305,9 @@ def _core_setting() -> dict[str, Any]:
         keyed_objects=KEYED_OBJECTS,
         small_record=SMALL_RECORD,
         seeded=SEEDED,
-        jit_names=JIT_NAMES,
+        jit_names=_i.JIT_PRIMITIVE_NAMES,
+        primitive_name=_i.PRIMITIVE_NAME_ATTRIBUTE,
+        jit_summary_params=_i.JIT_SUMMARY_PARAMS,
     )
 
 

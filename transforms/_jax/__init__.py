@@ -8,7 +8,8 @@ _jax as _i`), never its parts; each part holds one subject:
   _trace         RecordingTrace, the table of Trace methods, install
   _tracers       what a tracer holds, its trace, a jit tracer's variable
   _sources       name stacks, source info, binding at a recorded place (staged_at)
-  _params        primitives' parameter layouts (scan, while, calls, jit's inline flag)
+  _params        primitives' parameter layouts (scan, while, calls, jit's names, inline flag
+                 and summary key)
   _custom_rules  custom_jvp/custom_vjp rule functions: bound again, identified, wrapped
   _tracebacks    traceback filtering as JAX does it, what JAX's errors leave in frames
   _api       JAX's own transformations (jax_own), the objects vjp/linearize return,
@@ -57,10 +58,14 @@ from ._custom_rules import (
 )
 from ._params import (
     INLINE_ENUM_NAME as INLINE_ENUM_NAME,
+    JIT_PRIMITIVE_NAMES as JIT_PRIMITIVE_NAMES,
+    JIT_SUMMARY_PARAMS as JIT_SUMMARY_PARAMS,
+    PRIMITIVE_NAME_ATTRIBUTE as PRIMITIVE_NAME_ATTRIBUTE,
     call_consts as call_consts,
     custom_vjp_out_count as custom_vjp_out_count,
     inline_token as inline_token,
     is_inline_jit_params as is_inline_jit_params,
+    jit_summary_key as jit_summary_key,
     scan_groups as scan_groups,
     while_consts as while_consts,
 )

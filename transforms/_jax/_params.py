@@ -1,5 +1,6 @@
 """Primitives' parameter layouts that JAX releases change: scan's, while's and call-like
-primitives' constants, jit's inline flag, a custom_vjp_call's primal outputs. Part of the door.
+primitives' constants, jit's names and inline flag, what keys a jit step's summary, a
+custom_vjp_call's primal outputs. Part of the door.
 """
 from __future__ import annotations
 
@@ -32,13 +33,32 @@ def is_inline_jit_params(params: dict) -> bool:
 INLINE_ENUM_NAME = "JAX_EARLY"
 
 
+# The names of jit's primitive: renamed pjit -> jit in 0.7.
+JIT_PRIMITIVE_NAMES = ("jit", "pjit")
+
+# A primitive's attribute holding its name (jax.extend.core.Primitive.name), for the C step
+# core, which spells no JAX name itself.
+PRIMITIVE_NAME_ATTRIBUTE = "name"
+
+# The params jit_summary_key reads, as the C step core reads them (handed to it by
+# _step_core): the jaxpr, the params keyed as they are, and the inline flag (by inline_token).
+JIT_SUMMARY_PARAMS = ("jaxpr", "name", "donated_invars", "inline")
+
+
+def jit_summary_key(params: dict) -> tuple[Any, tuple]:
+    """What a jit step's summary is kept by: its jaxpr object, and its name, donated
+    inputs and inline token (tests/transforms/_jax/test_jax_door.py checks it reads
+    JIT_SUMMARY_PARAMS)."""
+    return params.get("jaxpr"), (params.get("name"), params.get("donated_invars"),
+                                 inline_token(params))
+
+
 def inline_token(params: dict) -> Any:
     """jit's `inline` param as a cache key part: a bool (or None) as it is, an enum member
     (jax 0.12) by its id. NB: Enum hashes and names are Python code, a few us a step on the
     hot path; the members are module-level singletons, never freed, so their ids are theirs."""
     inline = params.get("inline")
     return inline if inline is None or type(inline) is bool else id(inline)
-
 
 
 def scan_groups(params: Any) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from jax import core as jax_core
 from jax.extend import linear_util as lu
 
 from ._base import Trace, set_current_trace, take_current_trace
-from ._params import is_inline_jit_params
+from ._params import JIT_PRIMITIVE_NAMES, is_inline_jit_params
 
 
 def current_trace() -> Trace:
@@ -247,8 +247,7 @@ UNKNOWN_TRACE_METHODS = _forward_unknown_base_methods()
 
 
 def _is_inlinable_jit(primitive, params) -> bool:
-    # The primitive was renamed pjit -> jit in 0.7.
-    return primitive.name in ("jit", "pjit") and "jaxpr" in params and is_inline_jit_params(params)
+    return primitive.name in JIT_PRIMITIVE_NAMES and "jaxpr" in params and is_inline_jit_params(params)
 
 
 def _record_rule_body(f, spec, *args, **kwargs):

@@ -30,7 +30,8 @@ class StepSummaries:
     def __init__(self, full_detail: bool):
         self.full_detail = full_detail
         self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
-        # (jaxpr, (name, donated_invars, inline_token)) -> (pairs, subjaxprs, inline)
+        # _i.jit_summary_key(params) -> (pairs, subjaxprs, inline); the C step core reads
+        # the entries with the same key
         self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
         # jit_pairs_key(params) -> the pairs of a jnp wrapper's jit step (default detail)
         self._pairs_by_text: BoundedCache = BoundedCache(10_000)
@@ -66,8 +67,8 @@ class StepSummaries:
         Every jnp function is a jit step, and JAX reuses their jaxprs (eight
         layers call one tanh jaxpr), so this is the hottest rule.
         """
-        jaxpr = params.get("jaxpr")
-        key: tuple | None = (params.get("name"), params.get("donated_invars"), _i.inline_token(params))
+        jaxpr, extra = _i.jit_summary_key(params)
+        key: tuple | None = extra
         try:
             hit = self.jit_summaries.get(jaxpr, key)
         except TypeError:  # params of a shape we do not know: no caching
