@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import re
 
 import jax
 import jax.numpy as jnp
@@ -104,6 +105,33 @@ def test_no_module_but_the_door_states_a_jax_version_fact():
     found = [f"{p.relative_to(ROOT)}:{line}: {what}" for p in SCANNED
              for line, what in jax_facts(p.read_text(), p.parts[-2] == "transforms")]
     assert found == []
+
+
+C_CORE = sorted((ROOT / "transforms" / "_capture").glob("_core*.[ch]"))
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_C_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+
+
+def c_jax_names(source: str) -> list[tuple[int, str]]:
+    """(line, name) for each JAX name a C source spells in a string literal outside comments:
+    the C step core receives them from the door (`configure`), it never spells them."""
+    code = _C_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), source)
+    names = (JAX_NAMES | PARAM_NAMES | PRIVATE_ATTRIBUTES | set(_i.JIT_SUMMARY_PARAMS)
+             | set(_i.JIT_PRIMITIVE_NAMES) | {_i.PRIMITIVE_NAME_ATTRIBUTE})
+    return [(code.count("\n", 0, m.start()) + 1, m.group(1)) for m in _C_STRING.finditer(code)
+            if m.group(1) in names or m.group(1).startswith(("jax.", "jaxlib"))]
+
+
+def test_the_c_step_core_spells_no_jax_name():
+    assert C_CORE, "the C step core's sources are not where the scan looks"
+    found = [f"{p.relative_to(ROOT)}:{line}: {name!r}" for p in C_CORE
+             for line, name in c_jax_names(p.read_text())]
+    assert found == []
+
+
+def test_the_c_scan_finds_names_in_code_not_in_comments():
+    source = '/* "jaxpr" in a comment */\nx = "donated_invars"; // "pjit"\ny = "jit";\n'
+    assert c_jax_names(source) == [(2, "donated_invars"), (3, "jit")]
 
 
 def test_the_scan_finds_each_kind_of_fact():
