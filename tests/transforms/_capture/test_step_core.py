@@ -1,5 +1,5 @@
-"""The C step core (transforms/_core.c) records exactly what the Python reference
-(`_step_core.PyStepCore`) records: half the corpus cases, with and without stages, saved to the
+"""The C step core (transforms/_capture/_core_*.c) records exactly what the Python reference
+(`_step_core.PyStepCore`) records: every corpus case with stages, a quarter again without, saved to the
 same text by both; and how a process chooses its core.
 
 CI sets WORKBENCH_REQUIRE_CORE=1 (scripts/test.sh): there the C core must be built and
@@ -51,11 +51,9 @@ _IDS = re.compile(r"object id \d+")
 _TIMES = re.compile(r"(?<=[,\[:])-?\d+\.\d+(e-?\d+)?(?=[,\]}])")
 
 
-# Every second case with steps only, and every sixth of the others with stages (the steps
-# of a level with a tape go through LevelState to the same core: those cases are there for
-# what a tape reads). Half the corpus, to keep the test run short: the cases share most of
-# their primitives and rules.
-CORE_CASES = [(case, False) for case in CASES[::2]] + [(case, True) for case in CASES[1::6]]
+# Every case of the corpus with stages (its steps, and what its tapes read, go to the core),
+# and every fourth again with steps only (no tape: the levels' own path to the core).
+CORE_CASES = [(case, True) for case in CASES] + [(case, False) for case in CASES[::4]]
 
 
 @needs_c
