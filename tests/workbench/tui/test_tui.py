@@ -574,3 +574,18 @@ async def test_the_stages_view_shows_each_note_wrapped_in_full():
         assert "".join(branch.split()) in joined, drawn
         assert "a:" + "".join(own.split()) in joined  # what only the left stage says
         assert shown.count("branches in Python") == 1
+
+
+
+@sync
+async def test_an_alignment_finishing_while_the_app_closes_is_dropped():
+    # CI once failed here: the stages pane aligned the first pair in a worker, the test left
+    # run_test, and the answer reached the pane after its widgets were taken down.
+    app = build_app(seed_logistic(), title="t")
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.screen.query_one(StagesPane)
+        await pilot.pause()
+        pair = pane.pair
+        assert pair is not None
+        await pane.remove_children()  # what closing the app does first
+        pane._diff_ready(pair, "aligned after all")  # must not raise

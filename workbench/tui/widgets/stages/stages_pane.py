@@ -251,6 +251,8 @@ class StagesPane(Vertical, SelectionView):
         call = self.call
         if pair != self.pair or call is None:
             return  # the user moved on meanwhile
+        if not self.query("#stage-head"):
+            return  # the app closed while the worker aligned: nothing left to mark
         self._head(diff)
         if not isinstance(diff, StageDiff):
             return
