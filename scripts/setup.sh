@@ -4,6 +4,7 @@
 #   - graphviz (dot) and librsvg2-bin (rsvg-convert) from Debian, when missing
 #   - .venv    : Python 3.11 (python3)             + pip install -e '.[test]'
 #   - .venv312 : Python 3.12 (pyenv 3.12.1, else python3.12 on PATH), the same
+#   - .venv312-jax011 : Python 3.12 with jax 0.11.2, the release between the two
 #                (not with --only-311: the demo needs .venv only)
 #
 # A venv is left alone when the package is installed in it and pyproject.toml,
@@ -121,8 +122,11 @@ core_built() {
     [ -f "transforms/_capture/_core$suffix" ]
 }
 
+# setup_venv VENV PYTHON [PIN...]: PINs (jax==0.11.2, ...) are installed with the package
 setup_venv() {
     local venv="$1" python="$2"
+    shift 2
+    local pins=("$@")
     local want_minor
     want_minor="$(python_minor "$python")"
 
@@ -140,7 +144,7 @@ setup_venv() {
     fi
 
     local stamp
-    stamp="$(stamp_of)"
+    stamp="$(stamp_of) ${pins[*]}"
     if [ -f "$venv/$STAMP_NAME" ] && [ "$(cat "$venv/$STAMP_NAME")" = "$stamp" ] &&
        "$venv/bin/python" -m pip show -q "$PACKAGE" >/dev/null 2>&1 &&
        core_built "$venv"; then
@@ -151,8 +155,8 @@ setup_venv() {
     say "installing $PACKAGE[test] into $venv (pip install -e '.[test]')"
     rm -f "$venv/$STAMP_NAME"
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
-        "$venv/bin/python" -m pip install -qq --progress-bar off -e '.[test]' ||
-        die "pip install -e '.[test]' failed in $venv (errors above)"
+        "$venv/bin/python" -m pip install -qq --progress-bar off -e '.[test]' "${pins[@]}" ||
+        die "pip install -e '.[test]' ${pins[*]} failed in $venv (errors above)"
     core_built "$venv" || warn "the C step core (transforms/_capture/_core_*.c) did not build for $venv:" \
         "recording uses the Python step core, slower (is gcc there, and Python's headers?)"
     echo "$stamp" >"$venv/$STAMP_NAME"
@@ -176,6 +180,7 @@ if [ "$only_311" = 1 ]; then
     :
 elif py312="$(find_python312)"; then
     setup_venv .venv312 "$py312"
+    setup_venv .venv312-jax011 "$py312" 'jax==0.11.2' 'jaxlib==0.11.2'
 else
     warn "no Python 3.12 found (looked for \$(pyenv root)/versions/3.12.1/bin/python3 and python3.12 on PATH):"
     warn "setting up .venv (Python 3.11) only; the tests will run on 3.11 only"

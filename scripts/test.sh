@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh), then run the tests with each venv: Python 3.11
-# (.venv), then Python 3.12 (.venv312). Extra arguments go to pytest.
+# (.venv, jax 0.10.2), Python 3.12 (.venv312, the newest jax), Python 3.12 with
+# jax 0.11.2 (.venv312-jax011). Extra arguments go to pytest.
 # Exits non-zero if either run fails, or collects no test (pytest exit 5).
 set -uo pipefail
 
@@ -21,7 +22,7 @@ run_tests() {
     shift 2
     local python="$venv/bin/python"
     if [ ! -x "$python" ]; then
-        if [ "$venv" = .venv312 ]; then
+        if [ "$venv" != .venv ]; then
             echo "test.sh: WARNING: $venv is missing (no Python 3.12 on this machine): skipping the $name run" >&2
             summary+=("$name: SKIPPED (no $venv)")
             return 0
@@ -80,6 +81,7 @@ fi
 export WORKBENCH_REQUIRE_CORE=1
 run_tests .venv py311 "$@"
 run_tests .venv312 py312 "$@"
+run_tests .venv312-jax011 py312-jax011 "$@"
 # The Python step core (a machine without a compiler records with it): JAX's results and
 # what recording keeps, with it alone.
 if [ "$#" -eq 0 ]; then

@@ -51,6 +51,7 @@ from ._state import (
     RecordingState as RecordingState,
     RetraceRefused as RetraceRefused,
     active_session as active_session,
+    any_block_open as any_block_open,
     check_retrace as check_retrace,
     enter_block as enter_block,
     entering_frame as entering_frame,
@@ -61,6 +62,7 @@ from ._state import (
     refusing_retrace as refusing_retrace,
     reset_block_key as reset_block_key,
     retrace_refused as retrace_refused,
+    retracing_to_record as retracing_to_record,
     state as state,
 )
 from ._step_core import (

@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import itertools
 import sys
+import threading
 from types import FrameType
 from typing import Any, Generic, Iterator, NamedTuple, TypeVar
 
@@ -112,6 +113,8 @@ class Entered(NamedTuple):
 
 def enter_block(recorder: Any, frame: FrameType | None) -> Entered:
     """Open a record() block: calls in this context now record into `recorder`."""
+    with _open_blocks_lock:
+        _open_blocks[0] += 1
     block = _Block(recorder, frame)
     prev = (_call.get(), _levels.get())
     _blocks.set((*_blocks.get(), block))
@@ -135,6 +138,18 @@ def leave_block(entered: Entered) -> None:
 
 def reset_block_key(entered: Entered) -> None:
     _block_key.reset(entered.key_token)
+    with _open_blocks_lock:
+        _open_blocks[0] -= 1
+
+
+# How many record() blocks are open, in every thread: while none is, a jitted call
+# returns JAX's own object at once (one list read), see transforms.jit.
+_open_blocks = [0]
+_open_blocks_lock = threading.Lock()
+
+
+def any_block_open() -> bool:
+    return _open_blocks[0] > 0
 
 
 def open_levels() -> list:
@@ -148,12 +163,14 @@ _refuse_retrace: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "transforms_refuse_retrace", default=False)
 
 
-# JAX's jit caches are keyed on the open block (a number, nothing of ours): a
-# function traced outside, or in an earlier block, is traced again, and recorded,
-# the first time a block calls it; inside one block JAX caches as it always does.
-# NB: a new number only after a block under the last one traced a jit entry of ours:
-# a new number makes JAX trace and compile everything again (its jnp functions too),
-# which a block that recorded no jit does not need.
+# A block never changes what JAX's caches are keyed on while the program runs: its calls
+# run on JAX's cached traces and executables, as outside. A jit that JAX had traced
+# before the block is traced once more, for the recording only, under a key of the block's
+# own (a number, nothing of ours, as the value of a jax.make_user_context): JAX's tracing
+# cache misses there, so the function runs under the recorder, and nothing traced under
+# that key is ever lowered, compiled or run.
+# NB: a new number only after a block traced a jit entry of ours under the last one: the
+# traces it cached under that number would answer the next block's retrace.
 _block_serials = itertools.count(1)
 _block_key: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "transforms_block_key", default=None)
@@ -175,6 +192,18 @@ def note_jit_traced() -> None:
         _keys_with_jit_traces.add(key)
 
 
+@contextlib.contextmanager
+def retracing_to_record() -> Iterator[None]:
+    """Trace a jit that JAX had cached before the block again, for the recording only.
+
+    Under the block's own key JAX's tracing cache misses, so the user's function runs
+    under the recorder; what is traced here is never lowered, compiled or run (the call
+    itself runs on JAX's cached executable, keyed as always).
+    """
+    with _i.jit_cache_key(_block_key.get()):
+        yield
+
+
 class RetraceRefused(RuntimeError):
     """Stage capture met a JAX cache miss that would run the user's function again."""
 
@@ -184,8 +213,7 @@ def refusing_retrace() -> Iterator[None]:
     """While capturing from JAX's caches: a trace of a recorded function raises instead."""
     token = _refuse_retrace.set(True)
     try:
-        with _i.jit_cache_key(_block_key.get()):  # the traces the block recorded
-            yield
+        yield
     finally:
         _refuse_retrace.reset(token)
 

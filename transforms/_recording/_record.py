@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from .. import _jax as _i
 from .._capture import enter_block, entering_frame, leave_block, reset_block_key
 from ..model import Session
 from ._recorder import SessionRecorder
@@ -35,11 +34,11 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
                                max_steps=max_steps)
     entered = enter_block(recorder, entering_frame())
     try:
-        with _i.jit_cache_key(entered.key):
-            try:
-                yield recorder.session
-            finally:
-                leave_block(entered)
-                recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
+        try:
+            yield recorder.session
+        finally:
+            leave_block(entered)
+            recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
+            recorder.forget_jit_traces()
     finally:
         reset_block_key(entered)

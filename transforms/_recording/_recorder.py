@@ -45,6 +45,20 @@ class SessionRecorder:
         # reuses the jaxprs of jnp functions, and the ones its rules make of them, across
         # calls and sessions; their constants are the user's arrays).
         self.summaries = shared_summaries(detail == "full")
+        # The jit traces this block has recorded, by identity: a trace JAX cached before
+        # the block is recorded on its first run in the block (transforms.jit's see_trace).
+        # Held until the block ends, so an id is never reused meanwhile.
+        self._jit_traces: dict[int, Any] = {}
+
+    def first_run_of(self, jaxpr: Any) -> bool:
+        """True the first time the block runs this jit trace (a jaxpr JAX cached)."""
+        if id(jaxpr) in self._jit_traces:
+            return False
+        self._jit_traces[id(jaxpr)] = jaxpr
+        return True
+
+    def forget_jit_traces(self) -> None:
+        self._jit_traces.clear()
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""

@@ -17,11 +17,20 @@ stands for f:
   (or as a level of the call being recorded).
 A function JAX cannot weak-reference or hash is given to jax.jit as it is
 (JAX raises for it as it would), and not recorded.
+
+What the user holds is a `Jitted` around JAX's jitted object. Its `__call__` is a
+property too: outside record() it is JAX's object itself (no frame of ours, JAX's
+C++ dispatch). Inside, each call first asks JAX for its trace (`.trace`, JAX's own
+tracing cache): a miss traces here, recorded by the entry; a hit is a trace JAX made
+before the block, traced once more for the recording only (see retracing_to_record),
+once per block. The call then runs on JAX's own caches: a block never makes JAX trace
+for the program, lower or compile what it had already (tests/transforms/test_compiles.py).
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import types
 import weakref
 from typing import Any, Callable
 
@@ -29,11 +38,13 @@ from .. import _jax as _i
 from .._capture import (
     Options,
     TransformSpec,
+    any_block_open,
     argument_names,
     check_retrace,
     note_jit_traced,
     recording_off,
     retrace_refused,
+    retracing_to_record,
 )
 from .._jax import jax_own
 from .._recording import (
@@ -67,6 +78,7 @@ class _JitEntry:
         self._hash = hash(fun)
         self._options = options
         self._kwargs = kwargs
+        self._traces = 0  # traces recorded (see_trace: did JAX trace, or answer from its cache)
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
         signature = _i.cache_miss_signature(
             fun, functools.partial(_check_before_trace, weakref.ref(self)))
@@ -93,10 +105,29 @@ class _JitEntry:
             return self._fun()
         return self.record
 
+    def see_trace(self, jitted: Any, args: tuple, kwargs: dict) -> None:
+        """Before a call inside record(): make sure the block records the trace it runs.
+
+        JAX's `.trace` answers from its tracing cache, or traces (and `record` records)
+        on a miss. A cached trace not recorded in this block yet is traced once more,
+        for the recording only. Errors are JAX's: the call would raise the same.
+        """
+        recorder = state.session
+        if recorder is None or retrace_refused():
+            return
+        traces = self._traces
+        jaxpr = jitted.trace(*args, **kwargs).jaxpr
+        if not recorder.first_run_of(jaxpr):
+            return
+        if self._traces == traces:  # JAX had traced it before the block
+            with retracing_to_record():
+                jitted.trace(*args, **kwargs)
+
     def record(self, *args, **kwargs):
         fun = self._fun()
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
+        self._traces += 1
         if state.session is None:
             return fun(*args, **kwargs)
         call = state.call
@@ -147,7 +178,44 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     jitted = jax_own.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f; it keeps f alive, as JAX's does
     jitted.__transform_spec__ = entry.transform_spec()
-    return jitted
+    return Jitted(jitted, entry)
+
+
+class Jitted:
+    """What transforms.jit returns: JAX's jitted object, seen through (see the notes above).
+
+    Attributes are JAX's object's (`.lower`, `.trace`, `.clear_cache`, `_cache_size`, ...);
+    metadata is jax.jit(f)'s; `__get__` binds it as a method, as JAX's binds.
+    """
+
+    def __init__(self, jitted: Any, entry: _JitEntry):
+        functools.update_wrapper(self, jitted)  # __wrapped__ is f, as jitted's
+        self._jitted = jitted
+        self._entry = entry
+
+    @property
+    def __call__(self) -> Callable:
+        if not any_block_open():
+            return self._jitted
+        return types.MethodType(_call_in_block, self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_jitted":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self._jitted, name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return repr(self._jitted)
+
+
+@_i.api_boundary
+def _call_in_block(jitted: Jitted, /, *args: Any, **kwargs: Any) -> Any:
+    """A call while some record() block is open: its trace recorded, then JAX's call."""
+    jitted._entry.see_trace(jitted._jitted, args, kwargs)
+    return jitted._jitted(*args, **kwargs)
 
 
 def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:
