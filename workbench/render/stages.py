@@ -352,7 +352,7 @@ class DiffView:
         table.add_column("", width=1)
         table.add_column("#", justify="right", style="dim")
         table.add_column(self.diff.after)
-        for row in _with_context(self.diff.rows, self.context):
+        for row in with_context(self.diff.rows, self.context):
             if isinstance(row, int):
                 table.add_row("", Text(f"… {row} unchanged", style="dim"), "", "", "")
             else:
@@ -376,7 +376,7 @@ def _arrow(before: Sequence[str], after: Sequence[str]) -> str:
     return x if x == y else f"{x} -> {y}"
 
 
-def _with_context(rows: Sequence[EqnChange], context: int) -> list[EqnChange | int]:
+def with_context(rows: Sequence[EqnChange], context: int) -> list[EqnChange | int]:
     """Rows, with each long run of unchanged rows replaced by its length."""
     out: list[EqnChange | int] = []
     i = 0
