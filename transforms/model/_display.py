@@ -65,6 +65,12 @@ class Displayed:
     TreePair, ErrorRecord. Adds no field (the codec reads the dataclass's own)."""
     __slots__ = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # IPython's pretty printer takes the first class in the MRO with `_repr_pretty_` or
+        # `__repr__` in its own __dict__: a dataclass's generated __repr__ would win.
+        cls._repr_pretty_ = Displayed._repr_pretty_  # type: ignore[method-assign]
+
     def _repr_html_(self) -> str | None:
         return html_of(self)
 

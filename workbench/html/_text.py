@@ -21,7 +21,9 @@ LISTED_CALLS = 20
 
 def _rendered(renderable: RenderableType) -> str:
     out = io.StringIO()
-    Console(file=out, width=100, color_system=None, force_terminal=False).print(renderable)
+    # force_jupyter=False: in a kernel rich would display it as a cell output, not write it.
+    Console(file=out, width=100, color_system=None, force_terminal=False,
+            force_jupyter=False).print(renderable)
     return out.getvalue().rstrip("\n")
 
 
