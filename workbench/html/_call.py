@@ -91,7 +91,8 @@ def _steps(call: Call, budget: Budget) -> str:
 def _stages(call: Call, budget: Budget) -> str:
     before, after = default_stage_pair(call.stages)
     parts = []
-    if before != after:
+    # Two stages side by side with their diff; where either is missing the list says why.
+    if before != after and call.stages[before].available and call.stages[after].available:
         pair = stage_pair_html(call.stages[before], call.stages[after], budget)
         title = (f"<code>{h(call.stages[before].name)}</code> against "
                  f"<code>{h(call.stages[after].name)}</code>")
