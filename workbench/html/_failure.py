@@ -1,48 +1,15 @@
 """A failure as HTML: what JAX raised, where, at which transformation's tracer, and the fix
-(the facts the terminal's FailurePanel shows, workbench/render/failure.py)."""
+(the facts the terminal's FailurePanel shows: workbench/render/failure.py's failure_facts)."""
 from __future__ import annotations
 
 from transforms.model import Call, Diagnostic, ErrorRecord
 
 from .._safe_text import first_line
-from ..render.step import shorten_paths
+from ..render.failure import failure_facts
 from ._blocks import DEFAULT, Budget, h, pre, table
 from ._trees import pair_html
 
 __all__ = ["diagnostics_html", "failure_html"]
-
-
-def _step_text(error: ErrorRecord, call: Call | None) -> str:
-    if error.step is None:
-        return ""
-    if call is None or not 0 <= error.step < len(call.steps):
-        return f"#{error.step}"
-    step = call.steps[error.step]
-    at = f" at {call.levels[step.level].label}" if 0 <= step.level < len(call.levels) else ""
-    return f"#{step.index} {step.title}{at}"
-
-
-def _facts(error: ErrorRecord, call: Call | None) -> list[tuple[str, str]]:
-    """(name, text) rows, as recorded: the caller escapes them."""
-    facts = [("error", first_line(error.message) or "(no message)")]
-    if error.source is not None:
-        facts.append(("line", shorten_paths(str(error.source))))
-    if error.function:
-        facts.append(("function", error.function))
-    if error.level_label:
-        transform = f" ({error.transform})" if error.transform else ""
-        facts.append(("level", error.level_label + transform))
-    step = _step_text(error, call)
-    if step:
-        facts.append(("step", step))
-    if error.argument:
-        bdim = f", batch_dim={error.batch_dim}" if error.batch_dim is not None else ""
-        facts.append(("argument", error.argument + bdim))
-    elif error.batch_dim is not None:
-        facts.append(("batch_dim", str(error.batch_dim)))
-    if error.tracer:
-        facts.append(("tracer", error.tracer))
-    return facts
 
 
 def failure_html(error: ErrorRecord, call: Call | None = None, budget: Budget = DEFAULT) -> str:
@@ -50,7 +17,8 @@ def failure_html(error: ErrorRecord, call: Call | None = None, budget: Budget = 
     whole message folded."""
     name = error.type_name.rsplit(".", 1)[-1]
     rule = f' <span class="dim">[{h(error.rule)}]</span>' if error.rule else ""
-    rows = [(f"<b>{h(k)}</b>", h(v, budget.line_chars)) for k, v in _facts(error, call)]
+    rows = [(f"<b>{h(k)}</b>", h(v or "(no message)", budget.line_chars))
+            for k, v in failure_facts(error, call)]
     if error.hint:
         rows.append(("<b>hint</b>", f'<span class="hint">{h(error.hint, budget.line_chars)}</span>'))
     body = f'<h4 class="failed">{h(name)}{rule}</h4>' + table(["", ""], rows)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from transforms.model import Stage, StageDiff, diff_stages
 
 from .._safe_text import first_line
-from ..render.stages import eqn_text, with_context
+from ..render.stages import arrow, eqn_text, with_context
 from ._blocks import DEFAULT, Budget, badge, details, h, more, pre, table
 
 __all__ = ["diff_html", "stage_body", "stage_html", "stage_pair_html", "stage_summary"]
@@ -55,18 +55,13 @@ def stage_html(stage: Stage, budget: Budget = DEFAULT, *, opened: bool = False) 
     return details(stage_summary(stage), stage_body(stage, budget), opened=opened)
 
 
-def _arrow(before: tuple[str, ...], after: tuple[str, ...]) -> str:
-    x, y = ", ".join(before) or "()", ", ".join(after) or "()"
-    return h(x) if x == y else f"{h(x)} → {h(y)}"
-
-
 def diff_html(diff: StageDiff, before: Stage | None = None, after: Stage | None = None,
               budget: Budget = DEFAULT) -> str:
     """The alignment: counts, how avals changed, primitives whose count changed, and the rows
     (equations shown when the two stages are given; long unchanged runs folded)."""
     head = [f"<p><code>{h(diff.before)}</code> → <code>{h(diff.after)}</code>: "
             f"{h(diff.summary())}</p>",
-            f"<p>in: {_arrow(*diff.in_avals)}<br>out: {_arrow(*diff.out_avals)}</p>"]
+            f"<p>in: {h(arrow(*diff.in_avals))}<br>out: {h(arrow(*diff.out_avals))}</p>"]
     if diff.aval_changes:
         head.append(table(["before", "after", "values", ""], (
             (h(c.before), h(c.after), str(c.count), h(c.note)) for c in diff.aval_changes[:20])))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transforms.model import TreeNode, TreePair, TreeRecord
 
-from ..render.pytree import short_type, static_text
+from ..render.pytree import short_type, static_text, tree_header
 from ._blocks import DEFAULT, Budget, details, h, more, table
 
 __all__ = ["node_html", "pair_html", "tree_html"]
@@ -34,12 +34,6 @@ def node_html(node: TreeNode, budget: Budget) -> str:
     return text
 
 
-def _name(tree: TreeRecord, default: str) -> str:
-    # Both sides often share a name (`container` and its gradient): the role tells them apart.
-    name = tree.name or default
-    return f"{name} ({tree.role})" if tree.role and tree.role != name else name
-
-
 def tree_html(tree: TreeRecord, budget: Budget = DEFAULT) -> str:
     """One pytree, a row per node in preorder, indented by depth."""
     rows = [(f'<span style="padding-left:{min(n.depth, 20)}em">{h(n.path) or "(root)"}</span>',
@@ -47,7 +41,7 @@ def tree_html(tree: TreeRecord, budget: Budget = DEFAULT) -> str:
     body = table(["path", "value"], rows) + more(len(tree.nodes) - budget.tree_rows, "nodes")
     if tree.note:
         body += f'<p class="dim">({h(tree.note)})</p>'
-    summary = f"<b>{h(_name(tree, tree.role))}</b> <span class=\"dim\">{h(tree.treedef, 200)}</span>"
+    summary = f"<b>{h(tree_header(tree, tree.role))}</b> <span class=\"dim\">{h(tree.treedef, 200)}</span>"
     return details(summary, body, opened=len(tree.nodes) <= 40)
 
 
@@ -68,7 +62,7 @@ def pair_html(pair: TreePair, budget: Budget = DEFAULT) -> str:
                      _cell(pair.right, row.right, budget), mark + note, row.status))
     cells = [r[:4] for r in rows]
     kinds = [r[4] for r in rows]
-    headers = ["path", h(_name(pair.left, "left")), h(_name(pair.right, "right")), ""]
+    headers = ["path", h(tree_header(pair.left, "left")), h(tree_header(pair.right, "right")), ""]
     body = table(headers, cells, kinds)
     body += more(len(pair.rows) - budget.tree_rows, "rows")
     status = "ok" if pair.same_structure else "failed"

@@ -332,8 +332,8 @@ class DiffView:
     def _render(self) -> RenderableType:
         d = self.diff
         head = [Text.assemble((f"{d.before} -> {d.after}", "bold"), f": {d.summary()}")]
-        head.append(Text(f"in:  {_arrow(*d.in_avals)}"))
-        head.append(Text(f"out: {_arrow(*d.out_avals)}"))
+        head.append(Text(f"in:  {arrow(*d.in_avals)}"))
+        head.append(Text(f"out: {arrow(*d.out_avals)}"))
         for change in d.aval_changes:
             note = f" ({change.note})" if change.note else ""
             head.append(Text(f"  {change.before} -> {change.after} ×{change.count}{note}"))
@@ -371,7 +371,8 @@ class DiffView:
                 "" if row.after is None else str(row.after), right_text)
 
 
-def _arrow(before: Sequence[str], after: Sequence[str]) -> str:
+def arrow(before: Sequence[str], after: Sequence[str]) -> str:
+    """`f32[3] -> f32[2,3]`, or the avals once where they did not change."""
     x, y = ", ".join(before) or "()", ", ".join(after) or "()"
     return x if x == y else f"{x} -> {y}"
 
