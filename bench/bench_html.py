@@ -17,39 +17,24 @@ import dataclasses
 import sys
 import time
 
-import jax.numpy as jnp
-
 import transforms as T
 from transforms.model import Session
 from workbench.html import page
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import make_mlp  # noqa: E402
+from bench_tui import session_of_steps  # noqa: E402
 
 STEPS = 100_000
 SECONDS = 2.0
 MEGABYTES = 5.0
 
 
-def loop_heavy(x):
-    for _ in range(250):
-        x = jnp.sin(x) * 1.01 + 0.1
-    return jnp.sum(x)
-
-
 def one_call(steps: int) -> Session:
-    """vmap(grad(loop_heavy)) with its stages, its steps replicated to `steps`."""
-    with T.record(inline_jnp=True, stages=True) as s:
-        T.vmap(T.grad(loop_heavy))(jnp.ones((4, 3)))
-    call = s.calls[0]
-    out = []
-    while len(out) < steps:
-        offset = len(out)
-        out += [st._replace(index=st.index + offset,
-                            cause=st.cause + offset if st.cause is not None else None)
-                for st in call.steps[:steps - offset]]
-    return Session(calls=[dataclasses.replace(call, steps=tuple(out))],
-                   jax_version=s.jax_version, title="one call of 100,000 steps")
+    """bench_tui's loop-heavy vmap(grad(f)), recorded with its stages, `steps` steps."""
+    session = session_of_steps(steps, stages=True)
+    session.title = f"one call of {steps:,} steps"
+    return session
 
 
 def many_calls(steps: int, per_call: int = 100) -> Session:

@@ -45,19 +45,11 @@ def _registered() -> list[Display]:
 
 
 def html_of(record: object) -> str | None:
-    for display in _registered():
-        out = display.html(record)
-        if out is not None:
-            return out
-    return None
+    return next((out for d in _registered() if (out := d.html(record)) is not None), None)
 
 
 def text_of(record: object) -> str | None:
-    for display in _registered():
-        out = display.text(record)
-        if out is not None:
-            return out
-    return None
+    return next((out for d in _registered() if (out := d.text(record)) is not None), None)
 
 
 class Displayed:
