@@ -8,7 +8,7 @@ from pathlib import Path
 
 from transforms.model import Call, Session
 
-from ..export import ExportError, GraphOptions, collect, write_graph
+from ..export import ExportError, GraphOptions, GraphvizMissing, collect, write_graph
 from ._blocks import DEFAULT, Budget, h
 
 __all__ = ["graph_html"]
@@ -40,5 +40,8 @@ def graph_html(call: Call, budget: Budget = DEFAULT) -> str:
         return ""
     try:
         return f'<div class="graph">{graph_svg(call, budget)}</div>'
+    except GraphvizMissing:  # its message names a DOT file left in a folder now gone
+        return ('<p class="dim">(no graph: Graphviz is not installed; `apt-get install -y '
+                'graphviz`, `brew install graphviz` or `conda install graphviz`)</p>')
     except (ExportError, OSError) as e:
         return f'<p class="dim">(no graph: {h(e, 400)})</p>'

@@ -214,3 +214,19 @@ def test_the_graph_is_inline_svg_when_graphviz_is_there():
         pytest.skip("Graphviz is not installed")
     text = hostile_session("loss").calls[0]._repr_html_()
     assert text.count("<svg") == 1 and "<?xml" not in text and "<!DOCTYPE" not in text
+
+
+def test_a_multi_process_run_shows_each_process():
+    from transforms.model import ProcessInfo, ProcessRecord
+    one = hostile_session("step")
+    processes = tuple(ProcessRecord(ProcessInfo(i, 2), calls=tuple(one.calls), title=f"p{i}")
+                      for i in range(2))
+    shown = "".join(Page(Session(processes=processes, title="run")._repr_html_()).text)
+    assert "process 0/2" in shown and "process 1/2" in shown and "grad(step)" in shown
+
+
+def test_without_graphviz_the_call_says_how_to_install_it(monkeypatch):
+    import shutil
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    text = hostile_session("loss").calls[0]._repr_html_()
+    assert "<svg" not in text and "Graphviz is not installed" in text
