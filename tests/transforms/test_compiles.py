@@ -134,14 +134,18 @@ _DUMPED = re.compile(r"jax_ir\d+_(?P<name>.*)\.mlir")
 
 
 def _lowered_modules(tmp: pathlib.Path, recorded: bool) -> list[tuple[str, str]]:
-    """(file name less its serial, text) of every module a fresh process lowers for the corpus."""
+    """(file name less its serial, text) of every module a fresh process lowers for the corpus.
+
+    Recorded with stages off: stage capture lowers and compiles for its own views (HLO,
+    cost, memory), and only that; the program's own modules are what is compared.
+    """
     out = tmp / ("recorded" if recorded else "plain")
     script = textwrap.dedent(f"""
         import contextlib, sys
         sys.path.insert(0, {str(ROOT / "tests")!r})
         import jax, transforms
         from corpus import CASES
-        block = transforms.record() if {recorded!r} else contextlib.nullcontext()
+        block = transforms.record(stages=False) if {recorded!r} else contextlib.nullcontext()
         with block:
             for case in CASES:
                 if case.raises is None:

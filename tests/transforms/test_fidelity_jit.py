@@ -70,7 +70,10 @@ def test_eval_shape_and_jit_share_one_trace(recording):
     inp = np.arange(8)
     jax.eval_shape(f, inp)
     T.jit(f)(inp)
-    assert len(traces) == 1
+    # In a block, a trace JAX cached without recording it (jax.eval_shape's, or one made
+    # before the block) is traced once more for the recording, never lowered or compiled
+    # (test_compiles.py): the only run of the user's function recording adds.
+    assert len(traces) == (1 if recording is None else 2)
 
     def g(x):
         traces.append(2)
@@ -78,11 +81,11 @@ def test_eval_shape_and_jit_share_one_trace(recording):
 
     T.jit(g).eval_shape(inp)
     jax.jit(g)(inp)
-    assert traces == [1, 2]
+    assert traces[-1:] == [2] and traces.count(2) == 1
 
 
 def test_a_function_traced_before_a_block_is_traced_again_and_recorded_inside_it():
-    """JAX's caches are keyed on the open block: its first call records, later ones hit."""
+    """Traced once more for the recording on its first call in a block; later calls hit."""
     traces = []
 
     def f(x):
@@ -105,7 +108,7 @@ def test_a_function_traced_before_a_block_is_traced_again_and_recorded_inside_it
 
 
 def test_blocks_that_trace_no_jit_of_ours_keep_jaxs_cache():
-    """A new cache key (all of JAX traced and compiled again) only after a block traced a jit."""
+    """A new key for the recording's retraces only after a block traced a jit of ours."""
     from transforms._capture import _state
     traces = []
 

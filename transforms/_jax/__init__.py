@@ -120,7 +120,9 @@ from ._tracers import (
     autodiff_parts as autodiff_parts,
     batched_parts as batched_parts,
     staged_var as staged_var,
+    trace_key as trace_key,
     trace_of as trace_of,
+    traced_avals as traced_avals,
     tracer_shape as tracer_shape,
     tracer_shapes as tracer_shapes,
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from jax import tree_util
 from jax.extend import core as jex_core
 
 from ._base import Tracer
@@ -63,6 +64,12 @@ def staged_var(x: Any) -> Any:
 _Var = jex_core.Var
 
 
+def traced_avals(args: tuple, kwargs: dict) -> tuple:
+    """The abstract values of the tracers among a jit trace's arguments, in JAX's
+    flattening order: the trace's `in_avals` (its static arguments are no tracers)."""
+    return tuple(x.aval for x in tree_util.tree_leaves((args, kwargs)) if isinstance(x, Tracer))
+
+
 def _has_attrs(cls: type, *names: str) -> bool:
     # Tracer attributes are __slots__ or class annotations, not set on the class.
     for name in names:
@@ -70,3 +77,9 @@ def _has_attrs(cls: type, *names: str) -> bool:
                    or name in vars(k) for k in cls.__mro__):
             return False
     return True
+
+
+def trace_key(traced: Any) -> tuple[Any, tuple]:
+    """(the jaxpr, its input avals) of what a jitted function's public `.trace` returned."""
+    closed = traced.jaxpr
+    return closed, tuple(closed.in_avals)

@@ -45,20 +45,25 @@ class SessionRecorder:
         # reuses the jaxprs of jnp functions, and the ones its rules make of them, across
         # calls and sessions; their constants are the user's arrays).
         self.summaries = shared_summaries(detail == "full")
-        # The jit traces this block has recorded, by identity: a trace JAX cached before
-        # the block is recorded on its first run in the block (transforms.jit's see_trace).
-        # Held until the block ends, so an id is never reused meanwhile.
-        self._jit_traces: dict[int, Any] = {}
+        # The jit traces this block has run (weakly: a jaxpr holds the user's constants)
+        # and the (entry, input avals) it traced, and so recorded (transforms.jit's
+        # see_trace): a trace JAX cached before the block is recorded on its first run.
+        self._jit_traces_run: weakref.WeakSet = weakref.WeakSet()
+        self._jit_traces_recorded: set[tuple[int, tuple]] = set()
 
-    def first_run_of(self, jaxpr: Any) -> bool:
-        """True the first time the block runs this jit trace (a jaxpr JAX cached)."""
-        if id(jaxpr) in self._jit_traces:
-            return False
-        self._jit_traces[id(jaxpr)] = jaxpr
-        return True
+    def note_jit_traced(self, entry: Any, avals: tuple) -> None:
+        self._jit_traces_recorded.add((id(entry), avals))
+
+    def first_run_of(self, entry: Any, jaxpr: Any, avals: tuple) -> tuple[bool, bool]:
+        """(first run of this jit trace in the block, traced in the block already)."""
+        if jaxpr in self._jit_traces_run:
+            return False, True
+        self._jit_traces_run.add(jaxpr)
+        return True, (id(entry), avals) in self._jit_traces_recorded
 
     def forget_jit_traces(self) -> None:
-        self._jit_traces.clear()
+        self._jit_traces_run.clear()
+        self._jit_traces_recorded.clear()
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""

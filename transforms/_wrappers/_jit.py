@@ -78,7 +78,6 @@ class _JitEntry:
         self._hash = hash(fun)
         self._options = options
         self._kwargs = kwargs
-        self._traces = 0  # traces recorded (see_trace: did JAX trace, or answer from its cache)
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
         signature = _i.cache_miss_signature(
             fun, functools.partial(_check_before_trace, weakref.ref(self)))
@@ -109,17 +108,16 @@ class _JitEntry:
         """Before a call inside record(): make sure the block records the trace it runs.
 
         JAX's `.trace` answers from its tracing cache, or traces (and `record` records)
-        on a miss. A cached trace not recorded in this block yet is traced once more,
-        for the recording only. Errors are JAX's: the call would raise the same.
+        on a miss. A trace JAX cached before the block (not one the block traced, by
+        eval_shape or .lower too) is traced once more, for the recording only, on its
+        first run in the block. Errors are JAX's: the call would raise the same.
         """
         recorder = state.session
         if recorder is None or retrace_refused():
             return
-        traces = self._traces
-        jaxpr = jitted.trace(*args, **kwargs).jaxpr
-        if not recorder.first_run_of(jaxpr):
-            return
-        if self._traces == traces:  # JAX had traced it before the block
+        jaxpr, avals = _i.trace_key(jitted.trace(*args, **kwargs))
+        first_run, recorded = recorder.first_run_of(self, jaxpr, avals)
+        if first_run and not recorded:
             with retracing_to_record():
                 jitted.trace(*args, **kwargs)
 
@@ -127,9 +125,9 @@ class _JitEntry:
         fun = self._fun()
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
-        self._traces += 1
         if state.session is None:
             return fun(*args, **kwargs)
+        state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
         if call is not None:  # traced inside a recorded call: a level of it
             return run_recorded_level(call, fun, "jit", self._options, args, kwargs)
@@ -189,7 +187,8 @@ class Jitted:
     """
 
     def __init__(self, jitted: Any, entry: _JitEntry):
-        functools.update_wrapper(self, jitted)  # __wrapped__ is f, as jitted's
+        functools.update_wrapper(self, jitted)
+        self.__wrapped__ = jitted.__wrapped__  # f, as jax.jit(f).__wrapped__ is
         self._jitted = jitted
         self._entry = entry
 
@@ -209,6 +208,12 @@ class Jitted:
 
     def __repr__(self) -> str:
         return repr(self._jitted)
+
+    def __getstate__(self) -> Any:  # JAX's (its function_name, ...), not this wrapper's
+        return self._jitted.__getstate__()
+
+    def __reduce__(self) -> Any:  # pickled as JAX's object: nothing of the recorder travels
+        return self._jitted.__reduce__()
 
 
 @_i.api_boundary

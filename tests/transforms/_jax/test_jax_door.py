@@ -279,8 +279,8 @@ def test_trace_has_ended_for_the_traces_jax_invalidates():
     jax.grad(keep("grad"))(1.0)
     jax.jit(keep("jit"))(1.0)
     ended = {name: _i.trace_has_ended(_i.trace_of(x)) for name, x in leaked.items()}
-    # jax 0.12 invalidates grad's LinearizeTrace too; neither version invalidates jit's.
-    assert ended == {"vmap": True, "grad": jax.__version_info__ >= (0, 12), "jit": False}
+    # jax 0.11 and later invalidate grad's LinearizeTrace too (0.11.2 measured); none invalidates jit's.
+    assert ended == {"vmap": True, "grad": jax.__version_info__ >= (0, 11), "jit": False}
 
 
 def test_ended_tracer_in_traceback_finds_the_leaked_tracer():
@@ -393,7 +393,7 @@ def test_inline_jit_params_say_whether_a_staged_jaxpr_holds_the_jit():
     seen = {(step.title, step.inline) for step in session.calls[0].steps if step.primitive != "mul"}
     staged = [e.primitive.name for e in jax.make_jaxpr(jax.jit(user_inline, inline=True))(1.0).eqns]
     user_inlined = staged == ["mul"]
-    assert user_inlined is (jax.__version_info__ < (0, 12))
+    assert user_inlined is (jax.__version_info__ < (0, 11))  # 0.11.2 measured as 0.12
     assert seen == {("jit[name=multiply]", True), ("jit[name=sin]", False),
                     ("jit[name=user_inline]", user_inlined)}
     assert not _i.is_inline_jit_params({})
