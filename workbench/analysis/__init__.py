@@ -11,6 +11,11 @@ from ._call_index import (
     function_program as function_program,
     steps_by_level as steps_by_level,
 )
+from ._call_label import (
+    TRANSFORMATIONS as TRANSFORMATIONS,
+    call_label as call_label,
+    composition as composition,
+)
 from ._process_merge import (
     PROCESS_FILE as PROCESS_FILE,
     Divergence as Divergence,

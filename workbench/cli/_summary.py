@@ -7,7 +7,7 @@ from typing import Any
 from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
-from ..analysis import steps_by_level
+from ..analysis import call_label, steps_by_level
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
 
@@ -50,7 +50,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
     where = f" at {_t(call.source)}" if call.source else ""
-    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
+    lines = [f"call {call.index}: {_t(call_label(call))}{where}  [{status}]"]
     by_level = steps_by_level(call)
     # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
     # runs of identical sibling levels are one row (`expand`: each).
