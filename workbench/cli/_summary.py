@@ -7,7 +7,7 @@ from typing import Any
 from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
-from ..analysis import call_label, steps_by_level
+from ..analysis import call_label, no_stages_reason, steps_by_level
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
 
@@ -18,7 +18,7 @@ def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[st
     Calls that share a signature share one stages tuple: after the first, one line.
     """
     if not call.stages:
-        return ["  stages: none (recorded with stages off)"]
+        return [f"  stages: none ({no_stages_reason(call)})"]
     if first_with is not None:
         first = first_with.setdefault(id(call.stages), call.index)
         if first != call.index:

@@ -42,7 +42,8 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
         "      #2 TracerBoolConversionError [forward] () -> ()",
         "  error at step 0: jax.errors.TracerBoolConversionError: Attempted boolean conversion"
         " of traced array with shape bool[].",
-        "  stages: none (recorded with stages off)",
+        "  stages: none (recorded with stages off: record(stages=False) or workbench run "
+        "--no-stages)",
     ]
 
 
@@ -76,3 +77,14 @@ def test_console_script_help_runs_as_a_process():
     out = subprocess.run([sys.executable, "-m", "workbench", "--help"], capture_output=True,
                          text=True, check=True).stdout
     assert "usage: workbench" in out and "Exit codes: 0 ok" in out
+
+
+def test_show_says_a_call_failed_before_tracing_not_that_stages_were_off(tmp_path, capsys):
+    """Issue 36, item 6: a jit whose argument could not be flattened has no levels."""
+    error = ErrorRecord("NameError", "name 'value' is not defined", None, None)
+    session = Session(calls=[Call(0, "jit", "test_func", None, errors=(error,))])
+    path = tmp_path / "trace.json"
+    session.save(path)
+    assert main(["show", str(path)]) == 0
+    assert "  stages: none (the call failed before JAX traced it)" in \
+        capsys.readouterr().out.splitlines()

@@ -522,3 +522,18 @@ def test_tree_rows_are_made_on_demand_and_searched_by_their_text():
     many = call_tree_rows(big)
     assert len(many) == 10_003 and many[10_001].plain.endswith("['w9999']: float32[] = 9999")
     assert many.search("w9999") == [10_001]
+
+
+# --- issue 36, item 6: a call that failed before JAX traced it -----------------------
+
+@sync
+async def test_a_call_that_failed_before_tracing_is_not_said_to_have_stages_off():
+    app = build_app(example("ntcontainer_broken"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await select_call(app, pilot, 0)  # jit(test_func): could not flatten its argument
+        await pilot.press("2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        head = app.screen.query_one(StagesPane).query_one("#stage-head")
+        assert text_of(head).strip() == \
+            "this call recorded no stages (the call failed before JAX traced it)"
