@@ -537,3 +537,20 @@ async def test_a_call_that_failed_before_tracing_is_not_said_to_have_stages_off(
         head = app.screen.query_one(StagesPane).query_one("#stage-head")
         assert text_of(head).strip() == \
             "this call recorded no stages (the call failed before JAX traced it)"
+
+
+# --- issue 36, item 4: a jaxpr printed in colour ---------------------------------------
+
+@sync
+async def test_the_story_shows_a_jaxpr_printed_in_colour_as_plain_text():
+    # JAX prints jaxprs in colour when it was imported on a terminal (the TUI's)
+    printed = ("{ \x1b[34;1mlambda \x1b[39;22m; a\x1b[35m:f32[]\x1b[39m. \x1b[34;1mlet"
+               "\x1b[39;22m b\x1b[35m:f32[]\x1b[39m = sin a \x1b[34;1min\x1b[39;22m (b,) }\n"
+               "title \x1b]0;pwned\x07\n")
+    session = dataclasses.replace(example("trace_jaxpr"), metadata={"output": printed})
+    app = build_app(session, title="coloured")
+    async with app.run_test(size=(100, 20)) as pilot:
+        await pilot.press("6")
+        out = shown(app.screen.query_one("#output-pane", TextLines)).strip().splitlines()
+        assert out[:3] == ["What it printed", "{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }",
+                           "title \\x1b]0;pwned\\x07"]
