@@ -5,6 +5,8 @@ the transformations applied to the call's own function, outermost first, around 
 label."""
 from __future__ import annotations
 
+from typing import Callable
+
 from transforms.model import PUBLIC_KINDS, Call, Level
 
 # The transformations a user applies (transforms' public wrappers): a level of one of
@@ -33,11 +35,13 @@ def composition(call: Call) -> list[str]:
     return kinds
 
 
-def call_label(call: Call) -> str:
-    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`, `jit(step)`."""
-    label = str(call.function)
+def call_label(call: Call, safe: Callable[[str], str] = str) -> str:
+    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`, `jit(step)`;
+    `safe`: how the reader shows each recorded name (made safe for a terminal, cut), applied
+    to each part so that a long name is cut, not the label."""
+    label = safe(str(call.function))
     for kind in reversed(composition(call)):
-        label = f"{kind}({label})"
+        label = f"{safe(kind)}({label})"
     return label
 
 

@@ -50,7 +50,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
     where = f" at {_t(call.source)}" if call.source else ""
-    lines = [f"call {call.index}: {_t(call_label(call))}{where}  [{status}]"]
+    lines = [f"call {call.index}: {call_label(call, _t)}{where}  [{status}]"]
     by_level = steps_by_level(call)
     # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
     # runs of identical sibling levels are one row (`expand`: each).
