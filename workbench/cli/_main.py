@@ -25,6 +25,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from .._words import plural
 from ._args import build_parser, take_trailing_options
 from ._read_commands import diff_command, merge_command, open_command, schema_command, show_command
 from ._shared import (
@@ -130,7 +131,7 @@ def _demo(args: argparse.Namespace) -> int:
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
     note(args, f"wrote {len(outcomes)} dumps and {index} "
-               f"({sum(o.session.step_count for o in outcomes)} steps)")
+               f"({plural(sum(o.session.step_count for o in outcomes), 'step')})")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 
@@ -162,7 +163,8 @@ def _record_gallery(examples: list, quiet: bool) -> list:
             progress.start(ex.name)
             o = gallery.run_example(ex)
             outcomes.append(o)
-            done = f"{len(o.session.calls)} calls, {o.session.step_count} steps, {o.seconds:.1f} s"
+            done = (f"{plural(len(o.session.calls), 'call')}, "
+                    f"{plural(o.session.step_count, 'step')}, {o.seconds:.1f} s")
             progress.advance(ex.name, done if o.ok else f"{done}, BROKE: {o.error}")
     return outcomes
 
@@ -229,8 +231,9 @@ def _index_markdown(index: dict[str, Any]) -> str:
                      f"{e['steps']} | {_md(errors)} | [{e['dump']}]({e['dump']}) |")
     for e in index["examples"]:
         lines += ["", f"## {e['number']}. {e['title']}", "", e["explanation"], ""]
-        lines.append(f"`{e['name']}` (seed {e['seed']}): {e['calls']} calls, {e['steps']} steps, "
-                     f"{e['stages']} stages; dump [{e['dump']}]({e['dump']})")
+        lines.append(f"`{e['name']}` (seed {e['seed']}): {plural(e['calls'], 'call')}, "
+                     f"{plural(e['steps'], 'step')}, {plural(e['stages'], 'stage')}; "
+                     f"dump [{e['dump']}]({e['dump']})")
         for g in e["graphs"]:
             lines.append(f"- graph: [{g}]({g})")
         for x in e["errors"]:
@@ -284,7 +287,7 @@ def _run(args: argparse.Namespace) -> int:
         error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
-    what = f"{len(session.calls)} calls, {session.step_count} steps"
+    what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     if result.interrupted:
         what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
     elif result.error is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
+from .._words import plural
 from ..analysis import call_label, no_stages_reason, steps_by_level
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
@@ -63,7 +64,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         steps = [call.steps[p] for p in by_level.get(level.index, ())]
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
         lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
-                     f"{len(steps)} steps{repeats}")
+                     f"{plural(len(steps), 'step')}{repeats}")
         if with_steps:
             lines.extend(_step_lines(steps, depth))
     for error in call.errors:

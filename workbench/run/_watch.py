@@ -2,7 +2,7 @@
 
 Each recording runs in a fresh process (`python -m workbench dump`), so a script
 edited between runs starts from a clean interpreter, as `python SCRIPT.py` would,
-and what it prints is kept (the TUI's Output view) instead of reaching the
+and what it prints is kept (the TUI's Story view) instead of reaching the
 terminal the TUI draws on. The TUI polls `changed()` and shows each new session
 in place, keeping the user's selection. No JAX import here.
 """
@@ -17,7 +17,7 @@ from typing import Sequence
 
 from transforms.model import Session, load
 
-# Printed output kept per recording (the Output view), in characters.
+# Printed output kept per recording (the Story view), in characters.
 MAX_OUTPUT = 200_000
 
 

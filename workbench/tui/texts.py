@@ -10,6 +10,7 @@ from typing import Any, Iterable
 from transforms.model import Call, Session, Stage, Step
 
 from .. import _safe_text as safe_text
+from .._words import plural as plural
 from ..analysis import TRANSFORMATIONS as TRANSFORMATIONS, call_label, composition as composition
 
 # --- call labels --------------------------------------------------------------------
@@ -101,10 +102,6 @@ def session_description(session: Session) -> str:
 def session_output(session: Session) -> str | None:
     """What the recorded program printed, when that was kept (None: not kept)."""
     return session.metadata.get("output") if session.metadata else None
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def session_summary(session: Session) -> str:

@@ -32,9 +32,9 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
     _session().save(path)
     assert main(["show", str(path), "--steps"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"{path}: 1 calls, 3 steps (jax 0.10.2, python 3.11.7)",
+        f"{path}: 1 call, 3 steps (jax 0.10.2, python 3.11.7)",
         "call 0: vmap(absolute) at demo.py:8 (<module>)  [FAILED]",
-        "  eval#0  EvalTrace  1 steps",
+        "  eval#0  EvalTrace  1 step",
         "    #1 gt [forward] (1., 1.) -> (1.)",
         "    vmap#1  BatchTrace  2 steps",
         "      #0 gt [forward] (VmapTracer(aval=float32[], batched=float32[3], batch_dim=0), 1.)"
