@@ -256,6 +256,11 @@ def _run(args: argparse.Namespace) -> int:
     if problem:
         error(f"{problem}; see `workbench {args.command} --help`")
         return EXIT_BAD_INPUT
+    try:  # what is wrong with the script first (no such file), before how to run it
+        run.check_script(args.script)
+    except run.ScriptError as e:
+        error(str(e))
+        return EXIT_BAD_INPUT
     if args.command == "run" and args.output is None:
         reason = no_terminal()
         if reason:

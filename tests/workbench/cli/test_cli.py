@@ -51,7 +51,8 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
     (None, "no such file"),
     ("", "the file is empty"),
     ('{"schema": "jax-transform-workbench/session", "schema_version": 1, "calls": [', "truncated"),
-    ("not json at all", "corrupt JSON"),
+    ("not json at all", "not a workbench session dump: it is not JSON"),
+    ('{"a": 1 2}', "corrupt JSON at line 1, column 9"),
     ('{"hello": 1}', "not a workbench session"),
     (json.dumps({"schema": "jax-transform-workbench/session", "schema_version": 99, "calls": []}),
      "written with schema version 99"),
@@ -88,3 +89,10 @@ def test_show_says_a_call_failed_before_tracing_not_that_stages_were_off(tmp_pat
     assert main(["show", str(path)]) == 0
     assert "  stages: none (the call failed before JAX traced it)" in \
         capsys.readouterr().out.splitlines()
+
+
+def test_run_says_the_script_is_missing_before_asking_for_a_terminal(tmp_path, capsys):
+    """Issue 36, item 17: without a terminal, a missing script is the error to fix first."""
+    missing = str(tmp_path / "nosuch.py")
+    assert main(["run", missing]) == 2
+    assert capsys.readouterr().err == f"workbench: {missing}: no such file\n"
