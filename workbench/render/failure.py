@@ -58,7 +58,7 @@ class FailurePanel:
         if e.tracer:
             table.add_row("tracer", Text(e.tracer))
         if e.hint:
-            table.add_row("hint", Text(e.hint, style="green"))
+            table.add_row("hint", Text(shorten_paths(e.hint), style="green"))
         return table
 
     def _step_text(self) -> str:
