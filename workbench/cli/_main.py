@@ -333,9 +333,12 @@ def _watch(args: argparse.Namespace) -> int:
     if first.session is None:
         error(first.note)
         return EXIT_BAD_INPUT
-    note(args, f"recorded {first.note}")
-    return open_tui(first.session, first.session.title or args.script, "use -o trace.json",
+    code = open_tui(first.session, first.session.title or args.script, "use -o trace.json",
                     export_dir=args.export_dir, watch=watch)
+    # Said once the TUI has closed, of the latest recording (the TUI showed each in turn).
+    if code == EXIT_OK and watch.last is not None:
+        note(args, f"last recorded: {watch.last.note}")
+    return code
 
 
 def _save(args: argparse.Namespace, session: Session, what: str, path: str,
