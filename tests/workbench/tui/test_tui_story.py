@@ -554,3 +554,36 @@ async def test_the_story_shows_a_jaxpr_printed_in_colour_as_plain_text():
         out = shown(app.screen.query_one("#output-pane", TextLines)).strip().splitlines()
         assert out[:3] == ["What it printed", "{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }",
                            "title \\x1b]0;pwned\\x07"]
+
+
+# --- issue 36, item 7: keys that did not do what help says -----------------------------
+
+@sync
+async def test_z_hides_and_brings_back_the_navigator_from_the_stages_view():
+    from textual.widgets import Input
+
+    from workbench.tui.widgets.navigator.navigator import Navigator
+    app = build_app(example("loop_vs_vmap"))
+    async with app.run_test(size=SIZE) as pilot:
+        nav = app.screen.query_one(Navigator)
+        await pilot.press("2", "G", "z")
+        assert not nav.display
+        await pilot.press("z")
+        assert nav.display
+        await pilot.press("z")
+        assert not nav.display  # not typed into the filter box
+        assert app.screen.query_one("#filter", Input).value == ""
+
+
+@sync
+async def test_l_and_right_unfold_a_call_folded_with_h():
+    app = build_app(example("loop_vs_vmap"))
+    async with app.run_test(size=SIZE) as pilot:
+        steps = app.screen.query_one(StepList)
+        await pilot.press("home", "h")
+        assert shown(steps).splitlines()[0].startswith("▸   jit(convolve)")
+        await pilot.press("l")
+        assert shown(steps).splitlines()[:2] == ["▾   jit(convolve)  10 steps",
+                                                 "    ▾ jit#1  10"]
+        await pilot.press("h", "right")
+        assert shown(steps).splitlines()[0] == "▾   jit(convolve)  10 steps"
