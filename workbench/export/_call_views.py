@@ -2,6 +2,7 @@
 cause) and the pytree view (a call's trees and pairs): collected from records into a Graph."""
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 from transforms.model import Call, TreePair, TreeRecord, short_aval
@@ -193,7 +194,9 @@ def _tree_nodes(tree: TreeRecord, prefix: str, cluster: str, parent: str, nodes:
 
 
 def _wrap(text: str, width: int, max_lines: int = 20) -> str:
-    lines = [text[i:i + width] for i in range(0, len(text), width)] or [text]
+    """Lines of at most `width` characters, broken between words (a word longer than a
+    line, a treedef, is broken inside)."""
+    lines = textwrap.wrap(text, width, break_on_hyphens=False) or [text]
     if len(lines) > max_lines:
         lines = lines[:max_lines - 1] + [_shorten(lines[max_lines - 1] + "…", width)]
     return "\n".join(lines)
