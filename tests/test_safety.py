@@ -127,7 +127,7 @@ def test_show_prints_every_name_safely(tmp_path, capsys, name):
     where = safe_text.terminal(f"/x/{name}.py:3 ({name})")  # a source line is one field
     assert f"call 0: grad({t}) at {where}  [FAILED]\n" in out
     assert f"    {safe_text.terminal('grad#1' + name)}  {safe_text.terminal('Trace' + name)}  " \
-           f"1 steps\n" in out
+           f"1 step\n" in out
     assert f"  error at step 0: {safe_text.terminal('Err' + name)}: {t}\n" in out
     assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
     out.encode("utf-8")

@@ -7,6 +7,8 @@ what follows, a lone surrogate (`\\udcff`, from a file name Python could not
 decode) makes writing UTF-8 fail, and a 100,000-character name fills the screen.
 One rule for all of them, then one escaping per destination:
 
+    without_colors(text)  a program's printed colours (SGR sequences only, as JAX prints
+                     a jaxpr on a terminal) taken out, before terminal() escapes the rest
     terminal(text)   control, format (bidi, zero-width) and surrogate characters as
                      visible escapes (`\\x1b`, `\\u202e`, `\\udcff`); cut to `limit`
     svg(text)        terminal(text), then XML's `& < > " '` as entities
@@ -74,6 +76,17 @@ def terminal(text: object, limit: int = DEFAULT_LIMIT, *, lines: bool = False) -
     if s.isascii() and s.isprintable():  # nothing to escape (most text): no regex pass
         return cut(s, limit)
     return _UNSAFE_ONE_LINE.sub(_escape, cut(s, limit))
+
+
+# Select Graphic Rendition: `ESC [ 34;1 m` sets colours and nothing else; what a program
+# printed in colour reads as plain text without them.
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def without_colors(text: str) -> str:
+    """`text` without its colour sequences (`\\x1b[34;1mlambda\\x1b[39;22m` -> `lambda`);
+    any other escape stays, for terminal() to show."""
+    return _SGR.sub("", text) if "\x1b" in text else text
 
 
 def has_unsafe(text: str) -> bool:

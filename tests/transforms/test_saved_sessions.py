@@ -123,7 +123,7 @@ _BAD_FILES = [
     ("truncated", ["truncated", "JSON"]),
     ("truncated_in_a_string", ["truncated", "JSON"]),
     ("truncated_before_last_brace", ["truncated", "JSON"]),
-    ("not_json", ["corrupt", "JSON"]),
+    ("not_json", ["not a workbench session dump: it is not JSON"]),
     ("not_utf8", ["not a text file"]),
     ("no_schema_tag", ["not a workbench session", "jax-transform-workbench/session"]),
     ("wrong_schema_tag", ["not a workbench session"]),

@@ -23,6 +23,7 @@ from ._describe import Describer as Describer
 from ._jaxpr_records import jaxpr_record as jaxpr_record
 from ._locations import (
     location_of as location_of,
+    returned_location as returned_location,
     set_user_code as set_user_code,
     traceback_location as traceback_location,
     user_location as user_location,

@@ -6,6 +6,7 @@ which. The C step core walks frames with the same tables (CODE_KINDS, LOCATIONS)
 """
 from __future__ import annotations
 
+import dis
 import os
 import site
 import sys
@@ -18,7 +19,8 @@ from .._jax import JAX_DIR, PACKAGE_DIR, context_traceback, traceback_frames
 from ..model import SourceLocation
 
 __all__ = ["CODE_KINDS", "LOCATIONS", "code_kind_numbers", "location_of", "location_via",
-           "set_user_code", "staged_location", "traceback_location", "user_location"]
+           "returned_location", "set_user_code", "staged_location", "traceback_location",
+           "user_location"]
 
 _INTERNAL, _LIBRARY, _USER = 1, 2, 0
 _EXCLUDED_PREFIXES = (JAX_DIR, PACKAGE_DIR, "<frozen ", sys.base_prefix + "/lib/python3")
@@ -194,3 +196,24 @@ def traceback_location(tb) -> SourceLocation | None:
     if found is None:
         return location_of(*via) if via is not None else None
     return location_via(*found, *via) if via is not None else location_of(*found)
+
+
+_RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST"})
+
+
+def returned_location(function: Any, tb: Any) -> SourceLocation | None:
+    """Where the user's `function` returned, when an error raised after it returned is about
+    what it returned (a custom_jvp rule's primal and tangent trees): the line of its return
+    statement (its `def` line where it returns on several lines). None when `function` is not
+    the user's or is on the traceback (it raised itself: the traceback has the line)."""
+    code = getattr(function, "__code__", None)
+    if code is None or _kind(code) != _USER:
+        return None
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return None
+        tb = tb.tb_next
+    lines = {i.positions.lineno if i.positions else None
+             for i in dis.get_instructions(code) if i.opname in _RETURNS}
+    line = lines.pop() if len(lines) == 1 else None
+    return location_of(code, line if line is not None else code.co_firstlineno)

@@ -98,8 +98,9 @@ class CallBuilder:
         level.tape = tape = late.start_rule(kind, fun, args)
         return level, tape
 
-    def record_error(self, error: BaseException, level: LevelState | None) -> None:
-        self.steps.record_error(error, level, self.source, self.trees)
+    def record_error(self, error: BaseException, level: LevelState | None,
+                     rule: Any = None) -> None:
+        self.steps.record_error(error, level, self.source, self.trees, rule)
 
     # -- transformations called inside it -------------------------------------------
     def nested_returned(self, spec: Any, args: tuple, kwargs: dict, out: Any) -> None:

@@ -17,6 +17,7 @@ from .._capture import (
     Describer,
     Options,
     built_steps,
+    returned_location,
     step_core_class,
     traceback_location,
 )
@@ -97,7 +98,8 @@ class CallSteps:
 
     # -- steps and errors -----------------------------------------------------
     def record_error(self, error: BaseException, level: LevelState | None,
-                     call_source: SourceLocation | None, trees: CallTrees) -> None:
+                     call_source: SourceLocation | None, trees: CallTrees,
+                     rule: Any = None) -> None:
         if id(error) in self._errors_seen:
             return
         self._errors_seen.add(id(error))
@@ -106,7 +108,9 @@ class CallSteps:
         if step is None and level is not None:
             step = self.last_step_at(level.index)
         # An error JAX raises before any user code runs (a bad argument) is at the call site.
-        source = traceback_location(error.__traceback__) or call_source
+        # One raised about what a custom rule returned (`rule`) is where the rule returned.
+        source = returned_location(rule, error.__traceback__) if rule is not None else None
+        source = source or traceback_location(error.__traceback__) or call_source
         if level is not None:
             self.core.event(level.index, type(error).__name__, self.describer.describe_all(()),
                             self.core.source_number(source), error_message(error), step)

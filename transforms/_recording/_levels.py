@@ -28,7 +28,8 @@ class LevelCall(Protocol):
     def late_rule(self, kind: str, fun: Any, function: str,
                   args: tuple) -> tuple[LevelState | None, Any]: ...
 
-    def record_error(self, error: BaseException, level: LevelState | None) -> None: ...
+    def record_error(self, error: BaseException, level: LevelState | None,
+                     rule: Any = None) -> None: ...
 
 
 # NB: the recording state (_capture's) holds this layer's objects; read here as what they are.
@@ -115,10 +116,11 @@ class RuleSpec:
             level = later
         else:
             level, tape = call.rule_level(self.kind, parent, self.function, self.fun, args)
+        rule = _i.wrapped_python_function(self.fun)
         if tape is None:
-            return run_level(level, f, args, kwargs)
+            return run_level(level, f, args, kwargs, rule)
         try:
-            out = run_level(level, f, args, kwargs)
+            out = run_level(level, f, args, kwargs, rule)
         except BaseException as e:
             tape.abandon(e)
             raise
@@ -126,8 +128,9 @@ class RuleSpec:
         return out
 
 
-def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
-    """Run `f` with a recorder for `level` as the current trace."""
+def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict, rule: Any = None) -> Any:
+    """Run `f` with a recorder for `level` as the current trace (`rule`: the user's custom
+    rule `f` runs, whose return an error may be about)."""
     # User code runs here (a custom rule inside a step, say): its steps keep
     # the step that called it as their cause but find their own source line.
     barrier = level.core.push_barrier()
@@ -136,7 +139,7 @@ def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict) -> Any:
         with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
             return f(*args, **kwargs)
     except BaseException as e:
-        level.call.record_error(e, level)
+        level.call.record_error(e, level, rule)
         raise
     finally:
         state.levels.pop()

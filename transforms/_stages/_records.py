@@ -277,7 +277,9 @@ def _literal_text_uncached(val: Any) -> str:
         if base is not None:
             text = str(base(val))
         elif getattr(val, "shape", None) == ():
-            text = str(val.item())
+            # the scalar of its own dtype prints as that dtype reads: 0.1, not the
+            # float64 of a float32's bits (0.10000000149011612)
+            text = str(val[()])
         else:
             text = str(val)
     except Exception:  # an exotic literal: its type still says something

@@ -142,6 +142,11 @@ def _session_from(text: str | bytes, indexed: Indexed | None, source: str,
         ended_early = (e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
                        or any(word.startswith(rest) for word in _LITERALS) and bool(rest))
         what = "truncated" if ended_early else "corrupt"
+        if not ended_early and not text[:e.pos].strip():  # not JSON from its first character
+            raise SessionLoadError(
+                f"{source}: not a workbench session dump: it is not JSON (a dump is the .json "
+                f"file `workbench run -o` or Session.save() writes; `workbench run` records a "
+                f"script)") from None
         raise SessionLoadError(
             f"{source}: {what} JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     except ValueError as e:  # a key written twice; an integer too long to read (4,300 digits)

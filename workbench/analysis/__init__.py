@@ -9,7 +9,13 @@ from ._call_index import (
     default_stage_pair as default_stage_pair,
     failing_steps as failing_steps,
     function_program as function_program,
+    no_stages_reason as no_stages_reason,
     steps_by_level as steps_by_level,
+)
+from ._call_label import (
+    TRANSFORMATIONS as TRANSFORMATIONS,
+    call_label as call_label,
+    composition as composition,
 )
 from ._process_merge import (
     PROCESS_FILE as PROCESS_FILE,

@@ -9,11 +9,20 @@ from collections.abc import Sequence
 from transforms.model import Call, Stage, default_pair, stage_function, whole_program
 
 __all__ = ["UNKNOWN_LEVEL", "default_stage_pair", "failing_steps", "function_program",
-           "steps_by_level", "whole_program"]
+           "no_stages_reason", "steps_by_level", "whole_program"]
 
 # The key `steps_by_level` files steps under whose level is not one of the call's levels
 # (a session made in memory; a loaded one is checked: transforms/model/_check.py).
 UNKNOWN_LEVEL = -1
+
+
+def no_stages_reason(call: Call) -> str:
+    """Why a call has no stages, in words every reader shows: stages are captured while a
+    call is traced, so a call that failed before JAX traced it (no level recorded: a pytree
+    it could not flatten) has none though stages were on."""
+    if call.errors and not call.levels:
+        return "the call failed before JAX traced it"
+    return "recorded with stages off: record(stages=False) or workbench run --no-stages"
 
 
 def failing_steps(call: Call) -> set[int]:

@@ -29,6 +29,8 @@ from transforms.model import (
     load,
 )
 
+from ._call_label import call_label
+
 # Per-process dumps in a run folder: process-0.json, process-1.json, ...
 PROCESS_FILE = "process-{index}.json"
 
@@ -174,7 +176,7 @@ def _step_key(call: Call, step: Step) -> tuple:
 def _call_text(call: Call | None) -> str:
     if call is None:
         return "no such call (it recorded fewer)"
-    return f"call {call.index} {call.transform}({call.function})"
+    return f"call {call.index} {call_label(call)}"
 
 
 def _step_text(step: Step | None) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from transforms.model import Call, Session, Stage
 
+from .._words import plural
 from ._process_merge import Divergence, divergence
 
 
@@ -193,11 +194,12 @@ def _call_json(c: CallChange) -> dict[str, Any]:
 
 def format_diff(d: SessionDiff, name_a: str, name_b: str, verbose: bool = False) -> list[str]:
     """Plain-text lines: one per call (unchanged calls only with verbose), then a summary."""
-    lines = [f"A: {name_a} ({d.calls_a} calls, {d.steps_a} steps)",
-             f"B: {name_b} ({d.calls_b} calls, {d.steps_b} steps)"]
+    lines = [f"A: {name_a} ({plural(d.calls_a, 'call')}, {plural(d.steps_a, 'step')})",
+             f"B: {name_b} ({plural(d.calls_b, 'call')}, {plural(d.steps_b, 'step')})"]
     if not d.related:
-        lines.append(f"the traces look unrelated: none of A's {d.calls_a} calls matches one of "
-                     f"B's {d.calls_b} (calls are matched by index, transform and function)")
+        lines.append(f"the traces look unrelated: none of A's {plural(d.calls_a, 'call')} "
+                     f"matches one of B's {d.calls_b} (calls are matched by index, transform "
+                     f"and function)")
         return lines
     for c in d.calls:
         if c.status == "same" and not verbose:

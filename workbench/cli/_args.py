@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--watch", action="store_true",
                      help="re-record when SCRIPT.py changes and refresh the open terminal UI "
                           "in place (each run in a fresh process; what it prints is in the "
-                          "Output view)")
+                          "Story view, key 6)")
     _export_dir_argument(run)
     _script_arguments(run, output_required=False)
     dump = command("dump", "like run, writing the dump (-o) with no terminal UI",
@@ -107,8 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         "diff", "what changed between two dumps: calls, stages, equation counts",
         "Compare two session dumps. Calls are matched by index, transform and function; for "
         "each matched call the step count, levels, errors and every stage's equation count "
-        "and primitive histogram are compared (stages exist when recorded with "
-        "stages=True or `workbench run --stages`). Two traces with calls but none in common "
+        "and primitive histogram are compared (stages are recorded unless turned off with "
+        "record(stages=False) or `workbench run --no-stages`). Two traces with calls but none in common "
         "are reported as unrelated. In CI: `workbench diff base.json new.json "
         "--fail-on-growth` fails the build when a refactor grows a jaxpr.",
         "0 compared (and no --fail-on-* check failed); 1 --fail-on-growth and an equation "

@@ -26,6 +26,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from .._words import plural
 from ._args import build_parser, take_trailing_options
 from ._read_commands import diff_command, merge_command, open_command, schema_command, show_command
 from ._shared import (
@@ -139,7 +140,7 @@ def _demo(args: argparse.Namespace) -> int:
     # Writing dumps is quick; drawing graphs is the slow part that deserves a progress display.
     index = write_gallery(outcomes, args.export, exporter, quiet=args.quiet or exporter is None)
     note(args, f"wrote {len(outcomes)} dumps and {index} "
-               f"({sum(o.session.step_count for o in outcomes)} steps)")
+               f"({plural(sum(o.session.step_count for o in outcomes), 'step')})")
     return EXIT_SCRIPT_FAILED if broken else EXIT_OK
 
 
@@ -171,7 +172,8 @@ def _record_gallery(examples: list, quiet: bool) -> list:
             progress.start(ex.name)
             o = gallery.run_example(ex)
             outcomes.append(o)
-            done = f"{len(o.session.calls)} calls, {o.session.step_count} steps, {o.seconds:.1f} s"
+            done = (f"{plural(len(o.session.calls), 'call')}, "
+                    f"{plural(o.session.step_count, 'step')}, {o.seconds:.1f} s")
             progress.advance(ex.name, done if o.ok else f"{done}, BROKE: {o.error}")
     return outcomes
 
@@ -238,8 +240,9 @@ def _index_markdown(index: dict[str, Any]) -> str:
                      f"{e['steps']} | {_md(errors)} | [{e['dump']}]({e['dump']}) |")
     for e in index["examples"]:
         lines += ["", f"## {e['number']}. {e['title']}", "", e["explanation"], ""]
-        lines.append(f"`{e['name']}` (seed {e['seed']}): {e['calls']} calls, {e['steps']} steps, "
-                     f"{e['stages']} stages; dump [{e['dump']}]({e['dump']})")
+        lines.append(f"`{e['name']}` (seed {e['seed']}): {plural(e['calls'], 'call')}, "
+                     f"{plural(e['steps'], 'step')}, {plural(e['stages'], 'stage')}; "
+                     f"dump [{e['dump']}]({e['dump']})")
         for g in e["graphs"]:
             lines.append(f"- graph: [{g}]({g})")
         for x in e["errors"]:
@@ -261,6 +264,11 @@ def _run(args: argparse.Namespace) -> int:
     problem = take_trailing_options(args) or _process_options(args)
     if problem:
         error(f"{problem}; see `workbench {args.command} --help`")
+        return EXIT_BAD_INPUT
+    try:  # what is wrong with the script first (no such file), before how to run it
+        run.check_script(args.script)
+    except run.ScriptError as e:
+        error(str(e))
         return EXIT_BAD_INPUT
     if args.command == "run" and args.output is None:
         reason = no_terminal()
@@ -293,7 +301,7 @@ def _run(args: argparse.Namespace) -> int:
         error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
-    what = f"{len(session.calls)} calls, {session.step_count} steps"
+    what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     if result.interrupted:
         what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
     elif result.error is not None:
@@ -334,9 +342,12 @@ def _watch(args: argparse.Namespace) -> int:
     if first.session is None:
         error(first.note)
         return EXIT_BAD_INPUT
-    note(args, f"recorded {first.note}")
-    return open_tui(first.session, first.session.title or args.script, "use -o trace.json",
+    code = open_tui(first.session, first.session.title or args.script, "use -o trace.json",
                     export_dir=args.export_dir, watch=watch)
+    # Said once the TUI has closed, of the latest recording (the TUI showed each in turn).
+    if code == EXIT_OK and watch.last is not None:
+        note(args, f"last recorded: {watch.last.note}")
+    return code
 
 
 def _save(args: argparse.Namespace, session: Session, what: str, path: str,

@@ -11,6 +11,7 @@ from typing import Callable
 
 from transforms.model import ProcessInfo, Session
 
+from .._words import plural
 from ..analysis import owners, process_label, process_session, process_sessions, run_divergence
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -47,7 +48,7 @@ def run_processes(args: argparse.Namespace, note: Callable[[argparse.Namespace, 
 
 def _process_line(info: ProcessInfo, calls: int, steps: int) -> str:
     status = info.status or "ended"
-    return f"process {info.index}: {calls} calls, {steps} steps, {status}"
+    return f"process {info.index}: {plural(calls, 'call')}, {plural(steps, 'step')}, {status}"
 
 
 def check_process(session: Session, index: int | None) -> str:
@@ -88,7 +89,8 @@ def show_processes(session: Session, args: argparse.Namespace,
         error(f"{args.trace}: {problem}")
         return EXIT_BAD_INPUT
     views = process_sessions(session)
-    say(f"{args.trace}: a run of {len(views)} processes, {session.step_count} steps "
+    say(f"{args.trace}: a run of {plural(len(views), 'process', 'processes')}, "
+        f"{plural(session.step_count, 'step')} "
         f"(jax {session.jax_version}, python {session.python_version})")
     if session.title:
         say(f"title: {session.title}")
@@ -106,7 +108,7 @@ def show_processes(session: Session, args: argparse.Namespace,
             continue
         say()
         say(info_text(info) if info is not None else "process ?")
-        say(f"  {len(view.calls)} calls, {view.step_count} steps")
+        say(f"  {plural(len(view.calls), 'call')}, {plural(view.step_count, 'step')}")
         calls = view.calls
         if args.call is not None:
             calls = [c for c in calls if c.index == args.call]

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._safe_text import terminal as _t
+from .._words import plural
 from ._shared import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -76,7 +77,8 @@ def show_command(args: argparse.Namespace) -> int:
             error(f"{args.trace} has no call {args.call} (it has {len(calls)}: {known})")
             return EXIT_BAD_INPUT
         calls = chosen
-    print_lines([f"{_t(args.trace)}: {len(session.calls)} calls, {session.step_count} steps "
+    print_lines([f"{_t(args.trace)}: {plural(len(session.calls), 'call')}, "
+                 f"{plural(session.step_count, 'step')} "
                  f"(jax {_t(session.jax_version)}, python {_t(session.python_version)})"])
     if session.title:
         print_lines([f"title: {_t(session.title)}"])
@@ -145,7 +147,8 @@ def merge_command(args: argparse.Namespace) -> int:
         error(str(e))
         return EXIT_BAD_INPUT
     merged.save(args.output)
-    print(f"{args.output}: {len(merged.processes)} processes, {merged.step_count} steps")
+    print(f"{args.output}: {plural(len(merged.processes), 'process', 'processes')}, "
+          f"{plural(merged.step_count, 'step')}")
     return EXIT_OK
 
 

@@ -7,7 +7,8 @@ from typing import Any
 from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
-from ..analysis import steps_by_level
+from .._words import plural
+from ..analysis import call_label, no_stages_reason, steps_by_level
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
 
@@ -18,7 +19,7 @@ def stage_lines(call: Call, first_with: dict[int, int] | None = None) -> list[st
     Calls that share a signature share one stages tuple: after the first, one line.
     """
     if not call.stages:
-        return ["  stages: none (recorded with stages off)"]
+        return [f"  stages: none ({no_stages_reason(call)})"]
     if first_with is not None:
         first = first_with.setdefault(id(call.stages), call.index)
         if first != call.index:
@@ -50,7 +51,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
     where = f" at {_t(call.source)}" if call.source else ""
-    lines = [f"call {call.index}: {_t(call.transform)}({_t(call.function)}){where}  [{status}]"]
+    lines = [f"call {call.index}: {call_label(call, _t)}{where}  [{status}]"]
     by_level = steps_by_level(call)
     # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
     # runs of identical sibling levels are one row (`expand`: each).
@@ -63,7 +64,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         steps = [call.steps[p] for p in by_level.get(level.index, ())]
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
         lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
-                     f"{len(steps)} steps{repeats}")
+                     f"{plural(len(steps), 'step')}{repeats}")
         if with_steps:
             lines.extend(_step_lines(steps, depth))
     for error in call.errors:

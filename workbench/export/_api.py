@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from transforms.model import Call, Session, SessionLoadError, Stage, default_pair, stage_groups, whole_program
 
 from .. import _safe_text as safe_text
-from ..analysis import function_program, load_run, owners, process_session
+from ..analysis import function_program, load_run, no_stages_reason, owners, process_session
 from ._write import ExportError, GraphvizMissing, write_graph
 from .devices import collect_devices
 from .graphviz import (
@@ -178,8 +178,7 @@ def _stage_pair(call: Call, first: str | None, second: str | None) -> tuple[Stag
 def _require_stages(call: Call) -> None:
     if not call.stages:
         raise ExportError(f"call {call.index} ({call.transform} {call.function}) has no stages: "
-                          f"it was recorded with stages off (transforms.record(stages=False) "
-                          f"or `workbench run --no-stages`)")
+                          f"{no_stages_reason(call)}")
 
 
 def _short(text: str, width: int = 300) -> str:

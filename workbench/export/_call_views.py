@@ -2,11 +2,12 @@
 cause) and the pytree view (a call's trees and pairs): collected from records into a Graph."""
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 from transforms.model import Call, TreePair, TreeRecord, short_aval
 
-from ..analysis import failing_steps, steps_by_level
+from ..analysis import call_label, failing_steps, steps_by_level
 from ._graph import Cluster, CollectError, Edge, Graph, GraphOptions, Node, _shorten
 
 # --- tower view --------------------------------------------------------------------
@@ -77,7 +78,7 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
     for step in call.steps:
         if step.cause is not None and step.index in shown and step.cause in shown:
             edges.append(Edge(f"s{step.cause}", f"s{step.index}", "", "dashed"))
-    title = f"call {call.index}: {call.transform}({call.function}): {len(call.levels)} levels, " \
+    title = f"call {call.index}: {call_label(call)}: {len(call.levels)} levels, " \
             f"{len(call.steps)} steps; dashed: the step that caused it"
     return Graph(title, tuple(nodes), tuple(edges), tuple(clusters), tuple(notes), "TB",
                  tuple(legend))
@@ -134,21 +135,21 @@ def collect_pytree(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
                     a, b = f"p{k}L{row.left}", f"p{k}R{row.right}"
                     edges.append(Edge(a, b, "", style))
                     same_rank.append((a, b))
-        title = f"call {call.index}: {call.transform}({call.function}): trees paired by key path"
+        title = f"call {call.index}: {call_label(call)}: trees paired by key path"
     elif trees:
         for k, tree in enumerate(trees):
             cluster = f"cluster_tree{k}"
             clusters.append(Cluster(cluster, f"{tree.role}: {tree.name}", None, "tree"))
             _tree_nodes(tree, f"t{k}", f"{cluster}_t", cluster, nodes, edges, clusters, {}, cap,
                         notes, legend)
-        title = f"call {call.index}: {call.transform}({call.function}): trees (none paired)"
+        title = f"call {call.index}: {call_label(call)}: trees (none paired)"
     else:
         for k, (role, text) in enumerate((("input", call.in_tree), ("output", call.out_tree))):
             nodes.append(Node(f"td{k}", f"{role} treedef\n{_wrap(text or '(not recorded)', 60)}",
                               "tree"))
         notes.append("this dump has no pytree records (Call.trees, Call.pairs): showing the "
                      "treedef text recorded with the call")
-        title = f"call {call.index}: {call.transform}({call.function}): treedefs"
+        title = f"call {call.index}: {call_label(call)}: treedefs"
     return Graph(title, tuple(nodes), tuple(edges), tuple(clusters), tuple(notes), "TB",
                  tuple(legend), tuple(same_rank))
 
@@ -193,7 +194,9 @@ def _tree_nodes(tree: TreeRecord, prefix: str, cluster: str, parent: str, nodes:
 
 
 def _wrap(text: str, width: int, max_lines: int = 20) -> str:
-    lines = [text[i:i + width] for i in range(0, len(text), width)] or [text]
+    """Lines of at most `width` characters, broken between words (a word longer than a
+    line, a treedef, is broken inside)."""
+    lines = textwrap.wrap(text, width, break_on_hyphens=False) or [text]
     if len(lines) > max_lines:
         lines = lines[:max_lines - 1] + [_shorten(lines[max_lines - 1] + "…", width)]
     return "\n".join(lines)

@@ -19,7 +19,7 @@ class Node:
                               # | note
     cluster: str | None = None
     origin: str = ""          # primal | jvp | transpose (fill colour), from the name stack
-    batched: bool = False     # traced under vmap (green border)
+    batched: bool = False     # traced under vmap (magenta border)
     mark: str = ""            # added | removed | changed | mismatch | error | focus | backward
                               # | rule
     tooltip: str = ""
@@ -93,10 +93,10 @@ ORIGIN_COLOURS = {"primal": "#ffffff", "jvp": "#dbeafe", "transpose": "#fde2c8"}
 MARK_COLOURS = {"added": "#bbf7d0", "removed": "#fecaca", "changed": "#fef08a",
                 "mismatch": "#fca5a5", "error": "#fca5a5", "backward": "#fde2c8",
                 "rule": "#ede9fe"}
-BATCHED_COLOUR = "#15803d"
+BATCHED_COLOUR = "#c026d3"  # not green: green fills say "added"
 _LEGEND_TEXT = {
     "primal": "white: primal", "jvp": "blue: traced under jvp", "transpose": "orange: transpose "
-    "(backward pass)", "batched": "green border: batched (vmap)", "added": "green: added",
+    "(backward pass)", "batched": "magenta border: batched (vmap)", "added": "green: added",
     "removed": "red: removed", "changed": "yellow: changed", "mismatch": "red: differs",
     "error": "red: error", "backward": "orange: backward phase", "rule": "violet: custom rule",
 }

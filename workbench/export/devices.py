@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from transforms.model import Call, CollectiveRecord, ShardingRecord, Stage
 
+from ..analysis import call_label
 from ..render.devices import (
     block_text,
     bytes_text,
@@ -158,7 +159,7 @@ def collect_devices(call: Call, options: GraphOptions = GraphOptions(),
     if not nodes:
         nodes.append(Node("single", "single device: no sharded arrays or collectives recorded",
                           "note"))
-    title = (f"call {call.index}: {call.transform}({call.function}) on devices: "
+    title = (f"call {call.index}: {call_label(call)} on devices: "
              f"{len(call.shardings)} arrays recorded, "
              f"{sum(len(s.collectives) for s in compiled_stages(call))} collectives; "
              f"devices holding the same block share a fill")

@@ -262,8 +262,8 @@ def trace_jaxpr():
 
 @example("A Python loop against vmap: the jaxprs", "003")
 def loop_vs_vmap():
-    """The jaxpr of convolve has three windows, three dot products, one concatenate. vmap(
-    convolve) is the same program, operation for operation, with a batch axis added to each.
+    """The jaxpr of convolve has three windows, three dot products, one concatenate.
+    vmap(convolve) is the same program, operation for operation, with a batch axis added to each.
     The Python-loop version holds a full copy of the body per batch element: six dot_generals
     for a batch of two, growing linearly with the batch, while vmap's stays the same size. The
     growth (equations per batch size, 1 to 4) is kept on the vmap(convolve) call."""

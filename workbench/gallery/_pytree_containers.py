@@ -45,8 +45,8 @@ def ntcontainer_broken():
     NTContainer = namedtuple('NTContainer', ['name', 'flag', 'array'])
 
     def repack_NTC(passive, active):
-        (name, flag), (array,) = passive, active  # noqa: F841 - the seed's code, kept
-        return NTContainer(name, flag, value)  # noqa: F821 (the seed's bug, kept)
+        (name, flag), (array,) = passive, active
+        return NTContainer(name, flag, value)
 
     jax.tree_util.register_pytree_node(NTContainer, unpack_NTC, repack_NTC)
     container = _container(NTContainer)

@@ -116,7 +116,7 @@ def run_example(ex: Example) -> Outcome:
         _shown = prev
         transforms.set_user_code(*setting)
     session.title = ex.title
-    # What it printed belongs to the story: the TUI's Output view shows it.
+    # What it printed belongs to the story: the TUI's Story view shows it.
     session.metadata = {"example": ex.name, "seed": ex.seed, "description": ex.explanation,
                         "output": out.getvalue()}
     return Outcome(ex, session, out.getvalue(), shown, error, tb, time.perf_counter() - start)

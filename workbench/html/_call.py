@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from transforms.model import Call, Step, level_rows
 
-from ..analysis import default_stage_pair, failing_steps, steps_by_level
+from .._safe_text import terminal
+from ..analysis import call_label as label_of, default_stage_pair, failing_steps, steps_by_level
 from ..render.step import shorten_paths
-from ..tui.texts import composed_label
 from ._blocks import DEFAULT, Budget, badge, details, h, more, table
 from ._failure import diagnostics_html, failure_html
 from ._graph import graph_html
@@ -25,7 +25,8 @@ def call_status(call: Call) -> str:
 
 def call_label(call: Call) -> str:
     """`vmap(grad(f))`, as code."""
-    return f"<code>{h(composed_label(call))}</code>"
+    # Each recorded name made safe and cut on its own: a long name is cut, not the label.
+    return f"<code>{h(label_of(call, terminal))}</code>"
 
 
 def call_head(call: Call) -> str:

@@ -9,10 +9,11 @@ from rich.console import Console, RenderableType
 from transforms.model import Call, ErrorRecord, Session, Stage, StageDiff, TreePair
 
 from .._safe_text import first_line, terminal
+from .._words import plural
+from ..analysis import call_label
 from ..render import StageView
 from ..render.failure import FailurePanel
 from ..render.pytree import PairView
-from ..tui.texts import composed_label
 
 __all__ = ["call_text", "record_text", "session_text"]
 
@@ -29,20 +30,21 @@ def _rendered(renderable: RenderableType) -> str:
 
 def call_text(call: Call) -> str:
     status = "ok" if call.ok else "FAILED"
-    line = (f"call {call.index}: {terminal(composed_label(call))}  [{status}]  "
-            f"{len(call.levels):,} levels, {len(call.steps):,} steps, {len(call.stages):,} stages")
+    line = (f"call {call.index}: {call_label(call, terminal)}  [{status}]  "
+            f"{plural(len(call.levels), 'level')}, {plural(len(call.steps), 'step')}, "
+            f"{plural(len(call.stages), 'stage')}")
     errors = [f"  {terminal(e.type_name)}: {first_line(e.message, 200)}" for e in call.errors]
     return "\n".join([line, *errors])
 
 
 def session_text(session: Session) -> str:
     head = (f"Session {terminal(session.title)!s}: " if session.title else "Session: ") + \
-        f"{len(session.calls):,} calls, {session.step_count:,} steps"
+        f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     lines = [head, *(call_text(c) for c in session.calls[:LISTED_CALLS])]
     if len(session.calls) > LISTED_CALLS:
         lines.append(f"… {len(session.calls) - LISTED_CALLS:,} more calls")
     if session.processes:
-        lines.append(f"{len(session.processes)} processes")
+        lines.append(plural(len(session.processes), "process", "processes"))
     return "\n".join(lines)
 
 

@@ -38,5 +38,5 @@ class DiagnosticsView:
         for d in self.diagnostics:
             where = shorten_paths(str(d.source)) if d.source is not None else d.path
             style = "red" if d.kind == LOST else "yellow"
-            table.add_row(Text(d.kind, style=style), Text(where), Text(d.message))
+            table.add_row(Text(d.kind, style=style), Text(where), Text(shorten_paths(d.message)))
         return table

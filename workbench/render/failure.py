@@ -77,7 +77,7 @@ class FailurePanel:
         for name, text in failure_facts(self.error, self.call):
             table.add_row(name, Text(text))
         if self.error.hint:
-            table.add_row("hint", Text(self.error.hint, style="green"))
+            table.add_row("hint", Text(shorten_paths(self.error.hint), style="green"))
         return table
 
     def _build(self) -> RenderableType:

@@ -194,7 +194,8 @@ class StepView:
 
 
 def shorten_paths(text: str) -> str:
-    """Paths under the working directory written relative to it (JAX's messages name files)."""
+    """Paths under the working directory written relative to it (JAX's messages name files):
+    the one convention for paths in every view, in a message or hint as in a `line` row."""
     return str(text).replace(os.getcwd() + os.sep, "")
 
 

@@ -42,9 +42,19 @@ def readable_source(path: str, roots: tuple[str, ...]) -> str | None:
     return real
 
 
-@functools.lru_cache(maxsize=64)
 def _file_lines(path: str) -> tuple[str, ...] | None:
-    """A source file's lines, read once per session of the TUI (steps share a few files)."""
+    """A source file's lines as the file is now: read again once it changed (a script edited
+    under `run --watch`, whose new recording names new line numbers)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return _read_lines(path, info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_lines(path: str, mtime_ns: int, size: int) -> tuple[str, ...] | None:
+    """A source file's lines, read once per version of it (steps share a few files)."""
     try:
         # NB: O_NONBLOCK, so that a FIFO named as a source does not block the open.
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:

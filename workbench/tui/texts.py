@@ -7,43 +7,18 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable
 
-from transforms.model import PUBLIC_KINDS, Call, Level, Session, Stage, Step
+from transforms.model import Call, Session, Stage, Step
 
 from .. import _safe_text as safe_text
+from .._words import plural as plural
+from ..analysis import TRANSFORMATIONS as TRANSFORMATIONS, call_label, composition as composition
 
 # --- call labels --------------------------------------------------------------------
 
-# The transformations a user applies (transforms' public wrappers): a level of one of
-# these kinds is part of a call's composition; eval, custom rules and the like are not.
-TRANSFORMATIONS = frozenset(PUBLIC_KINDS)
-
-
-def composition(call: Call) -> list[str]:
-    """The transformations applied, outermost first: ["vmap", "grad"] for vmap(grad(f)).
-
-    Read off the deepest transformation level's label (`vmap#1/grad#2`), which
-    names every level above it; the call's own transform comes first."""
-    deepest: Level | None = None
-    for lv in call.levels:
-        if lv.kind in TRANSFORMATIONS and (deepest is None or lv.depth > deepest.depth):
-            deepest = lv
-    kinds = []
-    if deepest is not None:
-        for part in str(deepest.label).split("/"):
-            kind = part.rsplit("#", 1)[0]
-            if kind in TRANSFORMATIONS:
-                kinds.append(kind)
-    if call.transform and (not kinds or kinds[0] != call.transform):
-        kinds.insert(0, call.transform)
-    return kinds
-
-
 def composed_label(call: Call) -> str:
-    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`."""
-    label = str(call.function)
-    for kind in reversed(composition(call)):
-        label = f"{kind}({label})"
-    return label
+    """`vmap(grad(example_loss))`, `grad(grad(cubic))`, `jit(vmap(convolve))`: the one
+    rule every reader uses (workbench/analysis/_call_label.py)."""
+    return call_label(call)
 
 
 def call_labels(session: Session) -> list[str]:
@@ -127,10 +102,6 @@ def session_description(session: Session) -> str:
 def session_output(session: Session) -> str | None:
     """What the recorded program printed, when that was kept (None: not kept)."""
     return session.metadata.get("output") if session.metadata else None
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def session_summary(session: Session) -> str:

@@ -375,3 +375,35 @@ def test_session_with_failures_survives_json(tmp_path):
     path = tmp_path / "s.json"
     session.save(path)
     assert T.load(path).calls == session.calls
+
+
+def test_custom_rule_mismatch_points_at_the_rule_s_return_line():
+    # The error is raised by JAX after the rule returned, under the call's line; the user's
+    # mistake is the rule's return statement (seed 002's init_jvp).
+    @jax.custom_jvp
+    def f(x):
+        return (x,)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), _ = primals, tangents
+        return (x,), [x]  # the mismatch: a tuple against a list
+
+    _, session = recorded(lambda: T.grad(lambda x: f(x)[0])(1.0))
+    source = only_error(session).source
+    assert source is not None and source.function == "f_jvp"
+    assert source.line == f_jvp.__code__.co_firstlineno + 3  # the decorator's line first
+
+
+def test_a_custom_rule_that_raises_keeps_its_own_line():
+    @jax.custom_jvp
+    def f(x):
+        return x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        raise ValueError("in the rule")
+
+    _, session = recorded(lambda: T.grad(f)(1.0))
+    source = only_error(session).source
+    assert source is not None and source.line == f_jvp.__code__.co_firstlineno + 2

@@ -32,9 +32,9 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
     _session().save(path)
     assert main(["show", str(path), "--steps"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"{path}: 1 calls, 3 steps (jax 0.10.2, python 3.11.7)",
+        f"{path}: 1 call, 3 steps (jax 0.10.2, python 3.11.7)",
         "call 0: vmap(absolute) at demo.py:8 (<module>)  [FAILED]",
-        "  eval#0  EvalTrace  1 steps",
+        "  eval#0  EvalTrace  1 step",
         "    #1 gt [forward] (1., 1.) -> (1.)",
         "    vmap#1  BatchTrace  2 steps",
         "      #0 gt [forward] (VmapTracer(aval=float32[], batched=float32[3], batch_dim=0), 1.)"
@@ -42,7 +42,8 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
         "      #2 TracerBoolConversionError [forward] () -> ()",
         "  error at step 0: jax.errors.TracerBoolConversionError: Attempted boolean conversion"
         " of traced array with shape bool[].",
-        "  stages: none (recorded with stages off)",
+        "  stages: none (recorded with stages off: record(stages=False) or workbench run "
+        "--no-stages)",
     ]
 
 
@@ -50,7 +51,8 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
     (None, "no such file"),
     ("", "the file is empty"),
     ('{"schema": "jax-transform-workbench/session", "schema_version": 1, "calls": [', "truncated"),
-    ("not json at all", "corrupt JSON"),
+    ("not json at all", "not a workbench session dump: it is not JSON"),
+    ('{"a": 1 2}', "corrupt JSON at line 1, column 9"),
     ('{"hello": 1}', "not a workbench session"),
     (json.dumps({"schema": "jax-transform-workbench/session", "schema_version": 99, "calls": []}),
      "written with schema version 99"),
@@ -76,3 +78,21 @@ def test_console_script_help_runs_as_a_process():
     out = subprocess.run([sys.executable, "-m", "workbench", "--help"], capture_output=True,
                          text=True, check=True).stdout
     assert "usage: workbench" in out and "Exit codes: 0 ok" in out
+
+
+def test_show_says_a_call_failed_before_tracing_not_that_stages_were_off(tmp_path, capsys):
+    """Issue 36, item 6: a jit whose argument could not be flattened has no levels."""
+    error = ErrorRecord("NameError", "name 'value' is not defined", None, None)
+    session = Session(calls=[Call(0, "jit", "test_func", None, errors=(error,))])
+    path = tmp_path / "trace.json"
+    session.save(path)
+    assert main(["show", str(path)]) == 0
+    assert "  stages: none (the call failed before JAX traced it)" in \
+        capsys.readouterr().out.splitlines()
+
+
+def test_run_says_the_script_is_missing_before_asking_for_a_terminal(tmp_path, capsys):
+    """Issue 36, item 17: without a terminal, a missing script is the error to fix first."""
+    missing = str(tmp_path / "nosuch.py")
+    assert main(["run", missing]) == 2
+    assert capsys.readouterr().err == f"workbench: {missing}: no such file\n"

@@ -100,7 +100,7 @@ def test_diff_of_unrelated_traces_says_so_and_exits_2(tmp_path):
     b = _save(tmp_path, "b.json", _call(0, "predict", ("cos",), transform="vmap"))
     done = workbench("diff", a, b)
     assert done.returncode == 2
-    assert "the traces look unrelated: none of A's 1 calls matches one of B's 1" in done.stdout
+    assert "the traces look unrelated: none of A's 1 call matches one of B's 1" in done.stdout
 
 
 @pytest.mark.parametrize("content, fragment", [

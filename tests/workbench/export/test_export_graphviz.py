@@ -369,7 +369,7 @@ def test_missing_call_and_stage_are_clear_errors(tmp_path):
         export.graph(s, call=7, out=tmp_path / "g.dot")
     with pytest.raises(ExportError, match=r"no stage 'vmap\(f\)'; its stages are: f"):
         export.graph(s, stage="vmap(f)", out=tmp_path / "g.dot")
-    with pytest.raises(ExportError, match="has no stages: it was recorded with stages off"):
+    with pytest.raises(ExportError, match="has no stages: recorded with stages off"):
         export.graph(Session(calls=[call_with()]), out=tmp_path / "g.dot")
     with pytest.raises(ExportError, match="unknown view 'nope'"):
         export.graph(s, view="nope", out=tmp_path / "g.dot")

@@ -143,3 +143,22 @@ def test_failure_panel_of_a_wrong_cotangent_shows_both_trees():
         "│     ['p']    float32[2]   float32[2]                                         │\n"
         "│ -   ['q']    float32[2]   -                                                  │\n"
         "╰──────────────────────────────────────────────────────────────────────────────╯\n")
+
+
+# --- issue 36, item 13: one convention for paths -----------------------------------------
+
+def test_a_hint_and_a_finding_name_paths_as_the_line_row_does(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    seed = str(tmp_path / "pkg" / "seed.py")
+    error = ErrorRecord("NameError", "name 'value' is not defined", level=None, step=None,
+                        source=SourceLocation(seed, 49, "repack"),
+                        hint=f"Fix repack: at {seed}:49 it uses `value`")
+    shown = text(FailurePanel(error), width=100)
+    assert "line  pkg/seed.py:49 (repack)" in shown
+    assert "hint  Fix repack: at pkg/seed.py:49 it uses `value`" in shown
+    assert str(tmp_path) not in shown
+    finding = Diagnostic("undefined_name", f"repack ({seed}:49) uses the name `value`", "NTC",
+                         source=SourceLocation(seed, 49, "repack"))
+    shown = text(DiagnosticsView([finding]), width=100)
+    assert "repack (pkg/seed.py:49) uses the name `value`" in shown
+    assert str(tmp_path) not in shown

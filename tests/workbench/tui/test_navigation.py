@@ -152,3 +152,18 @@ def test_model_never_fails_on_random_sessions(seed):
             for eqn in range(len(smap.stage.eqns)):
                 smap.step_of_eqn(eqn)
         o.index(c).caused_by(0)
+
+
+def test_source_lines_are_read_again_once_the_file_changed(tmp_path):
+    """Issue 36, item 3: after an edit under `run --watch`, the new recording's line
+    numbers are shown with the new file's text, not the old one's."""
+    from transforms.model import SourceLocation as _Src
+    from workbench.tui.source import source_context as _context
+    script = tmp_path / "w.py"
+    script.write_text("a = 1\nb = 2\n")
+    roots = (str(tmp_path.resolve()),)
+    assert _context(_Src(str(script), 2, "<module>"), 0, roots) == (2, ["b = 2"])
+    script.write_text("x = 10\ny = 20\nz = 30\n")
+    os.utime(script, ns=(1, 2_000_000_000))  # another mtime, however quick the edit
+    assert _context(_Src(str(script), 3, "<module>"), 0, roots) == (3, ["z = 30"])
+    assert _context(_Src(str(script), 2, "<module>"), 0, roots) == (2, ["y = 20"])

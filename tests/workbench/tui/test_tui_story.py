@@ -523,3 +523,68 @@ def test_tree_rows_are_made_on_demand_and_searched_by_their_text():
     many = call_tree_rows(big)
     assert len(many) == 10_003 and many[10_001].plain.endswith("['w9999']: float32[] = 9999")
     assert many.search("w9999") == [10_001]
+
+
+# --- issue 36, item 6: a call that failed before JAX traced it -----------------------
+
+@sync
+async def test_a_call_that_failed_before_tracing_is_not_said_to_have_stages_off():
+    app = build_app(example("ntcontainer_broken"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await select_call(app, pilot, 0)  # jit(test_func): could not flatten its argument
+        await pilot.press("2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        head = app.screen.query_one(StagesPane).query_one("#stage-head")
+        assert text_of(head).strip() == \
+            "this call recorded no stages (the call failed before JAX traced it)"
+
+
+# --- issue 36, item 4: a jaxpr printed in colour ---------------------------------------
+
+@sync
+async def test_the_story_shows_a_jaxpr_printed_in_colour_as_plain_text():
+    # JAX prints jaxprs in colour when it was imported on a terminal (the TUI's)
+    printed = ("{ \x1b[34;1mlambda \x1b[39;22m; a\x1b[35m:f32[]\x1b[39m. \x1b[34;1mlet"
+               "\x1b[39;22m b\x1b[35m:f32[]\x1b[39m = sin a \x1b[34;1min\x1b[39;22m (b,) }\n"
+               "title \x1b]0;pwned\x07\n")
+    session = dataclasses.replace(example("trace_jaxpr"), metadata={"output": printed})
+    app = build_app(session, title="coloured")
+    async with app.run_test(size=(100, 20)) as pilot:
+        await pilot.press("6")
+        out = shown(app.screen.query_one("#output-pane", TextLines)).strip().splitlines()
+        assert out[:3] == ["What it printed", "{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }",
+                           "title \\x1b]0;pwned\\x07"]
+
+
+# --- issue 36, item 7: keys that did not do what help says -----------------------------
+
+@sync
+async def test_z_hides_and_brings_back_the_navigator_from_the_stages_view():
+    from textual.widgets import Input
+
+    from workbench.tui.widgets.navigator.navigator import Navigator
+    app = build_app(example("loop_vs_vmap"))
+    async with app.run_test(size=SIZE) as pilot:
+        nav = app.screen.query_one(Navigator)
+        await pilot.press("2", "G", "z")
+        assert not nav.display
+        await pilot.press("z")
+        assert nav.display
+        await pilot.press("z")
+        assert not nav.display  # not typed into the filter box
+        assert app.screen.query_one("#filter", Input).value == ""
+
+
+@sync
+async def test_l_and_right_unfold_a_call_folded_with_h():
+    app = build_app(example("loop_vs_vmap"))
+    async with app.run_test(size=SIZE) as pilot:
+        steps = app.screen.query_one(StepList)
+        await pilot.press("home", "h")
+        assert shown(steps).splitlines()[0].startswith("▸   jit(convolve)")
+        await pilot.press("l")
+        assert shown(steps).splitlines()[:2] == ["▾   jit(convolve)  10 steps",
+                                                 "    ▾ jit#1  10"]
+        await pilot.press("h", "right")
+        assert shown(steps).splitlines()[0] == "▾   jit(convolve)  10 steps"

@@ -243,10 +243,14 @@ class SessionScreen(Screen):
         inside = self.focused is not None and stack in self.focused.ancestors_with_self
         self.view = view
         if inside:
-            if view == "stages":
-                self.query_one(StagesPane).focus_text()
-            else:
-                self.query_one(f"#{view}-pane").focus()
+            self._focus_view()
+
+    def _focus_view(self) -> None:
+        """Focus the view shown: the stages view's text (its pane takes no focus itself)."""
+        if self.view == "stages":
+            self.query_one(StagesPane).focus_text()
+        else:
+            self.query_one(f"#{self.view}-pane").focus()
 
     async def action_stages(self, action: str) -> None:
         """A stages-view key, wherever the focus is."""
@@ -266,7 +270,8 @@ class SessionScreen(Screen):
         nav = self.query_one(Navigator)
         nav.display = not nav.display
         if not nav.display and nav.has_focus_within:
-            self.query_one(f"#{self.view}-pane").focus()
+            # NB: not the filter box, which would take the next `z` as text
+            self._focus_view()
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()

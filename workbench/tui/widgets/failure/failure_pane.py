@@ -19,7 +19,14 @@ from ....render.diagnostics import DiagnosticsView, lost_diagnostics
 from ....render.step import SourceView, shorten_paths
 from ...guard import Guarded, guarded
 from ...messages import FailureChosen
-from ...navigation import CallIndex, Outline, Selection, source_context, step_title
+from ...navigation import (
+    CallIndex,
+    Outline,
+    Selection,
+    composed_label,
+    source_context,
+    step_title,
+)
 from ..common.selection_view import SelectionView, call_changed
 
 # A last resort when workbench.render.failure is absent: the fix for the common ones.
@@ -84,7 +91,7 @@ def failure_view(call: Call, index: CallIndex, label: str = "",
 def _failure_view(call: Call, index: CallIndex, label: str,
                   failing: tuple[tuple[int, str], ...]) -> RenderableType:
     if not call.errors:
-        text = Text(f"{label or f'{call.transform}({call.function})'} ran without error.",
+        text = Text(f"{label or composed_label(call)} ran without error.",
                     style="green")
         if not failing:
             text.append("\nNo call of this session failed: nothing to show here.", style="dim")

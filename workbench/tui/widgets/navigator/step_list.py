@@ -21,7 +21,7 @@ class StepList(LineList):
     """Every call, level and step of a session; `enter` folds, `x` jumps to a failure."""
 
     BINDINGS = [
-        Binding("right,l", "fold(False)", "Unfold", show=False),
+        Binding("right,l", "fold(True)", "Unfold", show=False),
         Binding("left,h", "fold_or_parent", "Fold", show=False),
         Binding("space", "fold(None)", "Fold/unfold", show=False),
         Binding("x", "next_failure(1)", "Next failure"),
@@ -143,6 +143,8 @@ class StepList(LineList):
     # --- folding and filtering ---------------------------------------------------
 
     def action_fold(self, expand: bool | None) -> None:
+        """expand: True unfolds the call or level on the cursor's row, False folds it,
+        None toggles it."""
         if self.row_count:
             cursor = self.outline.toggle(self.cursor, expand)  # before len(): it changes the rows
             self.set_rows(len(self.outline), cursor=cursor)

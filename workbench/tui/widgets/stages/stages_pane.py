@@ -16,7 +16,7 @@ from textual.widgets import Static
 from transforms.model import Call, Stage, StageDiff, diff_stages
 
 from .... import _safe_text as safe_text
-from ....analysis import default_stage_pair
+from ....analysis import default_stage_pair, no_stages_reason
 from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
 from ...messages import EquationChosen, Status
@@ -187,8 +187,8 @@ class StagesPane(Vertical, SelectionView):
         call, pair = self.call, self.pair
         head = self.query_one("#stage-head", Static)
         if call is None or pair is None or not call.stages:
-            head.update(Text("this call recorded no stages (recorded with stages off: "
-                             "record(stages=False) or workbench run --no-stages)", style="dim"))
+            why = no_stages_reason(call) if call is not None else "no call chosen"
+            head.update(Text(f"this call recorded no stages ({why})", style="dim"))
             return
         n = len(call.stages)
 

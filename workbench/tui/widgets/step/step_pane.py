@@ -9,7 +9,7 @@ from transforms.model import Call, level_rows
 
 from ....render.step import SourceView, StepView
 from ...guard import guarded
-from ...navigation import CallIndex, Outline, Selection, source_context
+from ...navigation import CallIndex, Outline, Selection, composed_label, source_context
 from ..common.selection_view import SelectionView
 
 
@@ -59,7 +59,7 @@ def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
 
 def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
     text = Text()
-    text.append(f"{label or f'{call.transform}({call.function})'}\n", style="bold")
+    text.append(f"{label or composed_label(call)}\n", style="bold")
     if call.source is not None:
         text.append(f"called at {call.source}\n", style="dim")
     if call.parent is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from transforms.model import Session
 
+from .... import _safe_text as safe_text
 from ...navigation import Selection, session_description, session_output
 from ..common.selection_view import SelectionView
 from ..common.text_lines import TextLines
@@ -42,5 +43,6 @@ def story_lines(description: str, output: str | None) -> tuple[list[str], set[in
     elif not output.strip():
         lines.append("(nothing)")
     else:
-        lines += output.rstrip("\n").split("\n")
+        # JAX prints a jaxpr in colour when it was imported on a terminal (the TUI's)
+        lines += safe_text.without_colors(output).rstrip("\n").split("\n")
     return lines, headings
