@@ -62,6 +62,7 @@ class CallStages:
         self.pending: Any = None
         self.late: Any = None
         self.cotangent: tuple | None = None  # a pullback's arguments' types, for `late`
+        self.replay: Any = None  # a top-level jit's JitReplay: its results, once traced
 
     def plan(self, spec: TransformSpec, late: Any = None) -> None:
         """Called by the wrapper that opened the call: plan its stages (or find them shared).
@@ -169,6 +170,8 @@ class CallStages:
         shared.captures += 1
         if captured.later is not None:
             later = captured.later.with_inner(captured.stages, captured.nested)
+            if self.replay is not None and not failed:
+                later = dataclasses.replace(later, on_trace=self.replay)
             key = shared.wait(None if failed else self.stage_key, later, self.index,
                               self._fixer())
             if self.spec is not None:
@@ -193,8 +196,11 @@ class CallStages:
         # NB: the fixer holds no part of this call: it waits until the block
         # ends, and the call holds the user's function and arguments.
         shardings_of = self.shardings.of_stages()
+        replay = self.replay
 
         def fix(call: Call, stages: tuple) -> Call:
+            if replay is not None:  # its results' values, replayed with the stages
+                call = replay.apply(call)
             lost: list[Diagnostic] = []
             shardings = call.shardings or shardings_of(
                 stages, lambda what, e: lost.append(lost_diagnostic(what, e)))

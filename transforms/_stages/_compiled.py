@@ -53,6 +53,7 @@ class DeferredJit:
     inner: tuple[Stage, ...] = ()          # the stages captured when the call ended
     nested: tuple[Stage, ...] = ()         # of the transformations called inside
     steps: tuple = ()                      # what names each equation's step (steps_of_group)
+    on_trace: Callable[[Any], None] | None = None  # handed JAX's trace of the call (a replay)
 
     def with_inner(self, stages: Sequence[Stage], nested: Sequence[Stage]) -> DeferredJit:
         """With the stages captured when the call ended (and its nested transformations')."""
@@ -84,6 +85,8 @@ class DeferredJit:
         except Exception as e:
             error = reason(e)
         seconds = time.perf_counter() - start
+        if traced is not None and self.on_trace is not None:
+            self.on_trace(traced)  # never raises (see its own guard)
         stages = []
         if self.plain:
             with steps_of_group(self.steps):

@@ -97,4 +97,5 @@ from ._tree_records import (
     TreeNode as TreeNode,
     TreePair as TreePair,
     TreeRecord as TreeRecord,
+    ValueSummary as ValueSummary,
 )

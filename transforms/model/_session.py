@@ -35,7 +35,7 @@ from ._records import (
     ValueRecord,
 )
 from ._source_location import SourceLocation
-from ._tree_records import Diagnostic, PairRow, TreeNode, TreePair, TreeRecord
+from ._tree_records import Diagnostic, PairRow, TreeNode, TreePair, TreeRecord, ValueSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +111,7 @@ RECORD_TYPES: dict[str, type] = {
                 ErrorRecord, Call)
 }
 RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
-                                                     Diagnostic)})
+                                                     Diagnostic, ValueSummary)})
 RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
                                                      CollectiveRecord)})
 RECORD_TYPES.update({cls.__name__: cls for cls in (DeviceRecord, ProcessInfo, ProcessRecord)})

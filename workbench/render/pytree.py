@@ -51,7 +51,11 @@ def _label_leaf(node: TreeNode) -> Any:
     if node.traced:
         text.append("  traced ", style="bold")
         text.append(_t(node.tracer))
-    elif node.value is not None:
+    if node.summary is not None:  # a jit's arguments too: their values, bound before the trace
+        text.append(f" = {_t(node.summary.describe())}")
+        if node.summary.origin:
+            text.append(f"  ({_t(node.summary.origin)})", style="dim")
+    elif node.value is not None and not node.traced:
         text.append(f" = {_t(node.value)}")
     if node.note:
         text.append(f"  ({_t(node.note)})", style="red")

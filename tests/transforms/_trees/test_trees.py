@@ -36,7 +36,7 @@ def test_seed000_grad_returns_an_ntcontainer_paired_with_the_input():
         (leaf,) = tree.leaves
         assert tree.full_path(leaf) == "container.array"
         assert leaf.aval == "float32[3,2]" and not leaf.traced
-    assert grad.leaves[0].value == "[[1., 1.], [1., 1.], [1., 1.]]"
+    assert grad.leaves[0].value == "[[1. 1.] [1. 1.] [1. 1.]]"
     (pair,) = call.pairs
     assert pair.kind == "gradient" and pair.same_structure
     assert [(r.path, r.status) for r in pair.rows] == [("", "same"), (".array", "same")]
