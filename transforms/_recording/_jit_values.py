@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from .. import _jax as _i
-from .._capture import summarize_array
+from .._capture import lost_diagnostic, summarize_array
 from ..model import Call, TreeRecord, ValueSummary
 
 __all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
@@ -105,6 +105,7 @@ class JitReplay:
             {k: v for k, v in copied_kwargs.items() if _is_traced(kwargs.get(k))})
         self.results: tuple[ValueSummary | None, ...] | None = None
         self.reason = ""
+        self.fault: BaseException | None = None
 
     def __call__(self, traced: Any) -> None:
         held, self._args = self._args, None  # the copies go, replayed or not
@@ -121,12 +122,15 @@ class JitReplay:
                 return
             outs = jax.tree_util.tree_leaves(compiled(*args, **kwargs))
             self.results = tuple(summarize_array(x, origin="replayed") for x in outs)
-        except Exception as e:  # a fault of ours: the call keeps no result values
-            self.reason = f"not replayed: {type(e).__name__}: {e}"
+        except Exception as e:  # a fault of ours: noted on the call (apply)
+            self.fault = e
 
     def apply(self, call: Call) -> Call:
         """The call with its output trees' traced leaves given the replayed results."""
         results = self.results
+        if self.fault is not None:
+            lost = lost_diagnostic("replaying the jit's results", self.fault)
+            return dataclasses.replace(call, diagnostics=call.diagnostics + (lost,))
         if not results:
             return call
         outputs = [t for t in call.trees if t.role == "output"]
