@@ -72,7 +72,9 @@ from ._params import (
 )
 from ._replay import (
     calls_back as calls_back,
+    eqn_facts as eqn_facts,
     eval_equations as eval_equations,
+    inner_call as inner_call,
     inner_jaxprs as inner_jaxprs,
 )
 from ._sources import (

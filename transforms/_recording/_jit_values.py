@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import _jax as _i
 from .._capture import lost_diagnostic, summarize_array
-from ..model import Call, TreeRecord, ValueSummary
+from ..model import Call, NonFiniteRecord, TreeRecord, ValueSummary
+from ._find_nans import search_nonfinite, with_levels
 
 __all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
            "with_argument_values"]
@@ -26,19 +27,24 @@ __all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
 # A jit's arguments are copied to the host for the replay of its results when they have at
 # most this many elements in all (a copy and a second run of the program cost that much).
 REPLAY_MAX_SIZE = 100_000
+# ... and with record(find_nans=True), which needs them to check the results.
+FIND_NANS_MAX_SIZE = 50_000_000
+_JIT_STAGE = "jit(f)"  # the stage a jit's finding names until the call's stages are known
 
 # (weakref to fun, per positional argument its leaves' summaries, per keyword the same)
 _jit_values: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
     "transforms_jit_values", default=None)
 
 
-def note_jit_values(fun: Any, args: tuple, kwargs: dict) -> None:
+def note_jit_values(fun: Any, args: tuple, kwargs: dict, find_nans: bool = False) -> None:
     """The concrete arguments jit bound before tracing `fun`: summarised, and copied to the
     host when small enough to replay the call."""
     try:
         positional = tuple(_leaf_summaries(a) for a in args)
         named = {k: _leaf_summaries(v) for k, v in kwargs.items()}
-        _jit_values.set((weakref.ref(fun), positional, named, _host_copies(args, kwargs)))
+        bound = FIND_NANS_MAX_SIZE if find_nans else REPLAY_MAX_SIZE
+        _jit_values.set((weakref.ref(fun), positional, named,
+                         _host_copies(args, kwargs, bound)))
     except Exception:  # an argument JAX itself will refuse: no values, JAX raises
         _jit_values.set(None)
 
@@ -51,9 +57,9 @@ def take_jit_values(fun: Any) -> tuple | None:
     return noted[1:] if noted is not None and noted[0]() is fun else None
 
 
-def _host_copies(args: tuple, kwargs: dict) -> tuple | None:
+def _host_copies(args: tuple, kwargs: dict, bound: int) -> tuple | None:
     leaves = jax.tree_util.tree_leaves((args, kwargs))
-    if sum(getattr(x, "size", 1) for x in leaves) > REPLAY_MAX_SIZE:
+    if sum(getattr(x, "size", 1) for x in leaves) > bound:
         return None
     copy = jax.tree_util.tree_map(
         lambda x: np.array(x) if isinstance(x, (jax.Array, np.ndarray)) else x, (args, kwargs))
@@ -96,8 +102,9 @@ class JitReplay:
     the compiled program run on host copies of the call's dynamic arguments. Programs that
     call back into Python (a print, a callback) are not run again."""
 
-    def __init__(self, copies: tuple, args: tuple, kwargs: dict):
+    def __init__(self, copies: tuple, args: tuple, kwargs: dict, recorder: Any):
         copied_args, copied_kwargs = copies
+        self.recorder = weakref.ref(recorder)  # find_nans: the first call with a NaN
         # The dynamic arguments are the ones the trace saw as tracers; static ones are not
         # passed to the compiled program.
         self._args: tuple | None = (
@@ -106,6 +113,7 @@ class JitReplay:
         self.results: tuple[ValueSummary | None, ...] | None = None
         self.reason = ""
         self.fault: BaseException | None = None
+        self.nonfinite: tuple = ()
 
     def __call__(self, traced: Any) -> None:
         held, self._args = self._args, None  # the copies go, replayed or not
@@ -122,11 +130,29 @@ class JitReplay:
                 return
             outs = jax.tree_util.tree_leaves(compiled(*args, **kwargs))
             self.results = tuple(summarize_array(x, origin="replayed") for x in outs)
+            self._find_nans(traced, jax.tree_util.tree_leaves((args, kwargs)))
         except Exception as e:  # a fault of ours: noted on the call (apply)
             self.fault = e
 
+    def _find_nans(self, traced: Any, leaves: list) -> None:
+        recorder = self.recorder()
+        if recorder is None or not recorder.find_nans or recorder.nan_found:
+            return
+        if all(r is None or r.finite for r in self.results or ()):
+            return
+        recorder.nan_found = True
+        self.nonfinite = search_nonfinite(_JIT_STAGE, traced.jaxpr, leaves) or (
+            NonFiniteRecord("first", _JIT_STAGE, note="the replay made no NaN or Inf"),)
+
     def apply(self, call: Call) -> Call:
         """The call with its output trees' traced leaves given the replayed results."""
+        if self.nonfinite:
+            # the jit's own jaxpr stage, or the program it holds (jit(grad(f)): grad(f))
+            jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
+            stage = next((n for n in jaxprs if n.startswith("jit(")),
+                         jaxprs[-1] if jaxprs else _JIT_STAGE)
+            found = tuple(dataclasses.replace(r, stage=stage) for r in self.nonfinite)
+            call = with_levels(dataclasses.replace(call, nonfinite=found))
         results = self.results
         if self.fault is not None:
             lost = lost_diagnostic("replaying the jit's results", self.fault)

@@ -14,7 +14,8 @@ __all__ = ["record"]
 
 @contextlib.contextmanager
 def record(*, inline_jnp: bool = False, stages: bool = True,
-           detail: str = "default", max_steps: int | None = None) -> Iterator[Session]:
+           detail: str = "default", max_steps: int | None = None,
+           find_nans: bool = False) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -30,9 +31,13 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     With `max_steps=N`, a long recording keeps about N steps: the first calls (up to N/2
     steps) and the latest; the calls between are dropped as they fall out and counted in
     `Session.dropped_calls` / `dropped_steps` (calls keep their index). None: keep all.
+    With `find_nans=True` every call's outputs are checked for NaN and Inf, and the first
+    call that has one is replayed equation by equation after it returns (on host copies of
+    its inputs, with its recorded stages): `Call.nonfinite` names the equation that first
+    made one from finite inputs, its stage, primitive, level and line, with a hint.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
-                               max_steps=max_steps)
+                               max_steps=max_steps, find_nans=find_nans)
     entered = enter_block(recorder, entering_frame())
     try:
         with _i.jit_cache_key(entered.key):

@@ -112,7 +112,7 @@ class _JitEntry:
         if values is not None:
             call.trees.inputs = with_argument_values(call.trees.inputs, values)
             if values[2] is not None:  # small enough: its results replayed once traced
-                call.stages.replay = JitReplay(values[2], args, kwargs)
+                call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
         call.stages.plan(self.transform_spec())
         state.call = call
         try:
@@ -191,7 +191,8 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     entry = entry_ref()
     fun, options = entry._fun(), entry._options
     note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
-    note_jit_values(fun, args, kwargs)  # the arguments' values, for the call's input trees
+    # the arguments' values, for the call's input trees (and its replay)
+    note_jit_values(fun, args, kwargs, state.session.find_nans)
     raised: list[BaseException] = []
     check_inputs(args, kwargs, argument_names(fun, args), raised)
     if not raised:

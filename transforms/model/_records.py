@@ -20,7 +20,7 @@ from typing import Iterator, NamedTuple
 from ._device_records import CollectiveRecord, ShardingRecord
 from ._kinds import CONCRETE_VALUE_KINDS, tracer_kind
 from ._source_location import SourceLocation
-from ._tree_records import Diagnostic, TreePair, TreeRecord
+from ._tree_records import Diagnostic, TreePair, TreeRecord, ValueSummary
 
 
 class ValueRecord(NamedTuple):
@@ -287,6 +287,28 @@ class ErrorRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class NonFiniteRecord:
+    """Where a call's NaN or Inf came from (record(find_nans=True)): found by replaying a stage
+    of the call equation by equation on host copies of its inputs, after the call."""
+    kind: str                 # first: the first equation making a NaN/Inf from finite inputs
+                              # first_nan: the first making a NaN (what jax_debug_nans names)
+                              # inputs: the call's inputs already held one
+    stage: str = ""           # the stage replayed, e.g. "grad(f)"; "" for kind inputs
+    eqn: int = -1             # its top-level equation in that stage (Stage.eqns), -1 for none
+    path: tuple[str, ...] = ()  # inner jaxprs descended into: ("jit[name=inner]",)
+    primitive: str = ""
+    phase: str = ""           # forward | backward (the transpose)
+    name_stack: str = ""      # the transformations it came through: "transpose(jvp())"
+    level: str = ""           # the transformation level that bound it, e.g. "grad#1"
+    source: SourceLocation | None = None  # the user's line
+    inputs: tuple[ValueSummary | None, ...] = ()
+    outputs: tuple[ValueSummary | None, ...] = ()
+    rule: str = ""            # the known cause that matched (_trees' NONFINITE_RULES)
+    hint: str = ""
+    note: str = ""            # e.g. why the replay stopped short
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     """One outermost transformed invocation, with every level nested inside it."""
     index: int
@@ -308,6 +330,7 @@ class Call:
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
     shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
     growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
+    nonfinite: tuple[NonFiniteRecord, ...] = ()  # where its NaN/Inf came from (find_nans)
 
     @property
     def ok(self) -> bool:

@@ -28,6 +28,7 @@ from ._records import (
     JaxprRecord,
     Level,
     Metric,
+    NonFiniteRecord,
     PrimitiveCount,
     Stage,
     Step,
@@ -108,7 +109,7 @@ RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
                 PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,
-                ErrorRecord, Call)
+                ErrorRecord, NonFiniteRecord, Call)
 }
 RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
                                                      Diagnostic, ValueSummary)})
