@@ -93,6 +93,10 @@ HANDLERS: list[tuple[str, str, str]] = [
      "re-raises: the rule's tape abandoned"),
     ("transforms/_recording/_levels.py", "run_level",
      "re-raises: the error recorded at its level"),
+    ("transforms/_recording/_call_stages.py", "CallStages._keep_jaxprs_of",
+     "noted: the jaxprs find_nans replays, a fault of ours; the call keeps its stages"),
+    ("transforms/_recording/_find_nans.py", "search_call",
+     "in the record: a replay that fails is the finding's note"),
     ("transforms/_recording/_jit_values.py", "note_jit_values",
      "the user's code: an argument JAX itself refuses (a deleted buffer): JAX raises, the "
      "call keeps no argument values"),

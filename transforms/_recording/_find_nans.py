@@ -21,10 +21,10 @@ import numpy as np
 from .. import _jax as _i
 from .._capture import recording_off, summarize_array
 from .._trees import INPUTS_RULE, NonFiniteFacts, explain_nonfinite
-from ..model import Call, NonFiniteRecord, SourceLocation, TreeRecord
+from ..model import Call, NonFiniteFound, NonFiniteRecord, SourceLocation, TreeRecord
 
 __all__ = ["has_nonfinite", "input_finding", "nan_search_wanted", "search_call",
-           "search_nonfinite", "with_levels"]
+           "search_nonfinite", "stop_if_nonfinite", "with_levels"]
 
 _MAX_DEPTH = 16  # call-like equations descended into, at most
 
@@ -182,6 +182,12 @@ def search_call(recorder: Any, trees: Any, kept: dict, stages: tuple,
                                           note="the replay made no NaN or Inf"),)
     return (NonFiniteRecord("first", note="not replayed: no stage of this call takes its "
                             "inputs as they were passed"),)
+
+
+def stop_if_nonfinite(recorder: Any, call: Call) -> None:
+    """record(stop_at_nan=True): raise NonFiniteFound where the call that had one returned."""
+    if recorder.stop_at_nan and call.nonfinite:
+        raise NonFiniteFound(call.index, call.function, call.nonfinite)
 
 
 def with_levels(call: Call) -> Call:

@@ -15,7 +15,7 @@ __all__ = ["record"]
 @contextlib.contextmanager
 def record(*, inline_jnp: bool = False, stages: bool = True,
            detail: str = "default", max_steps: int | None = None,
-           find_nans: bool = False) -> Iterator[Session]:
+           find_nans: bool = False, stop_at_nan: bool = False) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -35,9 +35,14 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     call that has one is replayed equation by equation after it returns (on host copies of
     its inputs, with its recorded stages): `Call.nonfinite` names the equation that first
     made one from finite inputs, its stage, primitive, level and line, with a hint.
+    With `stop_at_nan=True` too, that call then raises `transforms.NonFiniteFound` into the
+    program where it returned (as jax_debug_nans raises). A jit's results are checked when
+    its stages are read (the block's end, or when the program drops its function), and
+    only its traced call: a cached call of a jitted function runs nothing of ours.
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
-                               max_steps=max_steps, find_nans=find_nans)
+                               max_steps=max_steps, find_nans=find_nans,
+                               stop_at_nan=stop_at_nan)
     entered = enter_block(recorder, entering_frame())
     try:
         with _i.jit_cache_key(entered.key):

@@ -25,7 +25,8 @@ class SessionRecorder:
     """Collects finished calls into a Session."""
 
     def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default",
-                 max_steps: int | None = None, find_nans: bool = False):
+                 max_steps: int | None = None, find_nans: bool = False,
+                 stop_at_nan: bool = False):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
         if max_steps is not None and (isinstance(max_steps, bool) or
@@ -39,6 +40,7 @@ class SessionRecorder:
         # (_find_nans); `nan_found` once one was.
         self.find_nans = find_nans and stages
         self.nan_found = False
+        self.stop_at_nan = stop_at_nan  # raise NonFiniteFound where that call returns
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None

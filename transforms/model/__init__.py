@@ -71,6 +71,7 @@ from ._records import (
     JaxprRecord as JaxprRecord,
     Level as Level,
     Metric as Metric,
+    NonFiniteFound as NonFiniteFound,
     NonFiniteRecord as NonFiniteRecord,
     PrimitiveCount as PrimitiveCount,
     Stage as Stage,

@@ -307,6 +307,41 @@ class NonFiniteRecord:
     hint: str = ""
     note: str = ""            # e.g. why the replay stopped short
 
+    @property
+    def headline(self) -> str:
+        """`first NaN/Inf: div in grad(f) eqn 2 (forward, grad#1) at loss.py:3 (f)`."""
+        if self.kind == "inputs":
+            return f"NaN/Inf in the inputs: {self.note}"
+        what = {"first": "first NaN/Inf", "first_nan": "first NaN"}.get(self.kind, self.kind)
+        if not self.primitive:
+            return f"{what}: {self.note or 'not found'}"
+        inner = "".join(f" in {p}" for p in self.path)
+        where = ", ".join(x for x in (self.phase, self.level) if x)
+        at = f" at {self.source}" if self.source is not None else ""
+        return (f"{what}: {self.primitive}{inner} in {self.stage} eqn {self.eqn}"
+                f"{f' ({where})' if where else ''}{at}")
+
+    def lines(self) -> list[str]:
+        """The finding as text: its headline, its inputs' and outputs' values, its hint."""
+        out = [self.headline]
+        for name, values in (("in", self.inputs), ("out", self.outputs)):
+            for i, v in enumerate(values):
+                out.append(f"  {name}[{i}] = {v.describe() if v is not None else '?'}")
+        if self.hint:
+            out.append(f"  hint ({self.rule}): {self.hint}")
+        return out
+
+
+class NonFiniteFound(FloatingPointError):
+    """Raised into the program after the first call whose outputs held a NaN or Inf, when
+    recording with record(find_nans=True, stop_at_nan=True) (`workbench run --find-nans`):
+    where it came from is in `findings` (and on the recorded call)."""
+
+    def __init__(self, call: int, function: str, findings: tuple[NonFiniteRecord, ...]):
+        self.call, self.function, self.findings = call, function, findings
+        lines = [line for f in findings for line in f.lines()]
+        super().__init__(f"call {call} ({function}) returned a NaN or Inf\n" + "\n".join(lines))
+
 
 @dataclass(frozen=True, slots=True)
 class Call:

@@ -67,6 +67,8 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         if with_steps:
             lines.extend(_step_lines(steps, depth))
     lines.extend(value_lines(call))
+    for finding in call.nonfinite:  # record(find_nans=True): where its NaN or Inf came from
+        lines.extend(f"  {_t(line)}" for line in finding.lines())
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
         message = _first_line(error.message) or "(no message)"
