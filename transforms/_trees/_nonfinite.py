@@ -41,6 +41,10 @@ def _zero_or_less(s: ValueSummary | None) -> bool:
     return s is not None and (s.zeros > 0 or (s.min is not None and s.min < 0))
 
 
+def _infinite_input(f: NonFiniteFacts) -> bool:
+    return any(s is not None and s.inf for s in f.inputs)
+
+
 def _has_zero(s: ValueSummary | None) -> bool:
     return s is not None and s.zeros > 0
 
@@ -52,8 +56,8 @@ _SINGULAR = ("sqrt", "rsqrt", "log", "log1p", "div", "pow", "integer_pow", "acos
 NONFINITE_RULES: tuple[NonFiniteRule, ...] = (
     NonFiniteRule(
         "where_gradient_trap",
-        lambda f: f.has_where and f.primitive in _SINGULAR
-        and (f.derivative or _zero_or_less(f.input(0))),
+        lambda f: f.has_where and f.derivative and (
+            f.primitive in _SINGULAR or (f.primitive == "mul" and _infinite_input(f))),
         "jnp.where(c, f(x), y) computes f(x) at every x, the untaken points too, and so does "
         "its derivative: an infinite or NaN derivative there times the zero cotangent jnp.where "
         "gives it is NaN. Use the double where, so that f never sees those points: "
