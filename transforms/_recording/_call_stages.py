@@ -91,7 +91,7 @@ class CallStages:
             self.stage_key = key = _stages.signature(spec, *args)
             if self.recorder.stages.known(key):
                 self.shared_stages = self.recorder.stages.share(key, self.index, self._fixer())
-                if self.recorder.find_nans and not spec.entry.compiles:
+                if self.recorder.replays and not spec.entry.compiles:
                     self.stage_plan = _stages.StagePlan(spec, *args)  # its jaxprs, on a NaN
                 return
             self.stage_plan = _stages.StagePlan(spec, *args)

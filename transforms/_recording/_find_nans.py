@@ -24,7 +24,7 @@ from .._trees import INPUTS_RULE, NonFiniteFacts, explain_nonfinite
 from ..model import Call, NonFiniteFound, NonFiniteRecord, SourceLocation, TreeRecord
 
 __all__ = ["has_nonfinite", "input_finding", "nan_search_wanted", "search_call",
-           "search_nonfinite", "stop_if_nonfinite", "with_levels"]
+           "replay_arguments", "search_nonfinite", "stop_if_nonfinite", "with_levels"]
 
 _MAX_DEPTH = 16  # call-like equations descended into, at most
 
@@ -163,14 +163,9 @@ def search_call(recorder: Any, trees: Any, kept: dict, stages: tuple,
         return (input_finding(trees.inputs),)
     if live is None:
         return (NonFiniteRecord("first", note="not replayed: the inputs were not kept"),)
-    leaves = jax.tree_util.tree_leaves(live)
-    arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
     for stage in reversed(stages):
         closed = kept.get(stage.name)
-        if closed is None or stage.role not in ("transformed", "f"):
-            continue
-        n = len(getattr(closed, "jaxpr", closed).invars)
-        args = leaves if len(leaves) == n else arrays if len(arrays) == n else None
+        args = replay_arguments(stage, closed, live) if closed is not None else None
         if args is None:
             continue
         try:
@@ -182,6 +177,20 @@ def search_call(recorder: Any, trees: Any, kept: dict, stages: tuple,
                                           note="the replay made no NaN or Inf"),)
     return (NonFiniteRecord("first", note="not replayed: no stage of this call takes its "
                             "inputs as they were passed"),)
+
+
+def replay_arguments(stage: Any, closed: Any, live: Any) -> list | None:
+    """The call's inputs as `closed` (stage's live jaxpr) takes them, or None: only the
+    user's function (`f`) and a transformed program take the call's own inputs (the others
+    take residuals, tangents or cotangents)."""
+    if stage.role not in ("transformed", "f"):
+        return None
+    leaves = jax.tree_util.tree_leaves(live)
+    n = len(getattr(closed, "jaxpr", closed).invars)
+    if len(leaves) == n:
+        return leaves
+    arrays = [x for x in leaves if isinstance(x, (jax.Array, np.ndarray))]
+    return arrays if len(arrays) == n else None
 
 
 def stop_if_nonfinite(recorder: Any, call: Call) -> None:

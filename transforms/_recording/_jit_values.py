@@ -20,6 +20,7 @@ from .. import _jax as _i
 from .._capture import lost_diagnostic, summarize_array
 from ..model import Call, NonFiniteRecord, TreeRecord, ValueSummary
 from ._find_nans import search_nonfinite, with_levels
+from ._stage_values import stage_values
 
 __all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
            "with_argument_values"]
@@ -36,13 +37,13 @@ _jit_values: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
     "transforms_jit_values", default=None)
 
 
-def note_jit_values(fun: Any, args: tuple, kwargs: dict, find_nans: bool = False) -> None:
+def note_jit_values(fun: Any, args: tuple, kwargs: dict, replays: bool = False) -> None:
     """The concrete arguments jit bound before tracing `fun`: summarised, and copied to the
     host when small enough to replay the call."""
     try:
         positional = tuple(_leaf_summaries(a) for a in args)
         named = {k: _leaf_summaries(v) for k, v in kwargs.items()}
-        bound = FIND_NANS_MAX_SIZE if find_nans else REPLAY_MAX_SIZE
+        bound = FIND_NANS_MAX_SIZE if replays else REPLAY_MAX_SIZE
         _jit_values.set((weakref.ref(fun), positional, named,
                          _host_copies(args, kwargs, bound)))
     except Exception:  # an argument JAX itself will refuse: no values, JAX raises
@@ -114,6 +115,7 @@ class JitReplay:
         self.reason = ""
         self.fault: BaseException | None = None
         self.nonfinite: tuple = ()
+        self.values: Any = None  # record(values=True): its jaxpr's equations' values
 
     def __call__(self, traced: Any) -> None:
         held, self._args = self._args, None  # the copies go, replayed or not
@@ -130,7 +132,11 @@ class JitReplay:
                 return
             outs = jax.tree_util.tree_leaves(compiled(*args, **kwargs))
             self.results = tuple(summarize_array(x, origin="replayed") for x in outs)
-            self._find_nans(traced, jax.tree_util.tree_leaves((args, kwargs)))
+            leaves = jax.tree_util.tree_leaves((args, kwargs))
+            self._find_nans(traced, leaves)
+            recorder = self.recorder()
+            if recorder is not None and recorder.values:
+                self.values = stage_values(_JIT_STAGE, traced.jaxpr, leaves)
         except Exception as e:  # a fault of ours: noted on the call (apply)
             self.fault = e
 
@@ -146,11 +152,14 @@ class JitReplay:
 
     def apply(self, call: Call) -> Call:
         """The call with its output trees' traced leaves given the replayed results."""
+        # the jit's own jaxpr stage, or the program it holds (jit(grad(f)): grad(f))
+        jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
+        stage = next((n for n in jaxprs if n.startswith("jit(")),
+                     jaxprs[-1] if jaxprs else _JIT_STAGE)
+        if self.values is not None:
+            call = dataclasses.replace(call, values=(dataclasses.replace(self.values,
+                                                                         stage=stage),))
         if self.nonfinite:
-            # the jit's own jaxpr stage, or the program it holds (jit(grad(f)): grad(f))
-            jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
-            stage = next((n for n in jaxprs if n.startswith("jit(")),
-                         jaxprs[-1] if jaxprs else _JIT_STAGE)
             found = tuple(dataclasses.replace(r, stage=stage) for r in self.nonfinite)
             call = with_levels(dataclasses.replace(call, nonfinite=found))
         results = self.results

@@ -15,7 +15,8 @@ __all__ = ["record"]
 @contextlib.contextmanager
 def record(*, inline_jnp: bool = False, stages: bool = True,
            detail: str = "default", max_steps: int | None = None,
-           find_nans: bool = False, stop_at_nan: bool = False) -> Iterator[Session]:
+           find_nans: bool = False, stop_at_nan: bool = False,
+           values: bool = False) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -39,10 +40,14 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     program where it returned (as jax_debug_nans raises). A jit's results are checked when
     its stages are read (the block's end, or when the program drops its function), and
     only its traced call: a cached call of a jitted function runs nothing of ours.
+    With `values=True` every call's stages that take its inputs (the function, the
+    transformed program with its forward and backward equations, a jit's jaxpr) are
+    evaluated again after it returns, and each equation's outputs summarised
+    (`Call.values`).
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
                                max_steps=max_steps, find_nans=find_nans,
-                               stop_at_nan=stop_at_nan)
+                               stop_at_nan=stop_at_nan, values=values)
     entered = enter_block(recorder, entering_frame())
     try:
         with _i.jit_cache_key(entered.key):

@@ -26,7 +26,7 @@ class SessionRecorder:
 
     def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default",
                  max_steps: int | None = None, find_nans: bool = False,
-                 stop_at_nan: bool = False):
+                 stop_at_nan: bool = False, values: bool = False):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
         if max_steps is not None and (isinstance(max_steps, bool) or
@@ -41,6 +41,7 @@ class SessionRecorder:
         self.find_nans = find_nans and stages
         self.nan_found = False
         self.stop_at_nan = stop_at_nan  # raise NonFiniteFound where that call returns
+        self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
@@ -51,6 +52,11 @@ class SessionRecorder:
         # reuses the jaxprs of jnp functions, and the ones its rules make of them, across
         # calls and sessions; their constants are the user's arrays).
         self.summaries = shared_summaries(detail == "full")
+
+    @property
+    def replays(self) -> bool:
+        """Whether calls keep their inputs while they run, to replay their stages after."""
+        return self.find_nans or self.values
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""

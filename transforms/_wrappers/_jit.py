@@ -192,7 +192,7 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     fun, options = entry._fun(), entry._options
     note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
     # the arguments' values, for the call's input trees (and its replay)
-    note_jit_values(fun, args, kwargs, state.session.find_nans)
+    note_jit_values(fun, args, kwargs, state.session.replays)
     raised: list[BaseException] = []
     check_inputs(args, kwargs, argument_names(fun, args), raised)
     if not raised:

@@ -75,6 +75,7 @@ from ._records import (
     NonFiniteRecord as NonFiniteRecord,
     PrimitiveCount as PrimitiveCount,
     Stage as Stage,
+    StageValues as StageValues,
     Step as Step,
     SubJaxprRecord as SubJaxprRecord,
     ValueRecord as ValueRecord,

@@ -332,6 +332,15 @@ class NonFiniteRecord:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class StageValues:
+    """One stage of a call evaluated again after the call (record(values=True)), on host
+    copies of the call's inputs: each top-level equation's outputs, summarised."""
+    stage: str                # the stage's name, e.g. "grad(f)"
+    outputs: tuple[tuple[ValueSummary | None, ...], ...] = ()  # per equation (Stage.eqns)
+    note: str = ""            # e.g. why it stopped short
+
+
 class NonFiniteFound(FloatingPointError):
     """Raised into the program after the first call whose outputs held a NaN or Inf, when
     recording with record(find_nans=True, stop_at_nan=True) (`workbench run --find-nans`):
@@ -366,6 +375,7 @@ class Call:
     shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
     growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
     nonfinite: tuple[NonFiniteRecord, ...] = ()  # where its NaN/Inf came from (find_nans)
+    values: tuple[StageValues, ...] = ()  # its stages' equations evaluated (values=True)
 
     @property
     def ok(self) -> bool:

@@ -31,6 +31,7 @@ from ._records import (
     NonFiniteRecord,
     PrimitiveCount,
     Stage,
+    StageValues,
     Step,
     SubJaxprRecord,
     ValueRecord,
@@ -109,7 +110,7 @@ RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
                 PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,
-                ErrorRecord, NonFiniteRecord, Call)
+                ErrorRecord, NonFiniteRecord, StageValues, Call)
 }
 RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
                                                      Diagnostic, ValueSummary)})

@@ -96,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "or --call names no call.")
     show.add_argument("trace", metavar="TRACE.json", help="a session file")
     show.add_argument("--call", type=int, metavar="N", help="only call N (its index)")
-    show.add_argument("--steps", action="store_true", help="list every step of each call")
+    show.add_argument("--steps", action="store_true",
+                      help="list every step of each call (and, for a dump recorded with "
+                           "--values, every equation of its stages with its values)")
     show.add_argument("--expand", action="store_true",
                       help="list every level: by default a run of identical sibling levels (a "
                            "relu's custom_jvp once per layer, a solver step per iteration) is "
@@ -184,6 +186,11 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                         "equation that first made one from finite inputs is named (stage, "
                         "primitive, level, your line, its input values, a hint); the script "
                         "stops there (transforms.NonFiniteFound) and the exit code is 3")
+    p.add_argument("--values", action="store_true",
+                   help="evaluate every call's stages that take its inputs (the function, the "
+                        "transformed program with its forward and backward equations, a jit's "
+                        "jaxpr) again after the call, on copies of its inputs, and keep each "
+                        "equation's outputs summarised (`show --steps` prints them)")
     p.add_argument("--keep-going", action="store_true",
                    help="with --find-nans: name the first NaN or Inf but let the script run "
                         "on (the exit code is then the script's)")
@@ -227,7 +234,7 @@ def _max_steps(text: str) -> int:
 _SCRIPT_FLAGS = {"--stages": ("stages", True), "--no-stages": ("stages", False),
                  "--inline-jnp": ("inline_jnp", True), "-q": ("quiet", True),
                  "--quiet": ("quiet", True), "--find-nans": ("find_nans", True),
-                 "--keep-going": ("keep_going", True)}
+                 "--keep-going": ("keep_going", True), "--values": ("values", True)}
 
 
 _SCRIPT_VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {

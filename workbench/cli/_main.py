@@ -282,7 +282,8 @@ def _run(args: argparse.Namespace) -> int:
                                    inline_jnp=args.inline_jnp,
                                    max_steps=args.max_steps or None,
                                    note=lambda message: note(args, message),
-                                   find_nans=args.find_nans, keep_going=args.keep_going)
+                                   find_nans=args.find_nans, keep_going=args.keep_going,
+                                   values=args.values)
     except run.ScriptError as e:
         error(str(e))
         return EXIT_BAD_INPUT

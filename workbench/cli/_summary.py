@@ -69,6 +69,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     lines.extend(value_lines(call))
     for finding in call.nonfinite:  # record(find_nans=True): where its NaN or Inf came from
         lines.extend(f"  {_t(line)}" for line in finding.lines())
+    lines.extend(equation_value_lines(call, with_steps))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
         message = _first_line(error.message) or "(no message)"
@@ -98,6 +99,22 @@ def value_lines(call: Call) -> list[str]:
         if len(shown) > MAX_VALUE_LEAVES:
             lines.append(f"  {_t(tree.role)} {_t(tree.name)}: "
                          f"{len(shown) - MAX_VALUE_LEAVES} more leaves with values")
+    return lines
+
+
+def equation_value_lines(call: Call, each: bool) -> list[str]:
+    """record(values=True): the stages evaluated after the call; with `each` (`--steps`),
+    every equation with its outputs' values."""
+    lines = []
+    for values in call.values:
+        stage = next((s for s in call.stages if s.name == values.stage), None)
+        note = f" ({_t(values.note)})" if values.note else ""
+        lines.append(f"  values of {_t(values.stage)}: {len(values.outputs)} equations{note}")
+        if not each or stage is None:
+            continue
+        for i, (eqn, outs) in enumerate(zip(stage.eqns, values.outputs)):
+            shown = ", ".join(o.describe() if o is not None else "?" for o in outs)
+            lines.append(f"    {i} {_t(eqn.primitive)}: {_clip(_t(shown))}")
     return lines
 
 

@@ -66,3 +66,34 @@ def test_values_change_no_result_and_keep_no_array():
     (grad_leaf,) = _leaves(session.calls[0], "gradient")
     assert grad_leaf.summary is not None and grad_leaf.summary.text == ""
     assert grad_leaf.summary.mean is not None
+
+
+def test_values_true_evaluates_every_equation_of_the_replayable_stages():
+    def f(x):
+        return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))
+
+    x = jnp.array([0.0, 1.0])
+    with record(values=True) as session:
+        g = transforms.grad(f)(x)
+        transforms.jit(transforms.grad(f))(jnp.array([4.0, 1.0]))
+    eager, jitted = session.calls
+    assert [v.stage for v in eager.values] == ["f", "grad(f)"]
+    (values,) = [v for v in eager.values if v.stage == "grad(f)"]
+    (stage,) = [s for s in eager.stages if s.name == "grad(f)"]
+    assert len(values.outputs) == len(stage.eqns) and not values.note
+    by_primitive = {e.primitive: outs for e, outs in zip(stage.eqns, values.outputs)}
+    assert by_primitive["div"][0].text == "[inf 0.5]"
+    # the program's last equation is the gradient the call returned
+    assert values.outputs[-1][0].text == str(np.asarray(g))
+    (jit_values,) = jitted.values
+    assert jit_values.stage == "grad(f)" and jit_values.outputs[-1][0].text == "[0.25 0.5 ]"
+
+
+def test_values_survive_a_dump_and_are_off_by_default():
+    from transforms.model import loads
+    with record(values=True) as session:
+        transforms.grad(lambda v: jnp.sum(v * v))(jnp.arange(3.0))
+    assert loads(session.to_json_text()).calls[0].values == session.calls[0].values
+    with record() as plain:
+        transforms.grad(lambda v: jnp.sum(v * v))(jnp.arange(3.0))
+    assert plain.calls[0].values == ()
