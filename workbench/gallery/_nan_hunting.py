@@ -24,7 +24,7 @@ POINTS = jnp.array([0.0, 1.0, 4.0])
 
 
 @example("NaN hunting: the jnp.where gradient trap, and the double-where fix", "033",
-         find_nans=True)
+         find_nans=True, values=True)
 def where_gradient_trap():
     """jnp.where(x > 0, jnp.sqrt(x), 0.) is finite everywhere, yet its gradient at x = 0 is
     NaN. jnp.where computes both branches at every point, and so does grad: the derivative of
@@ -34,6 +34,7 @@ def where_gradient_trap():
     derivative in the forward pass (grad#1) as the first equation making an Inf from finite
     inputs, with its inputs' values, the `mul` of the backward pass as the first making a NaN
     (what jax_debug_nans names), and the hint. The second call is the fix, the double where:
-    sqrt never sees x <= 0, and the gradient is finite."""
+    sqrt never sees x <= 0, and the gradient is finite. Recorded with values=True too: the
+    stages view shows each equation's values beside it, the Inf and the NaN marked."""
     print(T.value_and_grad(safe_sqrt_trap)(POINTS))   # value 3.0, gradient [nan 0.5 0.25]
     print(T.value_and_grad(safe_sqrt_fixed)(POINTS))  # value 3.0, gradient [0. 0.5 0.25]

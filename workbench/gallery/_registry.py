@@ -25,6 +25,7 @@ class Example:
     inline_jnp: bool = False  # record(inline_jnp=True): steps read sin, mul, not jit[name=sin]
     shows_failure: bool = False  # the example deliberately shows a transformation failing
     find_nans: bool = False   # record(find_nans=True): where its first NaN or Inf came from
+    values: bool = False      # record(values=True): every equation's values
 
 
 @dataclass
@@ -49,7 +50,7 @@ _shown: list[str] | None = None
 
 
 def example(title: str, seed: str, *, stages: bool = True, inline_jnp: bool = False,
-            shows_failure: bool = False, find_nans: bool = False
+            shows_failure: bool = False, find_nans: bool = False, values: bool = False
             ) -> Callable[[Callable[[], None]], Callable[[], None]]:
     """Register a gallery example; its docstring is the explanation."""
     def register(run: Callable[[], None]) -> Callable[[], None]:
@@ -57,7 +58,7 @@ def example(title: str, seed: str, *, stages: bool = True, inline_jnp: bool = Fa
         assert name not in {e.name for e in EXAMPLES}, f"duplicate gallery example {name}"
         explanation = " ".join((run.__doc__ or "").split())
         EXAMPLES.append(Example(name, title, explanation, seed, run, stages, inline_jnp,
-                                shows_failure, find_nans))
+                                shows_failure, find_nans, values))
         return run
     return register
 
@@ -107,7 +108,7 @@ def run_example(ex: Example) -> Outcome:
     transforms.set_user_code((*setting[0], _GALLERY_DIR), setting[1])
     try:
         with transforms.record(stages=ex.stages, inline_jnp=ex.inline_jnp,
-                               find_nans=ex.find_nans) as session:
+                               find_nans=ex.find_nans, values=ex.values) as session:
             with contextlib.redirect_stdout(out):
                 try:
                     ex.run()
