@@ -117,7 +117,9 @@ class JitReplay:
         self.nonfinite: tuple = ()
         self.values: Any = None  # record(values=True): its jaxpr's equations' values
 
-    def __call__(self, traced: Any) -> None:
+    def __call__(self, traced: Any, compiled: Any) -> None:
+        """The replay, handed JAX's trace of the call and the executable the stages compiled
+        (jit's cache hit: the call's own; nothing lowers or compiles it again)."""
         held, self._args = self._args, None  # the copies go, replayed or not
         if held is None:
             return
@@ -125,7 +127,6 @@ class JitReplay:
             if _i.calls_back(traced.jaxpr):
                 self.reason = "not replayed: the program calls back into Python"
                 return
-            compiled = traced.lower().compile()  # hits jit's caches: the call's executable
             args, kwargs = held
             if jax.tree_util.tree_structure((args, kwargs)) != compiled.in_tree:
                 self.reason = "not replayed: the arguments do not match the program's"
