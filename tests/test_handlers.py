@@ -102,6 +102,8 @@ HANDLERS: list[tuple[str, str, str]] = [
      "call keeps no argument values"),
     ("transforms/_recording/_jit_values.py", "JitReplay.__call__",
      "noted: the replay of a jit's results, a fault of ours (JitReplay.apply)"),
+    ("transforms/_recording/_jit_values.py", "JitReplay.__call__",
+     "in the record: the program's own failure when run again is the output tree's note"),
     ("transforms/_recording/_stage_values.py", "stage_values",
      "in the record: an equation that cannot be evaluated again is the StageValues' note"),
     ("transforms/_stages/_autodiff.py", "ad_stages",

@@ -131,7 +131,11 @@ class JitReplay:
             if jax.tree_util.tree_structure((args, kwargs)) != compiled.in_tree:
                 self.reason = "not replayed: the arguments do not match the program's"
                 return
-            outs = jax.tree_util.tree_leaves(compiled(*args, **kwargs))
+            try:
+                outs = jax.tree_util.tree_leaves(compiled(*args, **kwargs))
+            except Exception as e:  # the program's own failure (as the call's): said
+                self.reason = f"not replayed: {type(e).__name__}"
+                return
             self.results = tuple(summarize_array(x, origin="replayed") for x in outs)
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             self._find_nans(traced, leaves)
@@ -167,9 +171,13 @@ class JitReplay:
         if self.fault is not None:
             lost = lost_diagnostic("replaying the jit's results", self.fault)
             return dataclasses.replace(call, diagnostics=call.diagnostics + (lost,))
-        if not results:
-            return call
         outputs = [t for t in call.trees if t.role == "output"]
+        if not results:  # why the results have no values, on the output tree
+            if self.reason and len(outputs) == 1 and not outputs[0].note:
+                noted = dataclasses.replace(outputs[0], note=self.reason)
+                return dataclasses.replace(call, trees=tuple(
+                    noted if t is outputs[0] else t for t in call.trees))
+            return call
         if len(outputs) != 1 or len(outputs[0].leaves) != len(results):
             return call
         filled = _filled(outputs[0], results)

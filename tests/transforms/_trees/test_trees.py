@@ -204,7 +204,7 @@ def test_a_tree_from_the_cached_structure_equals_the_walked_one():
     walked = b.build({"a": [2, jnp.zeros(2)], "b": CONTAINER}, "input", "x")
     assert again == walked and again != first
     assert [(n.type_name, n.value) for n in again.leaves] == \
-        [("int", "2"), ("jax.Array", "[0., 0.]"), ("jax.Array", "[[0., 1.], [2., 3.], [4., 5.]]")]
+        [("int", "2"), ("jax.Array", "[0. 0.]"), ("jax.Array", "[[0. 1.] [2. 3.] [4. 5.]]")]
     other = b.build({"a": [1.0, jnp.ones(2)], "b": CONTAINER._replace(flag=1)}, "input", "x")
     assert other.node("['b']").static == (("name", "'composite-container'"),
                                                              ("flag", "1"))
