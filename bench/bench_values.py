@@ -92,7 +92,7 @@ def bench_search(pairs: int, reps: int) -> None:
         for _ in range(pairs):
             x = x * 1.0001 + 0.0001
         return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))
-    x = jnp.zeros(8)
+    x = jnp.full(8, -1.0)  # sqrt of negatives in the untaken branch: a NaN gradient
 
     def plain() -> None:
         with transforms.record():
