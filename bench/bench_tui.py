@@ -68,9 +68,9 @@ def loop_heavy(x):
     return jnp.sum(x)
 
 
-def session_of_steps(n: int) -> Session:
+def session_of_steps(n: int, stages: bool = False) -> Session:
     """Record vmap(grad(loop_heavy)), then replicate its steps to n with new indices."""
-    with T.record(inline_jnp=True) as s:
+    with T.record(inline_jnp=True, stages=stages) as s:
         T.vmap(T.grad(loop_heavy))(jnp.ones((4, 3)))
     call = s.calls[0]
     base = call.steps

@@ -1,4 +1,4 @@
-"""Text from a recording made safe for the place it is shown: a terminal, SVG/XML, or DOT.
+"""Text from a recording made safe for the place it is shown: a terminal, SVG/XML/HTML, or DOT.
 
 Every string in a dump is untrusted: a session title, a function or type name, an
 error message, a static aux value. Shown raw, `\\x1b]0;pwned\\x07` retitles the
@@ -10,6 +10,7 @@ One rule for all of them, then one escaping per destination:
     terminal(text)   control, format (bidi, zero-width) and surrogate characters as
                      visible escapes (`\\x1b`, `\\u202e`, `\\udcff`); cut to `limit`
     svg(text)        terminal(text), then XML's `& < > " '` as entities
+    html(text)       the same for an HTML text node or quoted attribute (lines kept if asked)
     dot(text)        terminal(text), then a DOT double-quoted string in pure ASCII
 
 `terminal` is what show, diff, the TUI and the renderers print; `dot` is every
@@ -95,6 +96,12 @@ def svg(text: object, limit: int = DEFAULT_LIMIT) -> str:
     return _XML_SPECIAL.sub(lambda m: _XML[m.group(0)], terminal(text, limit))
 
 
+def html(text: object, limit: int = DEFAULT_LIMIT, *, lines: bool = False) -> str:
+    """Text for an HTML text node or a quoted attribute: nothing in it is markup, a control
+    or invisible (`lines=True` keeps newlines and tabs, for a <pre>; the limit is per line)."""
+    return _XML_SPECIAL.sub(lambda m: _XML[m.group(0)], terminal(text, limit, lines=lines))
+
+
 _DOT_SPECIAL = {"\\": "\\\\", '"': '\\"', "&": "&amp;", "<": "&lt;", ">": "&gt;",
                 "{": "&#123;", "}": "&#125;", "|": "&#124;", "\n": "\\n"}
 _DOT_NEEDS_ESCAPE = re.compile(r'[\\"&<>{}|\n\x80-\U0010ffff]')
@@ -131,4 +138,4 @@ def _str(value: object) -> str:
 
 
 __all__ = ["DEFAULT_LIMIT", "DOT_LIMIT", "cut", "dot", "dot_escape", "first_line", "has_unsafe",
-           "shorten", "svg", "terminal"]
+           "html", "shorten", "svg", "terminal"]

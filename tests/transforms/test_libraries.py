@@ -338,6 +338,7 @@ def diffrax_session():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # the module's diffrax recording: minutes on a loaded machine
 def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_path, capsys):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
     assert call.ok and call.source.file == HERE
@@ -357,6 +358,7 @@ def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # the module's diffrax recording: minutes on a loaded machine
 def test_diffrax_vector_field_ops_are_located_where_the_user_wrote_them(diffrax_session):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
     sines = [s for s in call.steps if s.primitive == "sin"]

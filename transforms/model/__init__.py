@@ -8,6 +8,7 @@ call's stages, trees, errors and devices. Plain, frozen, typed, JSON-able.
     diff_stages(a, b)                                two stages compared, equation by equation
     kind_of(name)                                    the table of transformation kinds
     session_schema() / schema_problems(data)         the dump's JSON Schema and a validator
+    register_display(display)                        how a notebook shows the records
 """
 from __future__ import annotations
 
@@ -32,6 +33,12 @@ from ._diff import (
     stage_function as stage_function,
     stage_groups as stage_groups,
     whole_program as whole_program,
+)
+from ._display import (
+    ENTRY_POINT_GROUP as ENTRY_POINT_GROUP,
+    Display as Display,
+    Displayed as Displayed,
+    register_display as register_display,
 )
 from ._files import (
     new_file_mode as new_file_mode,

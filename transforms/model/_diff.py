@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from ._display import Displayed
 from ._records import EqnRecord, Stage
 
 # Above this many cells (equations before x after, past the common prefix and
@@ -49,7 +50,7 @@ class PrimitiveDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class StageDiff:
+class StageDiff(Displayed):
     before: str               # stage names
     after: str
     rows: tuple[EqnChange, ...]

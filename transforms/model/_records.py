@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from ._device_records import CollectiveRecord, ShardingRecord
+from ._display import Displayed
 from ._kinds import CONCRETE_VALUE_KINDS, tracer_kind
 from ._source_location import SourceLocation
 from ._tree_records import Diagnostic, TreePair, TreeRecord, ValueSummary
@@ -125,7 +126,7 @@ class Metric:
 
 
 @dataclass(frozen=True, slots=True)
-class Stage:
+class Stage(Displayed):
     """One stage of a transformation pipeline: a jaxpr or compiled text, or why it is missing.
 
     A call's stages run from the user's function outwards, so `vmap(grad(f))`
@@ -267,7 +268,7 @@ class Level:
 
 
 @dataclass(frozen=True, slots=True)
-class ErrorRecord:
+class ErrorRecord(Displayed):
     """A failure during a recorded call: what JAX raised and where."""
     type_name: str            # qualified, e.g. jax.errors.TracerBoolConversionError
     message: str
@@ -353,7 +354,7 @@ class NonFiniteFound(FloatingPointError):
 
 
 @dataclass(frozen=True, slots=True)
-class Call:
+class Call(Displayed):
     """One outermost transformed invocation, with every level nested inside it."""
     index: int
     transform: str

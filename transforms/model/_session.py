@@ -16,6 +16,7 @@ from ._device_records import (
     ShardBlock,
     ShardingRecord,
 )
+from ._display import Displayed
 from ._files import write_atomically
 from ._layout import SCHEMA_VERSION
 from ._records import (
@@ -56,7 +57,7 @@ class ProcessRecord:
 
 
 @dataclass(slots=True)
-class Session:
+class Session(Displayed):
     """Every call recorded inside one `transforms.record()` block.
 
     Mutable only while recording: calls are appended as they finish.

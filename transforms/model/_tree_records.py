@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ._display import Displayed
 from ._source_location import SourceLocation
 
 
@@ -133,7 +134,7 @@ class PairRow:
 
 
 @dataclass(frozen=True, slots=True)
-class TreePair:
+class TreePair(Displayed):
     """Two trees paired node by node: inputs and gradients, or a structure mismatch."""
     kind: str                 # gradient | tangent | cotangent | jacobian | hessian | custom_jvp
                               # | custom_vjp | cond | scan | vmap_in_axes | vmap_out_axes

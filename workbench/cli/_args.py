@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "`workbench graph --help`)", add_help=False).add_argument(
         "rest", nargs=argparse.REMAINDER)
 
+    # `workbench html` is workbench.html's, handed its arguments the same way.
+    commands.add_parser("html", help="write a dump as one standalone HTML page (see "
+                        "`workbench html --help`)", add_help=False).add_argument(
+        "rest", nargs=argparse.REMAINDER)
+
     schema = command("schema", "print the JSON Schema of a dump (or validate dumps against it)",
                      "Print the JSON Schema (draft 2020-12) of session dumps, generated from "
                      "the record classes of transforms.model; the project keeps a copy in "

@@ -6,6 +6,7 @@
     workbench open TRACE.json              browse a dump in the terminal UI
     workbench show TRACE.json              a plain-text summary of a dump
     workbench diff A.json B.json           calls, stages and equation counts that changed
+    workbench html TRACE.json -o OUT.html  a dump as one standalone HTML page
     workbench schema                       the JSON Schema of a dump
 
 Exit codes: 0 ok; 1 the user's script failed (run/dump: the script's own exit
@@ -52,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["graph"]:
         return _graph(argv[1:])
+    if argv[:1] == ["html"]:
+        return _html(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -73,6 +76,12 @@ def _graph(argv: list[str]) -> int:
     """`workbench graph ...` is `workbench.export.main`."""
     from ..export import main as graph_main
     return graph_main(argv)
+
+
+def _html(argv: list[str]) -> int:
+    """`workbench html ...` is `workbench.html.main`."""
+    from ..html import main as html_main
+    return html_main(argv)
 
 
 # --- demo ---------------------------------------------------------------------

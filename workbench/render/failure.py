@@ -24,6 +24,42 @@ def _short_error(type_name: str) -> str:
     return type_name.rsplit(".", 1)[-1]
 
 
+def failure_facts(e: ErrorRecord, call: Call | None = None) -> list[tuple[str, str]]:
+    """What failed, where and at which tracer, as (name, text) rows (the hint apart): the
+    terminal's panel and workbench.html's view show the same facts."""
+    facts = [("error", safe_text.first_line(e.message))]
+    if e.source is not None:
+        facts.append(("line", shorten_paths(str(e.source))))
+    if e.function:
+        facts.append(("function", e.function))
+    level = e.level_label
+    if level:
+        facts.append(("level", f"{level} ({e.transform})" if e.transform else level))
+    step = _step_text(e, call)
+    if step:
+        facts.append(("step", step))
+    if e.argument:
+        bdim = f", batch_dim={e.batch_dim}" if e.batch_dim is not None else ""
+        facts.append(("argument", f"{e.argument}{bdim}"))
+    elif e.batch_dim is not None:
+        facts.append(("batch_dim", str(e.batch_dim)))
+    if e.tracer:
+        facts.append(("tracer", e.tracer))
+    return facts
+
+
+def _step_text(e: ErrorRecord, call: Call | None) -> str:
+    if e.step is None:
+        return ""
+    if call is None or not 0 <= e.step < len(call.steps):
+        return f"#{e.step}"
+    step = call.steps[e.step]
+    label = ""
+    if 0 <= step.level < len(call.levels):
+        label = f" at {call.levels[step.level].label}"
+    return f"#{step.index} {step.title}{label}"
+
+
 class FailurePanel:
     """What failed, where, at which transformation's tracer, and the fix."""
 
@@ -35,43 +71,14 @@ class FailurePanel:
         yield safe(self._build, "failure")
 
     def _facts(self) -> Table:
-        e = self.error
         table = Table.grid(padding=(0, 1))
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
-        table.add_row("error", Text(safe_text.first_line(e.message)))
-        if e.source is not None:
-            table.add_row("line", Text(shorten_paths(str(e.source))))
-        if e.function:
-            table.add_row("function", Text(e.function))
-        level = e.level_label
-        if level:
-            table.add_row("level", Text(f"{level} ({e.transform})" if e.transform else level))
-        step = self._step_text()
-        if step:
-            table.add_row("step", Text(step))
-        if e.argument:
-            bdim = f", batch_dim={e.batch_dim}" if e.batch_dim is not None else ""
-            table.add_row("argument", Text(f"{e.argument}{bdim}"))
-        elif e.batch_dim is not None:
-            table.add_row("batch_dim", Text(str(e.batch_dim)))
-        if e.tracer:
-            table.add_row("tracer", Text(e.tracer))
-        if e.hint:
-            table.add_row("hint", Text(e.hint, style="green"))
+        for name, text in failure_facts(self.error, self.call):
+            table.add_row(name, Text(text))
+        if self.error.hint:
+            table.add_row("hint", Text(self.error.hint, style="green"))
         return table
-
-    def _step_text(self) -> str:
-        e, call = self.error, self.call
-        if e.step is None:
-            return ""
-        if call is None or not 0 <= e.step < len(call.steps):
-            return f"#{e.step}"
-        step = call.steps[e.step]
-        label = ""
-        if 0 <= step.level < len(call.levels):
-            label = f" at {call.levels[step.level].label}"
-        return f"#{step.index} {step.title}{label}"
 
     def _build(self) -> RenderableType:
         e = self.error
@@ -128,4 +135,4 @@ class NonFinitePanel:
                      box=box.ROUNDED)
 
 
-__all__ = ["FailurePanel", "DiagnosticsView", "NonFinitePanel"]
+__all__ = ["DiagnosticsView", "FailurePanel", "NonFinitePanel", "failure_facts"]

@@ -146,7 +146,8 @@ def _cell(tree: TreeRecord, index: int | None) -> Text:
     return node_label(node)
 
 
-def _header(tree: TreeRecord, default: str) -> str:
+def tree_header(tree: TreeRecord, default: str) -> str:
+    """`container (gradient)`: a tree's column title beside another tree."""
     # Both sides often share a name (`container` and its gradient): the role tells them apart.
     name = tree.name or default
     return f"{name} ({tree.role})" if tree.role and tree.role != name else name
@@ -167,8 +168,8 @@ class PairView:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         table.add_column("", width=1, no_wrap=True)
         table.add_column("path", no_wrap=True)
-        table.add_column(_header(pair.left, "left"), overflow="fold")
-        table.add_column(_header(pair.right, "right"), overflow="fold")
+        table.add_column(tree_header(pair.left, "left"), overflow="fold")
+        table.add_column(tree_header(pair.right, "right"), overflow="fold")
         for row in pair.rows:
             first = pair.first_difference is not None and row.path == pair.first_difference \
                 and row.status != "same"

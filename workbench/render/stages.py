@@ -332,8 +332,8 @@ class DiffView:
     def _render(self) -> RenderableType:
         d = self.diff
         head = [Text.assemble((f"{d.before} -> {d.after}", "bold"), f": {d.summary()}")]
-        head.append(Text(f"in:  {_arrow(*d.in_avals)}"))
-        head.append(Text(f"out: {_arrow(*d.out_avals)}"))
+        head.append(Text(f"in:  {arrow(*d.in_avals)}"))
+        head.append(Text(f"out: {arrow(*d.out_avals)}"))
         for change in d.aval_changes:
             note = f" ({change.note})" if change.note else ""
             head.append(Text(f"  {change.before} -> {change.after} ×{change.count}{note}"))
@@ -352,7 +352,7 @@ class DiffView:
         table.add_column("", width=1)
         table.add_column("#", justify="right", style="dim")
         table.add_column(self.diff.after)
-        for row in _with_context(self.diff.rows, self.context):
+        for row in with_context(self.diff.rows, self.context):
             if isinstance(row, int):
                 table.add_row("", Text(f"… {row} unchanged", style="dim"), "", "", "")
             else:
@@ -371,12 +371,13 @@ class DiffView:
                 "" if row.after is None else str(row.after), right_text)
 
 
-def _arrow(before: Sequence[str], after: Sequence[str]) -> str:
+def arrow(before: Sequence[str], after: Sequence[str]) -> str:
+    """`f32[3] -> f32[2,3]`, or the avals once where they did not change."""
     x, y = ", ".join(before) or "()", ", ".join(after) or "()"
     return x if x == y else f"{x} -> {y}"
 
 
-def _with_context(rows: Sequence[EqnChange], context: int) -> list[EqnChange | int]:
+def with_context(rows: Sequence[EqnChange], context: int) -> list[EqnChange | int]:
     """Rows, with each long run of unchanged rows replaced by its length."""
     out: list[EqnChange | int] = []
     i = 0

@@ -78,6 +78,7 @@ COMMANDS = {
     "graph stages": ["graph", "{dump}", "--view", "stages", "-o", "{tmp}/s.dot"],
     "diff": ["diff", "{dump}", "{dump}"],
     "diff --json": ["diff", "{dump}", "{dump}", "--json"],
+    "html": ["html", "{dump}", "-o", "{tmp}/r.html"],
     "schema": ["schema"],
     "schema --validate": ["schema", "--validate", "{dump}"],
     "open": ["open", "{dump}"],
