@@ -23,7 +23,7 @@ def safe_sqrt_fixed(x):
 POINTS = jnp.array([0.0, 1.0, 4.0])
 
 
-@example("NaN hunting: the jnp.where gradient trap, and the double-where fix", "033",
+@example("NaN hunting: the jnp.where gradient trap, and the double-where fix", "nans",
          find_nans=True, values=True)
 def where_gradient_trap():
     """jnp.where(x > 0, jnp.sqrt(x), 0.) is finite everywhere, yet its gradient at x = 0 is

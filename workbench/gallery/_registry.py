@@ -19,7 +19,8 @@ class Example:
     name: str                 # file-name safe, unique: "grad_tanh"
     title: str
     explanation: str          # one paragraph, as the seed explains it
-    seed: str                 # the seed document it comes from: "003", "000", "002"
+    seed: str                 # the seed document it comes from: "003", "000", "002"; or a
+                              # topic beyond them: "sharding", "libraries", "nans"
     run: Callable[[], None]
     stages: bool = True       # record(stages=True): keep each call's jaxprs before/after
     inline_jnp: bool = False  # record(inline_jnp=True): steps read sin, mul, not jit[name=sin]
