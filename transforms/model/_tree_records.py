@@ -38,20 +38,18 @@ class ValueSummary(NamedTuple):
         return not (self.nan or self.inf)
 
     def describe(self) -> str:
-        """One line: NumPy's print when small, else `≈mean ±std [≥min, ≤max]`, then the
-        counts of NaN, Inf and zeros that are not 0 (`nan:2 zeros:10`)."""
+        """One line: NumPy's print when small, else `≈mean ±std [≥min, ≤max]` then the
+        counts of NaN, Inf and zeros that are not 0 (`nan:2 zeros:10`), or `true: 3 of 80`."""
         if self.text:
-            head = self.text.replace("\n", "")
-        elif self.mean is not None and self.std is not None:
+            return self.text.replace("\n", "")  # NaN, Inf and zeros show themselves
+        if self.dtype == "bool":  # the zeros are the Falses
+            return f"true: {self.size - self.zeros:,} of {self.size:,}"
+        if self.mean is not None and self.std is not None:
             head = f"≈{_g(self.mean)} ±{_g(self.std)} [≥{_g(self.min)}, ≤{_g(self.max)}]"
-        elif self.min is not None:  # booleans
-            head = f"[≥{_g(self.min)}, ≤{_g(self.max)}]"
         else:
             head = "no finite values" if self.size else "[]"
         counts = [f"{name}:{n:,}" for name, n in (("nan", self.nan), ("inf", self.inf),
                                                    ("zeros", self.zeros)) if n]
-        if self.text:  # printed: NaN and Inf show themselves; zeros too
-            counts = []
         return " ".join([head] + counts)
 
 
