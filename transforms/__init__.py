@@ -23,6 +23,7 @@ from .model import (
     ErrorRecord as ErrorRecord,
     JaxprRecord as JaxprRecord,
     Level as Level,
+    NonFiniteFound as NonFiniteFound,
     Session as Session,
     SessionLoadError as SessionLoadError,
     SourceLocation as SourceLocation,
@@ -76,5 +77,5 @@ def __dir__() -> list[str]:
 __all__ = [
     *PUBLIC_KINDS, "record", "growth", "set_user_code", "process_info", "load", "Session", "Call",
     "Level", "Step", "ValueRecord", "JaxprRecord", "ErrorRecord", "SourceLocation",
-    "SessionLoadError", "SCHEMA_VERSION",
+    "SessionLoadError", "SCHEMA_VERSION", "NonFiniteFound",
 ]

@@ -78,4 +78,9 @@ from ._step_core import (
     step_core_class as step_core_class,
     steps_from as steps_from,
 )
+from ._value_summary import (
+    PRINTED_SIZE as PRINTED_SIZE,
+    leaf_facts as leaf_facts,
+    summarize_array as summarize_array,
+)
 from ._values import aval_text as aval_text, describe_concrete as describe_concrete, leaf_value as leaf_value

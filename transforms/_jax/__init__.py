@@ -12,6 +12,7 @@ _jax as _i`), never its parts; each part holds one subject:
                  and summary key)
   _custom_rules  custom_jvp/custom_vjp rule functions: bound again, identified, wrapped
   _tracebacks    traceback filtering as JAX does it, what JAX's errors leave in frames
+  _replay       recorded jaxprs evaluated again (after the call): callbacks, one equation at a time
   _api       JAX's own transformations (jax_own), the objects vjp/linearize return,
                  jit's cache key and cache misses, function names, the legacy mesh
 
@@ -68,6 +69,13 @@ from ._params import (
     jit_summary_key as jit_summary_key,
     scan_groups as scan_groups,
     while_consts as while_consts,
+)
+from ._replay import (
+    calls_back as calls_back,
+    eqn_facts as eqn_facts,
+    eval_equations as eval_equations,
+    inner_call as inner_call,
+    inner_jaxprs as inner_jaxprs,
 )
 from ._sources import (
     NAME_STACK_PLACE as NAME_STACK_PLACE,

@@ -12,6 +12,7 @@ subject in a module of its own:
   _call_stages   CallStages: a call's stage capture (plan, watch, capture)
   _call          CallBuilder: one call while it runs, made of the above; begin_call
   _calls         invoke, level_entry: what the wrappers call
+  _jit_values    a top-level jit's concrete arguments, summarised before its trace
 """
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ from ._calls import (
     level_entry as level_entry,
     record_failed_call as record_failed_call,
     run_recorded_level as run_recorded_level,
+)
+from ._jit_values import (
+    JitReplay as JitReplay,
+    note_jit_values as note_jit_values,
+    take_jit_values as take_jit_values,
+    with_argument_values as with_argument_values,
 )
 from ._levels import LevelState as LevelState
 from ._record import record as record

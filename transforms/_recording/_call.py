@@ -30,8 +30,10 @@ from .._trees import CallTrees, tree_text
 from ..model import Call, Lazy
 from ._call_stages import CallStages
 from ._call_steps import CallSteps
+from ._find_nans import nan_search_wanted, search_call, with_levels
 from ._levels import LevelState
 from ._recorder import SessionRecorder
+from ._stage_values import call_values
 
 __all__ = ["CallBuilder", "begin_call", "state"]
 
@@ -71,6 +73,7 @@ class CallBuilder:
         self.shardings = CallShardings(self.trees, leaves, args, kwargs)
         self.stages = CallStages(recorder, index, transform, parent, args, kwargs, self.shardings,
                                  self.trees.note_lost)
+        self.live = (args, kwargs) if recorder.replays else None  # while it runs: replays
 
     # -- levels (LevelCall: what its levels ask of it) -------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -133,13 +136,22 @@ class CallBuilder:
         cells, count = parts[:2]
         finished = sum(1 for i in range(count) if cells[i * STRIDE + OUTPUTS] != RUNNING)
         lazy_steps: Any = Lazy(finished, partial(steps_from, *parts))
+        search = nan_search_wanted(self.recorder, self.trees, failed)
+        evaluate = self.recorder.values and not failed
+        self.stages.keep_jaxprs = search or evaluate
         stages = self.stages.capture(failed, steps.errors[-1] if failed and steps.errors else None)
+        live, self.live = self.live, None
+        kept, self.stages.kept = self.stages.kept, {}
+        nonfinite = search_call(self.recorder, self.trees, kept, stages, live) if search else ()
+        values = call_values(kept, stages, live) if evaluate else ()
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
                     tuple(steps.levels), lazy_steps, tuple(steps.errors), self.in_tree,
                     self.out_tree, self.inputs, self.outputs, self.parent, stages,
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
-                    shardings=self.shardings.of_call(stages))
+                    shardings=self.shardings.of_call(stages), nonfinite=nonfinite,
+                    values=values)
+        call = with_levels(call)  # after the search: its equations' levels, from the steps
         steps.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)
         self.stages.hand_over(failed)

@@ -5,6 +5,7 @@ left waiting in the session until JAX's trace is over.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import weakref
@@ -62,6 +63,11 @@ class CallStages:
         self.pending: Any = None
         self.late: Any = None
         self.cotangent: tuple | None = None  # a pullback's arguments' types, for `late`
+        self.replay: Any = None  # a top-level jit's JitReplay: its results, once traced
+        # record(find_nans=True): keep the live jaxprs of this capture (a NaN in the outputs),
+        # by stage name; a call sharing stages records tapes all the same, for this.
+        self.keep_jaxprs = False
+        self.kept: dict[str, Any] = {}
 
     def plan(self, spec: TransformSpec, late: Any = None) -> None:
         """Called by the wrapper that opened the call: plan its stages (or find them shared).
@@ -85,6 +91,8 @@ class CallStages:
             self.stage_key = key = _stages.signature(spec, *args)
             if self.recorder.stages.known(key):
                 self.shared_stages = self.recorder.stages.share(key, self.index, self._fixer())
+                if self.recorder.replays and not spec.entry.compiles:
+                    self.stage_plan = _stages.StagePlan(spec, *args)  # its jaxprs, on a NaN
                 return
             self.stage_plan = _stages.StagePlan(spec, *args)
             if spec.entry.compiles:
@@ -154,21 +162,26 @@ class CallStages:
             if new is not None:
                 self.recorder.completed(old, new, late.key)
                 return new
-        if self.shared_stages is not None:
-            return self.shared_stages
         plan, self.stage_plan = self.stage_plan, None
+        if self.shared_stages is not None:
+            if plan is not None:  # made for find_nans: captured only for its jaxprs
+                self._keep_jaxprs_of(plan)
+            return self.shared_stages
         if plan is None:
             return ()
         try:
-            with recording_off():  # stages record nothing
+            with recording_off(), self._keeping() as kept:  # stages record nothing
                 captured = _stages.capture(plan, f"{error.type_name}: {error.message}"
                                            if error is not None and error.message else "")
+            self.kept = kept
         finally:
             plan.release()
         shared = self.recorder.stages
         shared.captures += 1
         if captured.later is not None:
             later = captured.later.with_inner(captured.stages, captured.nested)
+            if self.replay is not None and not failed:
+                later = dataclasses.replace(later, on_trace=self.replay)
             key = shared.wait(None if failed else self.stage_key, later, self.index,
                               self._fixer())
             if self.spec is not None:
@@ -180,6 +193,21 @@ class CallStages:
             if kind_of(self.transform).returns_pullback and _stages.PendingStages.needed(plan):
                 self.pending = _stages.PendingStages(plan, stages, self.stage_key)
         return stages
+
+    def _keeping(self) -> Any:
+        return _stages.keeping_jaxprs() if self.keep_jaxprs else contextlib.nullcontext({})
+
+    def _keep_jaxprs_of(self, plan: Any) -> None:
+        """A call sharing its stages whose outputs hold a NaN: its own live jaxprs."""
+        try:
+            if self.keep_jaxprs:
+                with recording_off(), _stages.keeping_jaxprs() as kept:
+                    _stages.capture(plan)
+                self.kept = kept
+        except Exception as e:  # a fault of ours: noted, the call keeps its shared stages
+            self.note_lost("capturing the stages to replay", e)
+        finally:
+            plan.release()
 
     def hand_over(self, failed: bool) -> None:
         """A finished vjp call's stages waiting for its pullback's rules: the session keeps
@@ -193,8 +221,14 @@ class CallStages:
         # NB: the fixer holds no part of this call: it waits until the block
         # ends, and the call holds the user's function and arguments.
         shardings_of = self.shardings.of_stages()
+        replay = self.replay
 
         def fix(call: Call, stages: tuple) -> Call:
+            call = fixed(call, stages)
+            # its results' values, replayed with the stages
+            return replay.apply(call) if replay is not None else call
+
+        def fixed(call: Call, stages: tuple) -> Call:
             lost: list[Diagnostic] = []
             shardings = call.shardings or shardings_of(
                 stages, lambda what, e: lost.append(lost_diagnostic(what, e)))
@@ -202,4 +236,4 @@ class CallStages:
                 return dataclasses.replace(call, stages=stages, shardings=shardings,
                                            diagnostics=call.diagnostics + tuple(lost))
             return dataclasses.replace(call, stages=stages, shardings=shardings)
-        return fix
+        return fix if replay is not None else fixed

@@ -14,6 +14,7 @@ from .._capture import Options, TransformSpec, function_name
 from ..model import kind_of
 from ._call import CallBuilder, begin_call, state
 from ._call_steps import level_kind
+from ._find_nans import stop_if_nonfinite
 from ._levels import run_level
 
 __all__ = ["build", "invoke", "level_entry", "run_recorded_level"]
@@ -93,7 +94,7 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
         raise
     finally:
         state.call = None
-    call.finish(out)
+    stop_if_nonfinite(session, call.finish(out))  # record(stop_at_nan=True)
     return out
 
 

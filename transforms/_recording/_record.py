@@ -13,7 +13,9 @@ __all__ = ["record"]
 
 @contextlib.contextmanager
 def record(*, inline_jnp: bool = False, stages: bool = True,
-           detail: str = "default", max_steps: int | None = None) -> Iterator[Session]:
+           detail: str = "default", max_steps: int | None = None,
+           find_nans: bool = False, stop_at_nan: bool = False,
+           values: bool = False) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -29,9 +31,22 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     With `max_steps=N`, a long recording keeps about N steps: the first calls (up to N/2
     steps) and the latest; the calls between are dropped as they fall out and counted in
     `Session.dropped_calls` / `dropped_steps` (calls keep their index). None: keep all.
+    With `find_nans=True` every call's outputs are checked for NaN and Inf, and the first
+    call that has one is replayed equation by equation after it returns (on host copies of
+    its inputs, with its recorded stages): `Call.nonfinite` names the equation that first
+    made one from finite inputs, its stage, primitive, level and line, with a hint.
+    With `stop_at_nan=True` too, that call then raises `transforms.NonFiniteFound` into the
+    program where it returned (as jax_debug_nans raises). A jit's results are checked when
+    its stages are read (the block's end, or when the program drops its function), and
+    only its traced call: a cached call of a jitted function runs nothing of ours.
+    With `values=True` every call's stages that take its inputs (the function, the
+    transformed program with its forward and backward equations, a jit's jaxpr) are
+    evaluated again after it returns, and each equation's outputs summarised
+    (`Call.values`).
     """
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
-                               max_steps=max_steps)
+                               max_steps=max_steps, find_nans=find_nans,
+                               stop_at_nan=stop_at_nan, values=values)
     entered = enter_block(recorder, entering_frame())
     try:
         try:

@@ -25,7 +25,8 @@ class SessionRecorder:
     """Collects finished calls into a Session."""
 
     def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default",
-                 max_steps: int | None = None):
+                 max_steps: int | None = None, find_nans: bool = False,
+                 stop_at_nan: bool = False, values: bool = False):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
         if max_steps is not None and (isinstance(max_steps, bool) or
@@ -35,6 +36,12 @@ class SessionRecorder:
         self.detail = detail
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
+        # record(find_nans=True): the first call with a NaN or Inf in its outputs is replayed
+        # (_find_nans); `nan_found` once one was.
+        self.find_nans = find_nans and stages
+        self.nan_found = False
+        self.stop_at_nan = stop_at_nan  # raise NonFiniteFound where that call returns
+        self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
         self._next_index = 0
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
@@ -64,6 +71,11 @@ class SessionRecorder:
     def forget_jit_traces(self) -> None:
         self._jit_traces_run.clear()
         self._jit_traces_recorded.clear()
+
+    @property
+    def replays(self) -> bool:
+        """Whether calls keep their inputs while they run, to replay their stages after."""
+        return self.find_nans or self.values
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""

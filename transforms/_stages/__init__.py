@@ -12,5 +12,5 @@ from ._plan import (
     sharded_point as sharded_point,
     signature as signature,
 )
-from ._records import failed_capture as failed_capture
+from ._records import failed_capture as failed_capture, keeping_jaxprs as keeping_jaxprs
 from ._tape import TapePair as TapePair

@@ -53,6 +53,8 @@ class DeferredJit:
     inner: tuple[Stage, ...] = ()          # the stages captured when the call ended
     nested: tuple[Stage, ...] = ()         # of the transformations called inside
     steps: tuple = ()                      # what names each equation's step (steps_of_group)
+    # handed JAX's trace of the call and its executable, once compiled here (a replay)
+    on_trace: Callable[[Any, Any], None] | None = None
 
     def with_inner(self, stages: Sequence[Stage], nested: Sequence[Stage]) -> DeferredJit:
         """With the stages captured when the call ended (and its nested transformations')."""
@@ -92,7 +94,9 @@ class DeferredJit:
         # under the key the call ran with: JAX's lowering and compilation caches hit
         with self.mesh() if self.mesh is not None else contextlib.nullcontext():
             with refusing_retrace():
-                stages += compiled_stages(traced, error, outer, outer_named)
+                on_trace = self.on_trace
+                hook = (lambda compiled: on_trace(traced, compiled)) if on_trace else None
+                stages += compiled_stages(traced, error, outer, outer_named, hook)
         return stages
 
 
@@ -127,7 +131,10 @@ def _compiled_labels(expr: str, named: str) -> list[Label]:
     ]
 
 
-def compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Stage]:
+def compiled_stages(traced: Any, error: str, expr: str, named: str,
+                    on_compiled: Callable[[Any], None] | None = None) -> list[Stage]:
+    """The compiled views of a traced jit; `on_compiled` is handed its executable (never
+    raising: its own guard), so that nothing else lowers or compiles it again."""
     labels = _compiled_labels(expr, named)
     if traced is None:
         return [failed(label, "", f"not reached: jit tracing failed ({error})") for label in labels]
@@ -151,6 +158,8 @@ def compiled_stages(traced: Any, error: str, expr: str, named: str) -> list[Stag
                         time.perf_counter() - start)
         not_reached = f"not reached: compilation failed ({no_hlo.reason})"
         return stages + [no_hlo] + [failed(label, "", not_reached) for label in (cost, memory)]
+    if on_compiled is not None:
+        on_compiled(compiled)
     stages.append(with_compiled_view(
         _text_stage(hlo, "jax.jit(f).lower(*args).compile().as_text()", text, start), compiled))
     stages.append(_metrics_stage(cost, "compiled.cost_analysis()",

@@ -65,8 +65,26 @@ def failed(label: Label, method: str, reason: str, seconds: float = 0.0) -> Stag
                  transform=label.transform, method=method, seconds=seconds)
 
 
+# Live jaxprs by stage name while a capture keeps them (keeping_jaxprs): a call whose outputs
+# hold a NaN or Inf replays one (record(find_nans=True)); None: none kept.
+_kept: dict[str, Any] | None = None
+
+
+@contextlib.contextmanager
+def keeping_jaxprs() -> Iterator[dict[str, Any]]:
+    """The live (closed) jaxprs of the stages built inside, by stage name."""
+    global _kept
+    outer, _kept = _kept, {}
+    try:
+        yield _kept
+    finally:
+        _kept = outer
+
+
 def built(label: Label, closed: Any, method: str, seconds: float) -> Stage:
     """A jaxpr stage; `seconds` is what JAX took to make it, recording time is added."""
+    if _kept is not None:
+        _kept[label.name] = closed
     start = time.perf_counter()
     namer = _Namer()
     jaxpr = getattr(closed, "jaxpr", closed)

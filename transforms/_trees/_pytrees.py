@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from jax import tree_util
 
-from .._capture import describe_concrete, leaf_value
+from .._capture import describe_concrete, leaf_facts
 from .._common import MAX_TEXT, BoundedCache, first_line, safe_repr as safe_text, safe_str
 from .._jax import Tracer
 from ..model import TreeNode, TreeRecord, ValueRecord
@@ -159,17 +159,17 @@ class TreeBuilder:
         except Exception as e:  # a leaf we cannot describe still gets a node
             return TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
                             type_name, note=f"not described: {type(e).__name__}")
-        value = leaf_value(x, rec)
+        value, summary = leaf_facts(x, rec)
         # NB: the same leaf node for the same facts: a loop's calls describe equal leaves
         # (a tracer's text is made once), and share the node.
-        key = (id(node), type_name, rec, value)
+        key = (id(node), type_name, rec, value, summary)
         hit = _leaf_nodes.get(key)
         if hit is not None and hit[0] is node:
             return hit[1]
         traced = rec.is_tracer
         filled = TreeNode(node.index, node.parent, node.depth, node.key, node.path, "leaf",
                           type_name, "", (), (), rec.aval, value, traced,
-                          rec.describe() if traced else "", "")
+                          rec.describe() if traced else "", "", summary=summary)
         _leaf_nodes.put(key, (node, filled))
         return filled
 
@@ -260,7 +260,9 @@ class TreeBuilder:
             fields["note"] = f"not described: {type(e).__name__}"
             return fields
         fields["aval"] = rec.aval
-        fields["value"] = leaf_value(x, rec)
+        fields["value"], summary = leaf_facts(x, rec)
+        if summary is not None:
+            fields["summary"] = summary
         if rec.is_tracer:
             fields["traced"] = True
             fields["tracer"] = rec.describe()

@@ -48,12 +48,16 @@ from .._capture import (
 )
 from .._jax import jax_own
 from .._recording import (
+    JitReplay,
     begin_call,
     build,
     note_jit_arguments,
+    note_jit_values,
     record_failed_call,
     run_recorded_level,
     state,
+    take_jit_values,
+    with_argument_values,
 )
 from .._trees import check_inputs, non_array_argument_error
 
@@ -132,7 +136,12 @@ class _JitEntry:
         if call is not None:  # traced inside a recorded call: a level of it
             return run_recorded_level(call, fun, "jit", self._options, args, kwargs)
         # Traced outside any recorded call: this trace is the call.
+        values = take_jit_values(fun)  # the concrete arguments, summarised before the trace
         call = begin_call(state.session, "jit", fun, self._options, args, kwargs)
+        if values is not None:
+            call.trees.inputs = with_argument_values(call.trees.inputs, values)
+            if values[2] is not None:  # small enough: its results replayed once traced
+                call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
         call.stages.plan(self.transform_spec())
         state.call = call
         try:
@@ -255,6 +264,8 @@ def _check_before_trace(entry_ref: Callable, args: tuple, kwargs: dict) -> None:
     entry = entry_ref()
     fun, options = entry._fun(), entry._options
     note_jit_arguments(fun, args, kwargs)  # stages compile at the arguments' shardings
+    # the arguments' values, for the call's input trees (and its replay)
+    note_jit_values(fun, args, kwargs, state.session.replays)
     raised: list[BaseException] = []
     check_inputs(args, kwargs, argument_names(fun, args), raised)
     if not raised:

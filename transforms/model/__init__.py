@@ -78,8 +78,11 @@ from ._records import (
     JaxprRecord as JaxprRecord,
     Level as Level,
     Metric as Metric,
+    NonFiniteFound as NonFiniteFound,
+    NonFiniteRecord as NonFiniteRecord,
     PrimitiveCount as PrimitiveCount,
     Stage as Stage,
+    StageValues as StageValues,
     Step as Step,
     SubJaxprRecord as SubJaxprRecord,
     ValueRecord as ValueRecord,
@@ -104,4 +107,5 @@ from ._tree_records import (
     TreeNode as TreeNode,
     TreePair as TreePair,
     TreeRecord as TreeRecord,
+    ValueSummary as ValueSummary,
 )

@@ -21,7 +21,7 @@ from ._device_records import CollectiveRecord, ShardingRecord
 from ._display import Displayed
 from ._kinds import CONCRETE_VALUE_KINDS, tracer_kind
 from ._source_location import SourceLocation
-from ._tree_records import Diagnostic, TreePair, TreeRecord
+from ._tree_records import Diagnostic, TreePair, TreeRecord, ValueSummary
 
 
 class ValueRecord(NamedTuple):
@@ -288,6 +288,72 @@ class ErrorRecord(Displayed):
 
 
 @dataclass(frozen=True, slots=True)
+class NonFiniteRecord:
+    """Where a call's NaN or Inf came from (record(find_nans=True)): found by replaying a stage
+    of the call equation by equation on host copies of its inputs, after the call."""
+    kind: str                 # first: the first equation making a NaN/Inf from finite inputs
+                              # first_nan: the first making a NaN (what jax_debug_nans names)
+                              # inputs: the call's inputs already held one
+    stage: str = ""           # the stage replayed, e.g. "grad(f)"; "" for kind inputs
+    eqn: int = -1             # its top-level equation in that stage (Stage.eqns), -1 for none
+    path: tuple[str, ...] = ()  # inner jaxprs descended into: ("jit[name=inner]",)
+    primitive: str = ""
+    phase: str = ""           # forward | backward (the transpose)
+    name_stack: str = ""      # the transformations it came through: "transpose(jvp())"
+    level: str = ""           # the transformation level that bound it, e.g. "grad#1"
+    source: SourceLocation | None = None  # the user's line
+    inputs: tuple[ValueSummary | None, ...] = ()
+    outputs: tuple[ValueSummary | None, ...] = ()
+    rule: str = ""            # the known cause that matched (_trees' NONFINITE_RULES)
+    hint: str = ""
+    note: str = ""            # e.g. why the replay stopped short
+
+    @property
+    def headline(self) -> str:
+        """`first NaN/Inf: div in grad(f) eqn 2 (forward, grad#1) at loss.py:3 (f)`."""
+        if self.kind == "inputs":
+            return f"NaN/Inf in the inputs: {self.note}"
+        what = {"first": "first NaN/Inf", "first_nan": "first NaN"}.get(self.kind, self.kind)
+        if not self.primitive:
+            return f"{what}: {self.note or 'not found'}"
+        inner = "".join(f" in {p}" for p in self.path)
+        where = ", ".join(x for x in (self.phase, self.level) if x)
+        at = f" at {self.source}" if self.source is not None else ""
+        return (f"{what}: {self.primitive}{inner} in {self.stage} eqn {self.eqn}"
+                f"{f' ({where})' if where else ''}{at}")
+
+    def lines(self) -> list[str]:
+        """The finding as text: its headline, its inputs' and outputs' values, its hint."""
+        out = [self.headline]
+        for name, values in (("in", self.inputs), ("out", self.outputs)):
+            for i, v in enumerate(values):
+                out.append(f"  {name}[{i}] = {v.describe() if v is not None else '?'}")
+        if self.hint:
+            out.append(f"  hint ({self.rule}): {self.hint}")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class StageValues:
+    """One stage of a call evaluated again after the call (record(values=True)), on host
+    copies of the call's inputs: each top-level equation's outputs, summarised."""
+    stage: str                # the stage's name, e.g. "grad(f)"
+    outputs: tuple[tuple[ValueSummary | None, ...], ...] = ()  # per equation (Stage.eqns)
+    note: str = ""            # e.g. why it stopped short
+
+
+class NonFiniteFound(FloatingPointError):
+    """Raised into the program after the first call whose outputs held a NaN or Inf, when
+    recording with record(find_nans=True, stop_at_nan=True) (`workbench run --find-nans`):
+    where it came from is in `findings` (and on the recorded call)."""
+
+    def __init__(self, call: int, function: str, findings: tuple[NonFiniteRecord, ...]):
+        self.call, self.function, self.findings = call, function, findings
+        lines = [line for f in findings for line in f.lines()]
+        super().__init__(f"call {call} ({function}) returned a NaN or Inf\n" + "\n".join(lines))
+
+
+@dataclass(frozen=True, slots=True)
 class Call(Displayed):
     """One outermost transformed invocation, with every level nested inside it."""
     index: int
@@ -309,6 +375,8 @@ class Call(Displayed):
     diagnostics: tuple[Diagnostic, ...] = ()  # the pre-trace check of custom pytree nodes
     shardings: tuple[ShardingRecord, ...] = ()  # inputs/outputs/gradients on several devices
     growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
+    nonfinite: tuple[NonFiniteRecord, ...] = ()  # where its NaN/Inf came from (find_nans)
+    values: tuple[StageValues, ...] = ()  # its stages' equations evaluated (values=True)
 
     @property
     def ok(self) -> bool:

@@ -29,14 +29,16 @@ from ._records import (
     JaxprRecord,
     Level,
     Metric,
+    NonFiniteRecord,
     PrimitiveCount,
     Stage,
+    StageValues,
     Step,
     SubJaxprRecord,
     ValueRecord,
 )
 from ._source_location import SourceLocation
-from ._tree_records import Diagnostic, PairRow, TreeNode, TreePair, TreeRecord
+from ._tree_records import Diagnostic, PairRow, TreeNode, TreePair, TreeRecord, ValueSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +111,10 @@ RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (SourceLocation, ValueRecord, JaxprRecord, EqnRecord, SubJaxprRecord,
                 PrimitiveCount, Metric, Stage, GrowthPoint, GrowthSeries, Growth, Step, Level,
-                ErrorRecord, Call)
+                ErrorRecord, NonFiniteRecord, StageValues, Call)
 }
 RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow, TreePair,
-                                                     Diagnostic)})
+                                                     Diagnostic, ValueSummary)})
 RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
                                                      CollectiveRecord)})
 RECORD_TYPES.update({cls.__name__: cls for cls in (DeviceRecord, ProcessInfo, ProcessRecord)})

@@ -8,6 +8,55 @@ from typing import NamedTuple
 from ._display import Displayed
 from ._source_location import SourceLocation
 
+
+class ValueSummary(NamedTuple):
+    """A concrete array's values as data, made on the host after the call: NumPy's own
+    print of it when small (`text`), and for any size its statistics over the finite
+    values (min ... std; None where there is none) with counts of NaN, Inf and zeros."""
+    shape: tuple[int, ...]
+    dtype: str
+    text: str = ""            # as NumPy prints it (np.array2string), "" when too big
+    min: float | None = None  # of the finite values
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    nan: int = 0
+    inf: int = 0
+    zeros: int = 0
+    origin: str = ""          # "" the value itself; "replayed": the call's recorded jaxpr
+                              # evaluated on host copies of its arguments (a jit's results)
+
+    @property
+    def size(self) -> int:
+        size = 1
+        for d in self.shape:
+            size *= d
+        return size
+
+    @property
+    def finite(self) -> bool:
+        return not (self.nan or self.inf)
+
+    def describe(self) -> str:
+        """One line: NumPy's print when small, else `≈mean ±std [≥min, ≤max]` then the
+        counts of NaN, Inf and zeros that are not 0 (`nan:2 zeros:10`), or `true: 3 of 80`."""
+        if self.text:
+            return self.text.replace("\n", "")  # NaN, Inf and zeros show themselves
+        if self.dtype == "bool":  # the zeros are the Falses
+            return f"true: {self.size - self.zeros:,} of {self.size:,}"
+        if self.mean is not None and self.std is not None:
+            head = f"≈{_g(self.mean)} ±{_g(self.std)} [≥{_g(self.min)}, ≤{_g(self.max)}]"
+        else:
+            head = "no finite values" if self.size else "[]"
+        counts = [f"{name}:{n:,}" for name, n in (("nan", self.nan), ("inf", self.inf),
+                                                   ("zeros", self.zeros)) if n]
+        return " ".join([head] + counts)
+
+
+def _g(v: float | None) -> str:
+    return "?" if v is None else f"{v:.3g}"
+
+
 # Trees are kept flat (nodes in preorder, children by index) so that deep
 # structures stay shallow in memory and in JSON.
 
@@ -34,6 +83,8 @@ class TreeNode(NamedTuple):
     note: str = ""            # why the node could not be described further
     static_leaf: bool = False  # a leaf a library's wrapper kept static, not traced
                                # (eqx.filter_jit's non-array leaves: an activation function)
+    summary: ValueSummary | None = None  # a concrete leaf's values, or a traced leaf's
+                                         # concrete argument (jit); None where not known
 
     @property
     def is_leaf(self) -> bool:

@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "case: when -o cannot be written (disk full, folder gone or read-only) it goes "
                  "to a fallback path that is printed, and the exit code stays the script's; 2 "
                  "the script could not be run at all (no such file, a syntax error) or bad "
-                 "usage: nothing ran and no dump is written.")
+                 "usage: nothing ran and no dump is written; 3 with --find-nans: a NaN or Inf "
+                 "was found (the script was stopped there, unless --keep-going).")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
         "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
@@ -95,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "or --call names no call.")
     show.add_argument("trace", metavar="TRACE.json", help="a session file")
     show.add_argument("--call", type=int, metavar="N", help="only call N (its index)")
-    show.add_argument("--steps", action="store_true", help="list every step of each call")
+    show.add_argument("--steps", action="store_true",
+                      help="list every step of each call (and, for a dump recorded with "
+                           "--values, every equation of its stages with its values)")
     show.add_argument("--expand", action="store_true",
                       help="list every level: by default a run of identical sibling levels (a "
                            "relu's custom_jvp once per layer, a solver step per iteration) is "
@@ -182,6 +185,20 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                    help="record inside jnp functions (steps read sin, mul, not jit[name=sin])")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no `workbench:` notes on stderr (the script's output is never touched)")
+    p.add_argument("--find-nans", action="store_true",
+                   help="check every recorded call's outputs for NaN and Inf; the first call "
+                        "with one is replayed equation by equation after it returns, and the "
+                        "equation that first made one from finite inputs is named (stage, "
+                        "primitive, level, your line, its input values, a hint); the script "
+                        "stops there (transforms.NonFiniteFound) and the exit code is 3")
+    p.add_argument("--values", action="store_true",
+                   help="evaluate every call's stages that take its inputs (the function, the "
+                        "transformed program with its forward and backward equations, a jit's "
+                        "jaxpr) again after the call, on copies of its inputs, and keep each "
+                        "equation's outputs summarised (`show --steps` prints them)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="with --find-nans: name the first NaN or Inf but let the script run "
+                        "on (the exit code is then the script's)")
     p.add_argument("--max-steps", type=_max_steps, default=DEFAULT_MAX_STEPS, metavar="N",
                    help=f"keep about N steps (default {DEFAULT_MAX_STEPS:,}): a long run keeps "
                         f"its first calls (up to N/2 steps) and its latest, and counts the "
@@ -221,7 +238,8 @@ def _max_steps(text: str) -> int:
 # flag -> (attribute, value) for the options that may follow SCRIPT.py
 _SCRIPT_FLAGS = {"--stages": ("stages", True), "--no-stages": ("stages", False),
                  "--inline-jnp": ("inline_jnp", True), "-q": ("quiet", True),
-                 "--quiet": ("quiet", True)}
+                 "--quiet": ("quiet", True), "--find-nans": ("find_nans", True),
+                 "--keep-going": ("keep_going", True), "--values": ("values", True)}
 
 
 _SCRIPT_VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {

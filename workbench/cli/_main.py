@@ -26,11 +26,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from .._safe_text import terminal as _t
 from .._words import plural
 from ._args import build_parser, take_trailing_options
 from ._read_commands import diff_command, merge_command, open_command, schema_command, show_command
 from ._shared import (
     EXIT_BAD_INPUT,
+    EXIT_NONFINITE,
     EXIT_OK,
     EXIT_SCRIPT_FAILED,
     error,
@@ -296,11 +298,14 @@ def _run(args: argparse.Namespace) -> int:
         result = run.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp,
                                    max_steps=args.max_steps or None,
-                                   note=lambda message: note(args, message))
+                                   note=lambda message: note(args, message),
+                                   find_nans=args.find_nans, keep_going=args.keep_going,
+                                   values=args.values)
     except run.ScriptError as e:
         error(str(e))
         return EXIT_BAD_INPUT
     session = result.session
+    exit_code = _nonfinite_exit(args, result)
     what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     if result.interrupted:
         what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
@@ -315,11 +320,28 @@ def _run(args: argparse.Namespace) -> int:
         except OSError:  # a folder that cannot be made: the save falls back, and says so
             path, where = os.path.join(args.output, "process-0.json"), ""
         _save(args, session, what, path, where)
-        return result.exit_code
+        return exit_code
     note(args, f"recorded {what}")
     code = open_tui(session, session.title or args.script, "use -o trace.json",
                     export_dir=args.export_dir)
-    return result.exit_code if code == EXIT_OK else code
+    return exit_code if code == EXIT_OK else code
+
+
+def _nonfinite_exit(args: argparse.Namespace, result: Any) -> int:
+    """`run --find-nans`: the finding said on stderr (unless its traceback said it), and the
+    exit code: EXIT_NONFINITE when one was found without --keep-going, else the script's."""
+    if not args.find_nans:
+        return result.exit_code
+    found = next((c for c in result.session.calls if c.nonfinite), None)
+    if found is None:
+        note(args, "--find-nans: no NaN or Inf in the recorded calls' outputs")
+        return result.exit_code
+    from transforms import NonFiniteFound
+    if not isinstance(result.error, NonFiniteFound):
+        lines = [f"call {found.index} ({found.function}) returned a NaN or Inf"]
+        lines += [line for f in found.nonfinite for line in f.lines()]
+        error("--find-nans: " + "\n".join(_t(line) for line in lines))
+    return result.exit_code if args.keep_going else EXIT_NONFINITE
 
 
 def _watch(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from transforms.model import Session
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# `run --find-nans`: a NaN or Inf was found (the script stopped there unless --keep-going)
+EXIT_NONFINITE = 3
 
 
 def error(message: str) -> None:

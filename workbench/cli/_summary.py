@@ -67,6 +67,10 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
                      f"{plural(len(steps), 'step')}{repeats}")
         if with_steps:
             lines.extend(_step_lines(steps, depth))
+    lines.extend(value_lines(call))
+    for finding in call.nonfinite:  # record(find_nans=True): where its NaN or Inf came from
+        lines.extend(f"  {_t(line)}" for line in finding.lines())
+    lines.extend(equation_value_lines(call, with_steps))
     for error in call.errors:
         at = f" at step {error.step}" if error.step is not None else ""
         message = _first_line(error.message) or "(no message)"
@@ -76,6 +80,47 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         where = f" at {_t(d.path)}" if d.path else ""
         lines.append(f"  diagnostic {_t(d.kind)}{where}: {_first_line(d.message)}")
     return lines
+
+
+# Leaves whose values `show` prints, per tree (then a count of the others).
+MAX_VALUE_LEAVES = 8
+
+
+def value_lines(call: Call) -> list[str]:
+    """The concrete values of the call's arguments and results (a jit's too), leaf by leaf:
+    NumPy's print when small, statistics with NaN, Inf and zero counts otherwise."""
+    lines = []
+    for tree in call.trees:
+        shown = [n for n in tree.leaves if n.summary is not None]
+        for node in shown[:MAX_VALUE_LEAVES]:
+            assert node.summary is not None  # filtered above
+            origin = f" ({node.summary.origin})" if node.summary.origin else ""
+            lines.append(f"  {_t(tree.role)} {_t(tree.full_path(node))}: {_t(node.aval)} = "
+                         f"{_clip(_t(node.summary.describe()))}{origin}")
+        if len(shown) > MAX_VALUE_LEAVES:
+            lines.append(f"  {_t(tree.role)} {_t(tree.name)}: "
+                         f"{len(shown) - MAX_VALUE_LEAVES} more leaves with values")
+    return lines
+
+
+def equation_value_lines(call: Call, each: bool) -> list[str]:
+    """record(values=True): the stages evaluated after the call; with `each` (`--steps`),
+    every equation with its outputs' values."""
+    lines = []
+    for values in call.values:
+        stage = next((s for s in call.stages if s.name == values.stage), None)
+        note = f" ({_t(values.note)})" if values.note else ""
+        lines.append(f"  values of {_t(values.stage)}: {len(values.outputs)} equations{note}")
+        if not each or stage is None:
+            continue
+        for i, (eqn, outs) in enumerate(zip(stage.eqns, values.outputs)):
+            shown = ", ".join(o.describe() if o is not None else "?" for o in outs)
+            lines.append(f"    {i} {_t(eqn.primitive)}: {_clip(_t(shown))}")
+    return lines
+
+
+def _clip(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 # Levels nest at most this deep on screen; a dump's depth is only checked to be sane.

@@ -19,11 +19,14 @@ class Example:
     name: str                 # file-name safe, unique: "grad_tanh"
     title: str
     explanation: str          # one paragraph, as the seed explains it
-    seed: str                 # the seed document it comes from: "003", "000", "002"
+    seed: str                 # the seed document it comes from: "003", "000", "002"; or a
+                              # topic beyond them: "sharding", "libraries", "nans"
     run: Callable[[], None]
     stages: bool = True       # record(stages=True): keep each call's jaxprs before/after
     inline_jnp: bool = False  # record(inline_jnp=True): steps read sin, mul, not jit[name=sin]
     shows_failure: bool = False  # the example deliberately shows a transformation failing
+    find_nans: bool = False   # record(find_nans=True): where its first NaN or Inf came from
+    values: bool = False      # record(values=True): every equation's values
 
 
 @dataclass
@@ -48,14 +51,15 @@ _shown: list[str] | None = None
 
 
 def example(title: str, seed: str, *, stages: bool = True, inline_jnp: bool = False,
-            shows_failure: bool = False) -> Callable[[Callable[[], None]], Callable[[], None]]:
+            shows_failure: bool = False, find_nans: bool = False, values: bool = False
+            ) -> Callable[[Callable[[], None]], Callable[[], None]]:
     """Register a gallery example; its docstring is the explanation."""
     def register(run: Callable[[], None]) -> Callable[[], None]:
         name = run.__name__
         assert name not in {e.name for e in EXAMPLES}, f"duplicate gallery example {name}"
         explanation = " ".join((run.__doc__ or "").split())
         EXAMPLES.append(Example(name, title, explanation, seed, run, stages, inline_jnp,
-                                shows_failure))
+                                shows_failure, find_nans, values))
         return run
     return register
 
@@ -104,7 +108,8 @@ def run_example(ex: Example) -> Outcome:
     setting = transforms.set_user_code()
     transforms.set_user_code((*setting[0], _GALLERY_DIR), setting[1])
     try:
-        with transforms.record(stages=ex.stages, inline_jnp=ex.inline_jnp) as session:
+        with transforms.record(stages=ex.stages, inline_jnp=ex.inline_jnp,
+                               find_nans=ex.find_nans, values=ex.values) as session:
             with contextlib.redirect_stdout(out):
                 try:
                     ex.run()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transforms.model import TreeNode, TreePair, TreeRecord
 
-from ..render.pytree import short_type, static_text, tree_header
+from ..render.pytree import leaf_value_text, short_type, static_text, tree_header
 from ._blocks import DEFAULT, Budget, details, h, more, table
 
 __all__ = ["node_html", "pair_html", "tree_html"]
@@ -22,8 +22,11 @@ def node_html(node: TreeNode, budget: Budget) -> str:
             text += ' <span class="dim">static</span>'
         if node.traced:
             text += f" <b>traced</b> {h(node.tracer, budget.line_chars)}"
-        elif node.value is not None:
-            text += f" = {h(node.value, budget.line_chars)}"
+        value, origin = leaf_value_text(node)
+        if value is not None:
+            text += f" = {h(value, budget.line_chars)}"
+            if origin:
+                text += f' <span class="dim">({h(origin)})</span>'
     else:
         text = f"<b>{h(short_type(node.type_name))}</b>"
         static = static_text(node) if node.static else node.aux

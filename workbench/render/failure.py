@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from transforms.model import Call, ErrorRecord
+from transforms.model import Call, ErrorRecord, NonFiniteRecord
 
 from .. import _safe_text as safe_text
 from .diagnostics import DiagnosticsView
@@ -92,4 +92,47 @@ class FailurePanel:
                      box=box.ROUNDED)
 
 
-__all__ = ["DiagnosticsView", "FailurePanel", "failure_facts"]
+_NONFINITE_TITLES = {"first": "first NaN/Inf from finite inputs",
+                     "first_nan": "first NaN (what jax_debug_nans names)",
+                     "inputs": "NaN/Inf already in the inputs"}
+
+
+class NonFinitePanel:
+    """Where a call's NaN or Inf came from (record(find_nans=True)): the equation, its stage,
+    level and line, its inputs' and outputs' values, and the known cause's hint."""
+
+    def __init__(self, finding: NonFiniteRecord):
+        self.finding = finding
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield safe(self._build, "nonfinite")
+
+    def _build(self) -> RenderableType:
+        f = self.finding
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(overflow="fold")
+        if f.primitive:
+            inner = "".join(f" in {p}" for p in f.path)
+            table.add_row("equation", Text(f"{f.primitive}{inner}: eqn {f.eqn} of {f.stage}"))
+            table.add_row("pass", Text(f"{f.phase}" + (f" ({f.name_stack})" if f.name_stack
+                                                        else "")))
+        if f.level:
+            table.add_row("level", Text(f.level))
+        if f.source is not None:
+            table.add_row("line", Text(shorten_paths(str(f.source))))
+        for name, values in (("in", f.inputs), ("out", f.outputs)):
+            for i, v in enumerate(values):
+                style = "red" if v is not None and not v.finite else ""
+                table.add_row(f"{name}[{i}]", Text(v.describe() if v is not None else "?",
+                                                   style=style))
+        if f.note:
+            table.add_row("note", Text(f.note))
+        if f.hint:
+            table.add_row("hint", Text(f.hint, style="green"))
+        title = Text(_NONFINITE_TITLES.get(f.kind, f.kind) + (f" [{f.rule}]" if f.rule else ""))
+        return Panel(table, title=title, title_align="left", border_style="yellow",
+                     box=box.ROUNDED)
+
+
+__all__ = ["DiagnosticsView", "FailurePanel", "NonFinitePanel", "failure_facts"]

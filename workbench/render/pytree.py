@@ -33,6 +33,16 @@ def static_text(node: TreeNode) -> str:
     return _t(", ".join(f"{k}={v}" for k, v in node.static))
 
 
+def leaf_value_text(node: TreeNode) -> tuple[str | None, str]:
+    """A leaf's values as text (None for none) and where they came from ("" the call itself,
+    "replayed"): the terminal's views and workbench.html show the same."""
+    if node.summary is not None:  # a jit's arguments too: their values, bound before the trace
+        return node.summary.describe(), node.summary.origin
+    if node.value is not None and not node.traced:
+        return node.value, ""
+    return None, ""
+
+
 # --- node labels: an ordered handler chain, most specific first -----------------------
 # Each handler returns a Text, or NotImplemented to pass the node on.
 
@@ -51,8 +61,11 @@ def _label_leaf(node: TreeNode) -> Any:
     if node.traced:
         text.append("  traced ", style="bold")
         text.append(_t(node.tracer))
-    elif node.value is not None:
-        text.append(f" = {_t(node.value)}")
+    value, origin = leaf_value_text(node)
+    if value is not None:
+        text.append(f" = {_t(value)}")
+        if origin:
+            text.append(f"  ({_t(origin)})", style="dim")
     if node.note:
         text.append(f"  ({_t(node.note)})", style="red")
     return text

@@ -85,7 +85,9 @@ def check_script(path: str) -> types.CodeType:
 def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
                inline_jnp: bool = False, detail: str = "default",
                max_steps: int | None = None,
-               note: Callable[[str], None] | None = None) -> RunResult:
+               note: Callable[[str], None] | None = None,
+               find_nans: bool = False, keep_going: bool = False,
+               values: bool = False) -> RunResult:
     """Run path as `python path args...` would, recording; never raises for the script's faults.
 
     A traceback is printed to stderr as Python prints it (via sys.excepthook),
@@ -98,7 +100,9 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
     code, interrupted = 0, False
     with _as_main_script(path, args) as namespace, saving.stops_as_ctrl_c() as stopped_by:
         with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail,
-                               max_steps=max_steps) as session:
+                               max_steps=max_steps, find_nans=find_nans,
+                               stop_at_nan=find_nans and not keep_going,
+                               values=values) as session:
             with jax_patched(), process_recording(session, path, args), \
                     _size_notice(session, note):
                 try:

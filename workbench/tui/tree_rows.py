@@ -57,7 +57,10 @@ def node_text(node: TreeNode, with_static: bool = True) -> tuple[str, str]:
         text = node.aval or short_type(node.type_name)
         if node.traced:
             text += f"  traced {node.tracer}" if node.tracer else "  traced"
-        elif node.value is not None:
+        if node.summary is not None:  # a jit's arguments too: bound before the trace
+            text += f" = {node.summary.describe()}"
+            text += f"  ({node.summary.origin})" if node.summary.origin else ""
+        elif node.value is not None and not node.traced:
             text += f" = {node.value}"
         if node.note:
             text += f"  ({node.note})"

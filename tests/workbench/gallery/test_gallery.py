@@ -26,7 +26,8 @@ SEED_EXAMPLES = {
 # Examples beyond the seed documents, by what they show.
 MORE_EXAMPLES = {"sharded_training_step": "sharding", "flax_linen_adam_step": "libraries",
                  "equinox_filter_jit_step": "libraries", "equinox_jit_needs_filter_jit": "libraries",
-                 "flax_nnx_optimizer_step": "libraries", "diffrax_fit_step": "libraries"}
+                 "flax_nnx_optimizer_step": "libraries", "diffrax_fit_step": "libraries",
+                 "where_gradient_trap": "nans"}
 
 
 def workbench(*args: str, **kw) -> subprocess.CompletedProcess:

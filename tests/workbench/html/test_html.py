@@ -230,3 +230,13 @@ def test_without_graphviz_the_call_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     text = hostile_session("loss").calls[0]._repr_html_()
     assert "<svg" not in text and "Graphviz is not installed" in text
+
+
+def test_a_leaf_shows_its_values_as_the_terminal_does():
+    from transforms.model import ValueSummary
+    from workbench.html._trees import tree_html
+    summary = ValueSummary((3,), "float32", "[0.  0.5 1. ]", origin="replayed")
+    leaf = TreeNode(0, None, 0, "", "", "leaf", "jax.Array", aval="float32[3]", traced=True,
+                    tracer="JitTracer(float32[3])", summary=summary)
+    out = tree_html(TreeRecord("output", "x", nodes=(leaf,)))
+    assert "= [0.  0.5 1. ]" in out and "(replayed)" in out

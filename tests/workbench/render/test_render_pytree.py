@@ -29,7 +29,7 @@ def test_tree_view_shows_static_data_and_avals():
     assert text(TreeView(tree)) == (
         "container (input)\n"
         "container: NTContainer  static: name='composite-container', flag=0\n"
-        "└── .array: float32[3,2] = [[0., 1.], [2., 3.], [4., 5.]]\n")
+        "└── .array: float32[3,2] = [[0. 1.] [2. 3.] [4. 5.]]\n")
 
 
 def test_tree_view_of_traced_leaves_problems_and_none():

@@ -217,8 +217,9 @@ async def test_pytree_view_pairs_leaves():
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("3")
         body = "\n".join(_shown_lines(app.screen.query_one(PytreePane)))
-        # Each input tree by its parameter name, with its leaves' avals and small values.
-        assert "W (input)" in body and "W: float32[3] = [0.1, 0.4, -0.3]" in body
+        # Each input tree by its parameter name, with its leaves' avals and small values as
+        # NumPy prints them.
+        assert "W (input)" in body and "W: float32[3] = [ 0.1  0.4 -0.3]" in body
 
 
 @sync

@@ -60,7 +60,8 @@ class FailurePane(VerticalScroll, SelectionView, can_focus=True):
     def show_selection(self, selection: Selection) -> None:
         outline, c = self.outline, selection.call
         failing = tuple((call.index, outline.call_label(i))
-                        for i, call in enumerate(outline.session.calls) if call.errors)
+                        for i, call in enumerate(outline.session.calls)
+                        if call.errors or call.nonfinite)
         self.show(c, outline.session.calls[c], outline.index(c), outline.call_label(c), failing)
 
     def compose(self):
@@ -90,6 +91,8 @@ def failure_view(call: Call, index: CallIndex, label: str = "",
 
 def _failure_view(call: Call, index: CallIndex, label: str,
                   failing: tuple[tuple[int, str], ...]) -> RenderableType:
+    if not call.errors and call.nonfinite:
+        return _nonfinite_view(call, index, label)
     if not call.errors:
         text = Text(f"{label or composed_label(call)} ran without error.",
                     style="green")
@@ -110,6 +113,21 @@ def _failure_view(call: Call, index: CallIndex, label: str,
             parts += [panel, SourceView(error.source, source), Text("")]
     parts.append(Text("x: go to the next failing step (or enter, with this view focused)",
                       style="dim"))
+    return Group(*parts)
+
+
+def _nonfinite_view(call: Call, index: CallIndex, label: str) -> RenderableType:
+    """record(find_nans=True): the call returned a NaN or Inf; where it came from."""
+    from ....render.failure import NonFinitePanel
+    parts: list[RenderableType] = [Text(
+        f"{label or f'{call.transform}({call.function})'} returned a NaN or Inf. Replayed "
+        f"equation by equation after the call, on copies of its inputs:", style="bold yellow")]
+    for finding in call.nonfinite:
+        parts.append(Guarded(NonFinitePanel(finding), "nonfinite"))
+        if finding.source is not None:
+            source = source_context(finding.source, roots=index.source_roots)
+            parts.append(SourceView(finding.source, source))
+        parts.append(Text(""))
     return Group(*parts)
 
 

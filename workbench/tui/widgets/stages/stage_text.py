@@ -7,7 +7,7 @@ import itertools
 from rich.text import Text
 from textual.cache import LRUCache
 
-from transforms.model import Stage
+from transforms.model import Call, Stage
 
 from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
@@ -16,6 +16,8 @@ from ..common.line_list import LineList
 
 _MARKS = {"changed": ("~", "yellow"), "added": ("+", "green"), "removed": ("-", "red")}
 _CACHE = 512  # highlighted lines kept: a few screens' worth
+_VALUES_WIDTH = 80  # characters of an equation's values shown beside it
+_ALERTS = {"first": "first NaN/Inf from finite inputs", "first_nan": "first NaN"}
 
 # The stages shown lately as lines (by id: a map holds its stage, so no other stage takes
 # that id while it is here): switching views or stages back and forth does not split
@@ -52,6 +54,8 @@ class StageText(LineList):
         self._gutter = 0
         self._cache: LRUCache[int, Text] = LRUCache(_CACHE)  # row -> highlighted Text
         self._search: tuple[list[str], str, list[int]] | None = None
+        self.eqn_values: tuple = ()  # per equation, its outputs' summaries (values=True)
+        self.alerts: dict[int, str] = {}  # equation -> the kind of a NaN/Inf finding there
 
     def set_stage(self, call_index: int, stage_index: int, stage: Stage | None) -> None:
         self.call_index, self.stage_index, self.stage = call_index, stage_index, stage
@@ -66,6 +70,19 @@ class StageText(LineList):
         width = (shown.width if shown is not None else 0) + self._gutter
         self.set_rows(len(self.lines), width=width, cursor=0)
         self.scroll_to(x=0, y=0, animate=False, immediate=True)
+
+    def set_call_facts(self, call: Call | None) -> None:
+        """What the call's replays found for this stage: each equation's values, and the
+        equations that first made a NaN or Inf (record(values=True), find_nans)."""
+        stage = self.stage
+        self.eqn_values, self.alerts = (), {}
+        if call is not None and stage is not None:
+            self.eqn_values = next((v.outputs for v in call.values if v.stage == stage.name),
+                                   ())
+            self.alerts = {f.eqn: f.kind for f in call.nonfinite
+                           if f.stage == stage.name and f.eqn >= 0}
+        self._cache.clear()
+        self.refresh()
 
     def set_marks(self, marks: dict[int, str]) -> None:
         self.marks = marks
@@ -99,10 +116,27 @@ class StageText(LineList):
                 gutter.append(" " * self._gutter)
             else:
                 mark, style = _MARKS.get(self.marks.get(eqn, ""), (" ", ""))
+                if eqn in self.alerts:
+                    mark, style = "!", "bold red"
                 gutter.append(f"{eqn:>{self._gutter - 2}}", style=self.dim_style())
                 gutter.append(f"{mark} ", style=style)
         body = self._body(line)
+        eqn = self._eqn_of_line.get(row)
+        if eqn is not None:
+            body.append_text(self._facts(eqn))
         return gutter + body
+
+    def _facts(self, eqn: int) -> Text:
+        """After an equation's first line: the values its outputs had, and a finding's mark."""
+        text = Text()
+        if eqn < len(self.eqn_values):
+            values = ", ".join(v.describe() if v is not None else "?"
+                               for v in self.eqn_values[eqn])
+            text.append(f"  = {sanitize(values)[:_VALUES_WIDTH]}", style="dim")
+        kind = self.alerts.get(eqn)
+        if kind is not None:
+            text.append(f"  ◀ {_ALERTS.get(kind, kind)}", style="bold red")
+        return text
 
     def _body(self, line: str) -> Text:
         stage = self.stage

@@ -172,6 +172,8 @@ class StagesPane(Vertical, SelectionView):
         stages = call.stages
         self.left.set_stage(pair.call, pair.a, stages[pair.a] if stages else None)
         self.right.set_stage(pair.call, pair.b, stages[pair.b] if stages else None)
+        for text in (self.left, self.right):  # the values and NaN findings of replays
+            text.set_call_facts(call)
         self._head()
         self._refresh_extra()
         self.query_one(DiffList).set_diff(None, None, None)

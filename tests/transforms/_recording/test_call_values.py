@@ -1,0 +1,99 @@
+"""Item 1 of issue 33: the concrete arguments and results of every top-level recorded call,
+jit included (its arguments summarised where jit binds them, its results replayed with its
+own executable once the trace is over), and recording them changes no result."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import transforms
+from transforms import record
+
+
+def _leaves(call, role):
+    return [n for t in call.trees if t.role == role for n in t.leaves]
+
+
+def test_a_jit_call_has_its_arguments_and_replayed_results():
+    def f(x, n):
+        return x * n, jnp.log(x - 1.0)
+
+    x = jnp.arange(5.0)
+    with record() as session:
+        out = transforms.jit(f, static_argnums=1)(x, 3)
+    (call,) = session.calls
+    (arg, static) = _leaves(call, "input")
+    assert arg.traced and arg.summary is not None and arg.summary.text == "[0. 1. 2. 3. 4.]"
+    assert static.summary is None and static.value == "3"
+    results = _leaves(call, "output")
+    assert [r.summary.origin for r in results] == ["replayed", "replayed"]
+    # the same executable: the same bits as the call returned
+    assert results[0].summary.text == str(np.asarray(out[0]))
+    assert results[1].summary.text == str(np.asarray(out[1]))
+    assert results[1].summary.nan == 1 and results[1].summary.inf == 1
+
+
+def test_a_program_with_a_callback_is_not_run_again():
+    printed = []
+
+    def f(x):
+        jax.debug.callback(lambda v: printed.append(v), x)
+        return x + 1
+
+    with record() as session:
+        transforms.jit(f)(jnp.ones(3))
+    assert len(printed) == 1
+    (out,) = _leaves(session.calls[0], "output")
+    assert out.summary is None
+
+
+def test_values_change_no_result_and_keep_no_array():
+    import gc
+    import weakref
+
+    x = jnp.linspace(-1.0, 1.0, 100)
+    expected = jax.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(x)
+    with record() as session:
+        got = transforms.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(x)
+        y = jnp.ones(4)
+        ref = weakref.ref(y)
+        transforms.jit(lambda v: v * 2)(y)
+        del y
+        gc.collect()
+        assert ref() is None
+    assert np.array_equal(np.asarray(got), np.asarray(expected))
+    (grad_leaf,) = _leaves(session.calls[0], "gradient")
+    assert grad_leaf.summary is not None and grad_leaf.summary.text == ""
+    assert grad_leaf.summary.mean is not None
+
+
+def test_values_true_evaluates_every_equation_of_the_replayable_stages():
+    def f(x):
+        return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))
+
+    x = jnp.array([0.0, 1.0])
+    with record(values=True) as session:
+        g = transforms.grad(f)(x)
+        transforms.jit(transforms.grad(f))(jnp.array([4.0, 1.0]))
+    eager, jitted = session.calls
+    assert [v.stage for v in eager.values] == ["f", "grad(f)"]
+    (values,) = [v for v in eager.values if v.stage == "grad(f)"]
+    (stage,) = [s for s in eager.stages if s.name == "grad(f)"]
+    assert len(values.outputs) == len(stage.eqns) and not values.note
+    by_primitive = {e.primitive: outs for e, outs in zip(stage.eqns, values.outputs)}
+    assert by_primitive["div"][0].text == "[inf 0.5]"
+    # the program's last equation is the gradient the call returned
+    assert values.outputs[-1][0].text == str(np.asarray(g))
+    (jit_values,) = jitted.values
+    assert jit_values.stage == "grad(f)" and jit_values.outputs[-1][0].text == "[0.25 0.5 ]"
+
+
+def test_values_survive_a_dump_and_are_off_by_default():
+    from transforms.model import loads
+    with record(values=True) as session:
+        transforms.grad(lambda v: jnp.sum(v * v))(jnp.arange(3.0))
+    assert loads(session.to_json_text()).calls[0].values == session.calls[0].values
+    with record() as plain:
+        transforms.grad(lambda v: jnp.sum(v * v))(jnp.arange(3.0))
+    assert plain.calls[0].values == ()

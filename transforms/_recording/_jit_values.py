@@ -1,0 +1,190 @@
+"""A top-level jit's concrete arguments, summarised where jit binds them (before its trace,
+where the call only sees tracers), and given to the call's input trees' traced leaves; its
+results, replayed once JAX's trace is over (JitReplay): JAX's own compiled program run
+again on host copies of the arguments, with the same executable, so the same bits.
+
+Only summaries and host copies are kept (no array of the user's outlives the hook), the
+copies only up to REPLAY_MAX_SIZE elements and until the replay.
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import weakref
+from typing import Any
+
+import jax
+import numpy as np
+
+from .. import _jax as _i
+from .._capture import lost_diagnostic, summarize_array
+from ..model import Call, NonFiniteRecord, TreeRecord, ValueSummary
+from ._find_nans import search_nonfinite, with_levels
+from ._stage_values import stage_values
+
+__all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
+           "with_argument_values"]
+
+# A jit's arguments are copied to the host for the replay of its results when they have at
+# most this many elements in all (a copy and a second run of the program cost that much).
+REPLAY_MAX_SIZE = 100_000
+# ... and with record(find_nans=True), which needs them to check the results.
+FIND_NANS_MAX_SIZE = 50_000_000
+_JIT_STAGE = "jit(f)"  # the stage a jit's finding names until the call's stages are known
+
+# (weakref to fun, per positional argument its leaves' summaries, per keyword the same)
+_jit_values: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "transforms_jit_values", default=None)
+
+
+def note_jit_values(fun: Any, args: tuple, kwargs: dict, replays: bool = False) -> None:
+    """The concrete arguments jit bound before tracing `fun`: summarised, and copied to the
+    host when small enough to replay the call."""
+    try:
+        positional = tuple(_leaf_summaries(a) for a in args)
+        named = {k: _leaf_summaries(v) for k, v in kwargs.items()}
+        bound = FIND_NANS_MAX_SIZE if replays else REPLAY_MAX_SIZE
+        _jit_values.set((weakref.ref(fun), positional, named,
+                         _host_copies(args, kwargs, bound)))
+    except Exception:  # an argument JAX itself will refuse: no values, JAX raises
+        _jit_values.set(None)
+
+
+def take_jit_values(fun: Any) -> tuple | None:
+    """(positional, named, host copies or None) noted for this function, no longer kept;
+    None if none."""
+    noted = _jit_values.get()
+    _jit_values.set(None)
+    return noted[1:] if noted is not None and noted[0]() is fun else None
+
+
+def _host_copies(args: tuple, kwargs: dict, bound: int) -> tuple | None:
+    leaves = jax.tree_util.tree_leaves((args, kwargs))
+    if sum(getattr(x, "size", 1) for x in leaves) > bound:
+        return None
+    copy = jax.tree_util.tree_map(
+        lambda x: np.array(x) if isinstance(x, (jax.Array, np.ndarray)) else x, (args, kwargs))
+    return copy
+
+
+def _leaf_summaries(tree: Any) -> tuple[ValueSummary | None, ...]:
+    leaves = jax.tree_util.tree_leaves(tree)
+    return tuple(summarize_array(x) if isinstance(x, jax.Array) else None for x in leaves)
+
+
+def with_argument_values(trees: list[TreeRecord], values: tuple) -> list[TreeRecord]:
+    """Input trees whose traced leaves carry the summaries of the concrete arguments (a tree
+    whose leaves do not match the arguments' one by one keeps none)."""
+    positional, named = values[:2]
+    out = []
+    for tree in trees:
+        if tree.argnum is not None and tree.argnum < len(positional):
+            summaries: tuple | None = positional[tree.argnum]
+        else:
+            summaries = named.get(tree.name)
+        out.append(_filled(tree, summaries) if summaries else tree)
+    return out
+
+
+def _filled(tree: TreeRecord, summaries: tuple) -> TreeRecord:
+    leaves = [n for n in tree.nodes if n.is_leaf]
+    if len(leaves) != len(summaries):
+        return tree
+    by_index = {n.index: s for n, s in zip(leaves, summaries) if s is not None}
+    if not by_index:
+        return tree
+    nodes = tuple(n._replace(summary=by_index[n.index]) if n.index in by_index else n
+                  for n in tree.nodes)
+    return dataclasses.replace(tree, nodes=nodes)
+
+
+class JitReplay:
+    """A top-level jit's results, replayed once its trace is over (DeferredJit's on_trace):
+    the compiled program run on host copies of the call's dynamic arguments. Programs that
+    call back into Python (a print, a callback) are not run again."""
+
+    def __init__(self, copies: tuple, args: tuple, kwargs: dict, recorder: Any):
+        copied_args, copied_kwargs = copies
+        self.recorder = weakref.ref(recorder)  # find_nans: the first call with a NaN
+        # The dynamic arguments are the ones the trace saw as tracers; static ones are not
+        # passed to the compiled program.
+        self._args: tuple | None = (
+            tuple(c for c, a in zip(copied_args, args) if _is_traced(a)),
+            {k: v for k, v in copied_kwargs.items() if _is_traced(kwargs.get(k))})
+        self.results: tuple[ValueSummary | None, ...] | None = None
+        self.reason = ""
+        self.fault: BaseException | None = None
+        self.nonfinite: tuple = ()
+        self.values: Any = None  # record(values=True): its jaxpr's equations' values
+
+    def __call__(self, traced: Any, compiled: Any) -> None:
+        """The replay, handed JAX's trace of the call and the executable the stages compiled
+        (jit's cache hit: the call's own; nothing lowers or compiles it again)."""
+        held, self._args = self._args, None  # the copies go, replayed or not
+        if held is None:
+            return
+        try:
+            if _i.calls_back(traced.jaxpr):
+                self.reason = "not replayed: the program calls back into Python"
+                return
+            args, kwargs = held
+            if jax.tree_util.tree_structure((args, kwargs)) != compiled.in_tree:
+                self.reason = "not replayed: the arguments do not match the program's"
+                return
+            try:
+                outs = jax.tree_util.tree_leaves(compiled(*args, **kwargs))
+            except Exception as e:  # the program's own failure (as the call's): said
+                self.reason = f"not replayed: {type(e).__name__}"
+                return
+            self.results = tuple(summarize_array(x, origin="replayed") for x in outs)
+            leaves = jax.tree_util.tree_leaves((args, kwargs))
+            self._find_nans(traced, leaves)
+            recorder = self.recorder()
+            if recorder is not None and recorder.values:
+                self.values = stage_values(_JIT_STAGE, traced.jaxpr, leaves)
+        except Exception as e:  # a fault of ours: noted on the call (apply)
+            self.fault = e
+
+    def _find_nans(self, traced: Any, leaves: list) -> None:
+        recorder = self.recorder()
+        if recorder is None or not recorder.find_nans or recorder.nan_found:
+            return
+        if all(r is None or r.finite for r in self.results or ()):
+            return
+        recorder.nan_found = True
+        self.nonfinite = search_nonfinite(_JIT_STAGE, traced.jaxpr, leaves) or (
+            NonFiniteRecord("first", _JIT_STAGE, note="the replay made no NaN or Inf"),)
+
+    def apply(self, call: Call) -> Call:
+        """The call with its output trees' traced leaves given the replayed results."""
+        # the jit's own jaxpr stage, or the program it holds (jit(grad(f)): grad(f))
+        jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
+        stage = next((n for n in jaxprs if n.startswith("jit(")),
+                     jaxprs[-1] if jaxprs else _JIT_STAGE)
+        if self.values is not None:
+            call = dataclasses.replace(call, values=(dataclasses.replace(self.values,
+                                                                         stage=stage),))
+        if self.nonfinite:
+            found = tuple(dataclasses.replace(r, stage=stage) for r in self.nonfinite)
+            call = with_levels(dataclasses.replace(call, nonfinite=found))
+        results = self.results
+        if self.fault is not None:
+            lost = lost_diagnostic("replaying the jit's results", self.fault)
+            return dataclasses.replace(call, diagnostics=call.diagnostics + (lost,))
+        outputs = [t for t in call.trees if t.role == "output"]
+        if not results:  # why the results have no values, on the output tree
+            if self.reason and len(outputs) == 1 and not outputs[0].note:
+                noted = dataclasses.replace(outputs[0], note=self.reason)
+                return dataclasses.replace(call, trees=tuple(
+                    noted if t is outputs[0] else t for t in call.trees))
+            return call
+        if len(outputs) != 1 or len(outputs[0].leaves) != len(results):
+            return call
+        filled = _filled(outputs[0], results)
+        trees = tuple(filled if t is outputs[0] else t for t in call.trees)
+        return dataclasses.replace(call, trees=trees)
+
+
+def _is_traced(x: Any) -> bool:
+    leaves = jax.tree_util.tree_leaves(x)
+    return any(isinstance(leaf, _i.Tracer) for leaf in leaves)
