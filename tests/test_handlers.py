@@ -227,7 +227,7 @@ HANDLERS: list[tuple[str, str, str]] = [
      "said: on stderr; the launcher's facts about the process are kept"),
     ("workbench/run/_runner.py", "run_script",
      "said: the script's own failure, reported as Python would, with its exit code"),
-    ("workbench/run/_watch.py", "Watch.record",
+    ("workbench/run/_watch.py", "Watch._record",
      "said: a dump the child could not finish is the watch's message"),
     ("workbench/tui/app.py", "WorkbenchApp._record_all",
      "said: a gallery example that failed to record says why in its session"),

@@ -306,3 +306,18 @@ def test_traceback_of_the_same_failure_matches_jax_frame_for_frame():
         return [(f.filename, f.name) for f in traceback.extract_tb(info.value.__traceback__)
                 if f.filename != __file__]
     assert names(transforms) == names(jax)
+
+
+@pytest.mark.parametrize("method", ["trace", "lower", "eval_shape"])
+def test_ahead_of_time_methods_record_a_trace_jax_cached_before_the_block(method):
+    """The gallery's loop_vs_vmap prints `T.jit(f).trace(...)`: recorded though JAX had it."""
+    def doubled_sin(x):
+        return jnp.sin(x) * 2
+
+    ours = transforms.jit(doubled_sin)
+    ours.trace(X3)
+    ours(X3)
+    with transforms.record() as session:
+        getattr(ours, method)(X3)
+    assert [(c.transform, c.function.split(".")[-1]) for c in session.calls] == [
+        ("jit", "doubled_sin")]

@@ -207,6 +207,21 @@ class Jitted:
             return self._jitted
         return types.MethodType(_call_in_block, self)
 
+    # JAX's ahead-of-time methods trace too: in a block, the trace they use is recorded.
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        return self._seen_in_block(args, kwargs).trace(*args, **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return self._seen_in_block(args, kwargs).lower(*args, **kwargs)
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self._seen_in_block(args, kwargs).eval_shape(*args, **kwargs)
+
+    def _seen_in_block(self, args: tuple, kwargs: dict) -> Any:
+        if any_block_open():
+            self._entry.see_trace(self._jitted, args, kwargs)
+        return self._jitted
+
     def __getattr__(self, name: str) -> Any:
         if name == "_jitted":  # not set yet (copying, unpickling): no recursion
             raise AttributeError(name)
