@@ -58,7 +58,8 @@ def main() -> None:
     x = jnp.linspace(0.0, 1.0, 16, dtype=jnp.float32)
     plain = jax.jit(f)
     wrapped = transforms.jit(f)
-    assert type(wrapped) is type(plain), (type(wrapped), type(plain))
+    # Outside a block, a call of ours is JAX's own object called (through one property read).
+    assert type(wrapped.__call__) is type(plain), (type(wrapped.__call__), type(plain))
     for g in (plain, wrapped):  # compile, then warm up
         for _ in range(200):
             g(x).block_until_ready()
@@ -74,7 +75,7 @@ def main() -> None:
     print(f"  ratio transforms/jax (outside record()): {ratio:.3f}")
 
     # Inside a record() block: the first call of a fresh transforms.jit records
-    # its trace; the cached calls after it run no code of ours.
+    # its trace; later calls ask JAX's .trace (its cache) and record nothing.
     with transforms.record() as session:
         inside = transforms.jit(f)
         for _ in range(200):
@@ -83,6 +84,7 @@ def main() -> None:
         ti = per_call_times({"jax.jit": plain, "transforms.jit": inside}, x,
                             args.calls, args.batches)
         assert session.step_count == recorded_steps, "a cached call recorded steps"
+        assert len(session.calls) == 1, "a cached call was recorded again"
     pi, wi = median(ti["jax.jit"]), median(ti["transforms.jit"])
     print(f"  inside record(): jax.jit {pi * 1e6:.2f} us/call, transforms.jit {wi * 1e6:.2f} us/call,"
           f" ratio {wi / pi:.3f} (informational; {len(session.calls)} call recorded, on the first trace)")

@@ -49,6 +49,7 @@ from ._spec import (
     spec_of as spec_of,
 )
 from ._state import (
+    OPEN_BLOCKS as OPEN_BLOCKS,
     RecordingState as RecordingState,
     RetraceRefused as RetraceRefused,
     active_session as active_session,

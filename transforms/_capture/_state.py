@@ -144,7 +144,7 @@ def reset_block_key(entered: Entered) -> None:
 
 # How many record() blocks are open, in every thread: while none is, a jitted call
 # returns JAX's own object at once (one list read), see transforms.jit.
-_open_blocks = [0]
+OPEN_BLOCKS = _open_blocks = [0]  # read as OPEN_BLOCKS[0] on jit's hot path (no call)
 _open_blocks_lock = threading.Lock()
 
 

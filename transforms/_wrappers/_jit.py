@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from .._capture import (
+    OPEN_BLOCKS,
     Options,
     TransformSpec,
     any_block_open,
@@ -203,7 +204,7 @@ class Jitted:
 
     @property
     def __call__(self) -> Callable:
-        if not any_block_open():
+        if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
         return types.MethodType(_call_in_block, self)
 
