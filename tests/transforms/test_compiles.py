@@ -170,3 +170,50 @@ def test_from_cold_caches_a_block_lowers_jaxs_modules_in_jaxs_order(tmp_path):
     assert len(plain) > 20
     assert [name for name, _ in recorded] == [name for name, _ in plain]
     assert recorded == plain
+
+
+# --- workbench run of a training script ---------------------------------------------------
+
+_TRAINING = '''
+import jax, jax.numpy as jnp
+compiled = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **kw: compiled.append(kw.get("fun_name", "?"))
+    if event == "{event}" else None)
+
+def loss(params, x, y):
+    w, b = params
+    return jnp.mean((jnp.tanh(x @ w + b) - y) ** 2)
+
+@jax.jit
+def step(params, x, y):
+    value, grads = jax.value_and_grad(loss)(params, x, y)
+    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads), value
+
+params = (jnp.ones((3, 2)) * 0.1, jnp.zeros(2))
+x, y = jnp.arange(12.0).reshape(4, 3) / 12, jnp.ones((4, 2))
+for _ in range(5):
+    params, value = step(params, x, y)
+print("loss", float(value))
+print("compiled", sorted(compiled))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("stages", [[], ["--no-stages"]], ids=["stages", "no_stages"])
+def test_workbench_run_of_a_training_script_compiles_what_the_plain_run_compiles(tmp_path, stages):
+    """In a fresh process each computation compiles once, recorded or not (the script's own
+    count, printed before the recording ends: stage capture's views come after)."""
+    script = tmp_path / "train.py"
+    script.write_text(_TRAINING.format(event=COMPILE_EVENT))
+    env = {"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
+    plain = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                           text=True, timeout=240, check=True).stdout.splitlines()
+    dumped = subprocess.run(
+        [sys.executable, "-m", "workbench", "dump", *stages, "-o", str(tmp_path / "t.json"),
+         str(script)], env=env, capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert dumped.returncode == 0, dumped.stderr
+    recorded = [line for line in dumped.stdout.splitlines() if line.startswith(("loss", "compiled"))]
+    assert len(plain) == 2 and "step" in plain[1]
+    assert recorded == plain
