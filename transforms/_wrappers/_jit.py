@@ -81,6 +81,7 @@ class _JitEntry:
         self.__name__ = _i.jax_function_name(fun)  # JAX names the jaxpr with it
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
+        self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
         self._options = options
         self._kwargs = kwargs
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
@@ -120,9 +121,12 @@ class _JitEntry:
         recorder = state.session
         if recorder is None or retrace_refused():
             return
+        traces = self._traces
         jaxpr, avals = _i.trace_key(jitted.trace(*args, **kwargs))
         first_run, recorded = recorder.first_run_of(self, jaxpr, avals)
-        if first_run and not recorded:
+        # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
+        # arguments' (a leaked tracer becomes an input), so the avals alone can miss it.
+        if first_run and not recorded and self._traces == traces:
             with retracing_to_record():
                 jitted.trace(*args, **kwargs)
 
@@ -132,6 +136,7 @@ class _JitEntry:
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
             return fun(*args, **kwargs)
+        self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
         if call is not None:  # traced inside a recorded call: a level of it
