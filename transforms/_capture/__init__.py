@@ -16,9 +16,12 @@ a module:
   _param_rules   each primitive's params as text, one rule per primitive
   _sharding_text a sharding, a mesh and a PartitionSpec as text
   _step_core     the step core (PyStepCore, or the C one of _core.c)
+  _bracket_class which Bracket records (the C core's, or _common's Python twin)
 """
 from __future__ import annotations
 
+from .._common import use_bracket_class as _use_bracket_class  # noqa: E402
+from ._bracket_class import bracket_class as _bracket_class  # noqa: E402
 from ._describe import Describer as Describer
 from ._jaxpr_records import jaxpr_record as jaxpr_record
 from ._locations import (
@@ -85,3 +88,5 @@ from ._value_summary import (
     summarize_array as summarize_array,
 )
 from ._values import aval_text as aval_text, describe_concrete as describe_concrete, leaf_value as leaf_value
+
+_use_bracket_class(_bracket_class)

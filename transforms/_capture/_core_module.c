@@ -145,7 +145,13 @@ core_exec(PyObject *module)
     if (st->array_type == NULL || st->s_i == NULL || st->float_hex == NULL ||
         st->inline_members == NULL || st->step_core_type == NULL)
         return -1;
-    if (PyModule_AddObjectRef(module, "StepCore", st->step_core_type) < 0 ||
+    PyObject *bracket_type = bracket_type_new(module);
+    if (bracket_type == NULL)
+        return -1;
+    int added = PyModule_AddObjectRef(module, "Bracket", bracket_type);
+    Py_DECREF(bracket_type);
+    if (added < 0 ||
+        PyModule_AddObjectRef(module, "StepCore", st->step_core_type) < 0 ||
         PyModule_AddStringConstant(module, "SOURCE_SHA", CORE_SOURCE_SHA) < 0 ||
         PyModule_AddIntConstant(module, "STRIDE", STRIDE) < 0)
         return -1;

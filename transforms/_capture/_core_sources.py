@@ -9,6 +9,7 @@ SOURCES = (
     "transforms/_capture/_core_params.c",
     "transforms/_capture/_core_steps.c",
     "transforms/_capture/_core_type.c",
+    "transforms/_capture/_core_bracket.c",
 )
 # What the stamp covers, in this order.
 STAMPED = (HEADER, *SOURCES)

@@ -1,7 +1,9 @@
 """Small helpers every layer uses, JAX-free: bounded get-or-make tables (BoundedCache),
-values held per live object (ByObject), and safe text of any object (safe_repr, message...)."""
+values held per live object (ByObject), safe text of any object (safe_repr, message...), and
+the Bracket: a call with hooks around it and no frame of ours while it runs."""
 from __future__ import annotations
 
+from ._bracket import PyBracket as PyBracket, bracket as bracket, use_bracket_class as use_bracket_class
 from ._by_object import ByObject as ByObject
 from ._caches import BoundedCache as BoundedCache
 from ._text import (

@@ -108,6 +108,7 @@ from ._trace import (
 from ._tracebacks import (
     _MISMATCH_SITES as _MISMATCH_SITES,
     MISMATCH_KINDS as MISMATCH_KINDS,
+    FilteredRun as FilteredRun,
     MismatchSides as MismatchSides,
     _filter_as_jax_would as _filter_as_jax_would,
     _frames as _frames,

@@ -66,38 +66,56 @@ def _filter_as_jax_would(e: BaseException, mode: str) -> None:
         e.add_note(note)  # as JAX's boundary adds it
 
 
-def api_boundary(fun: Callable) -> Callable:
-    """Tracebacks of what `fun` raises filtered as JAX would filter them without us.
+class FilteredRun:
+    """JAX's traceback filtering around one call, done as JAX would do it without our frames:
+    opened before the call, ended by `returned` or `raised` (a Bracket's halves; api_boundary
+    is the same as a decorator).
 
     Not JAX's own api_boundary: that filters every JAX frame under it,
     including frames JAX leaves in for users (jacfwd's `jacfun`). Here JAX's
-    own boundaries are switched off while `fun` runs (so the recorder sees
+    own boundaries are switched off while the call runs (so the recorder sees
     whole tracebacks, as the pytree mismatch rules need), and at the end
     exactly the frames JAX would have removed are removed, and ours (or, where
     JAX marks frames `__tracebackhide__` for IPython, marked). With
     JAX_TRACEBACK_FILTERING=off nothing is removed; in `remove_frames` mode
     JAX filters as usual and only our frames are removed.
     """
-    # NB: jax._src: JAX's filtering mode, and its thread-local switch.
-    filtering = _traceback_util.config.traceback_filtering
+    __slots__ = ("mode", "off")
+
+    def __init__(self) -> None:
+        self.mode = _traceback_util._filtering_mode()
+        self.off = None
+        if self.mode in ("quiet_remove_frames", "tracebackhide"):
+            # NB: jax._src: JAX's filtering mode, and its thread-local switch.
+            self.off = _traceback_util.config.traceback_filtering("off")
+            self.off.__enter__()
+
+    def returned(self, out: Any) -> Any:
+        if self.off is not None:
+            self.off.__exit__(None, None, None)
+        return out
+
+    def raised(self, e: BaseException) -> None:
+        if self.off is not None:
+            self.off.__exit__(None, None, None)
+            if isinstance(e, Exception):
+                _filter_as_jax_would(e, self.mode)
+        elif self.mode != "off" and isinstance(e, Exception):
+            e.with_traceback(_without_our_frames(e.__traceback__))
+
+
+def api_boundary(fun: Callable) -> Callable:
+    """`fun`'s tracebacks filtered as JAX would filter them without us (see FilteredRun)."""
 
     @functools.wraps(fun)
     def boundary(*args, **kwargs):
-        mode = _traceback_util._filtering_mode()
-        if mode == "off":
-            return fun(*args, **kwargs)
-        emulated = mode in ("quiet_remove_frames", "tracebackhide")
+        filtered = FilteredRun()
         try:
-            if emulated:
-                with filtering("off"):
-                    return fun(*args, **kwargs)
-            return fun(*args, **kwargs)
-        except Exception as e:
-            if emulated:
-                _filter_as_jax_would(e, mode)
-            else:
-                e.with_traceback(_without_our_frames(e.__traceback__))
+            out = fun(*args, **kwargs)
+        except BaseException as e:
+            filtered.raised(e)
             raise
+        return filtered.returned(out)
     return boundary
 
 

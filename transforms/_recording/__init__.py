@@ -22,8 +22,10 @@ from ._calls import (
     build as build,
     invoke as invoke,
     level_entry as level_entry,
+    open_call_level as open_call_level,
+    open_invoke as open_invoke,
+    open_level as open_level,
     record_failed_call as record_failed_call,
-    run_recorded_level as run_recorded_level,
 )
 from ._jit_values import (
     JitReplay as JitReplay,

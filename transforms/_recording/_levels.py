@@ -15,7 +15,7 @@ from .. import _jax as _i
 from .._capture import RecordingState, function_name, state as _state
 from .._common import message
 
-__all__ = ["LevelCall", "LevelState", "RuleSpec", "run_level"]
+__all__ = ["LevelCall", "LevelRun", "LevelState", "RuleSpec", "run_level"]
 
 
 class LevelCall(Protocol):
@@ -128,23 +128,54 @@ class RuleSpec:
         return out
 
 
+class LevelRun:
+    """A level's recorder as JAX's current trace while its function runs: opened here, ended
+    by `returned` or `raised` (so a Bracket can run the function with no frame of ours)."""
+    __slots__ = ("level", "rule", "barrier", "trace_context")
+
+    def __init__(self, level: LevelState, rule: Any = None):
+        # User code runs here (a custom rule inside a step, say): its steps keep
+        # the step that called it as their cause but find their own source line.
+        self.level, self.rule = level, rule
+        self.barrier = level.core.push_barrier()
+        state.levels.append(level)
+        self.trace_context = _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level))
+        try:
+            self.trace_context.__enter__()
+        except BaseException:
+            self._close()
+            raise
+
+    def returned(self, out: Any) -> Any:
+        try:
+            self.trace_context.__exit__(None, None, None)
+        finally:
+            self._close()
+        return out
+
+    def raised(self, error: BaseException) -> None:
+        try:
+            self.trace_context.__exit__(None, None, None)
+            self.level.call.record_error(error, self.level, self.rule)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        state.levels.pop()
+        if self.barrier:
+            self.level.core.pop_barrier()
+
+
 def run_level(level: LevelState, f: Any, args: tuple, kwargs: dict, rule: Any = None) -> Any:
     """Run `f` with a recorder for `level` as the current trace (`rule`: the user's custom
     rule `f` runs, whose return an error may be about)."""
-    # User code runs here (a custom rule inside a step, say): its steps keep
-    # the step that called it as their cause but find their own source line.
-    barrier = level.core.push_barrier()
-    state.levels.append(level)
+    run = LevelRun(level, rule)
     try:
-        with _i.set_current_trace(_i.RecordingTrace(level.jax_trace, level)):
-            return f(*args, **kwargs)
+        out = f(*args, **kwargs)
     except BaseException as e:
-        level.call.record_error(e, level, rule)
+        run.raised(e)
         raise
-    finally:
-        state.levels.pop()
-        if barrier:
-            level.core.pop_barrier()
+    return run.returned(out)
 
 
 def _source_text(source: Any) -> str:

@@ -15,10 +15,11 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from .._capture import Options, TransformSpec, Wrapper
+from .._common import bracket
 from .._jax import jax_own
-from .._recording import build, invoke, level_entry, state
+from .._recording import build, level_entry, open_invoke, state
 from ._jit import jit
-from ._returned import invoke_keeping_origin, recording_pullback, recording_pushforward
+from ._returned import open_keeping_origin, recording_pullback, recording_pushforward
 
 __all__ = ["grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "value_and_grad",
            "vjp", "vmap"]
@@ -54,8 +55,13 @@ class _Transformed(Wrapper):
     def __call__(self) -> Callable:
         if state.session is None:
             return self._plain
-        self._recording_transform()
-        return types.MethodType(_invoke_star, self)
+        # NB: made per call, not kept (it would hold the wrapper: a reference cycle).
+        return bracket(self._open_call, self._plain)
+
+    def _open_call(self, args: tuple, kwargs: dict | None) -> tuple | None:
+        """A recorded call of the wrapper: JAX's transformation of the level entry."""
+        return open_invoke(self._kind, self._fun, self._options, self._recording_transform(),
+                           args, kwargs)
 
     def _recording_transform(self) -> Callable:
         """jax.<kind>(level entry of f), built once: stage capture knows it by identity."""
@@ -70,16 +76,6 @@ class _Transformed(Wrapper):
     @property
     def __transform_spec__(self) -> TransformSpec:
         return TransformSpec(self._kind, self._fun, self._recording_transform(), self._options)
-
-
-# NB: one boundary for every wrapper, made once: a program builds grad(f) afresh on each
-# call, and wrapping each one's call (functools.wraps of a partial) cost ~10 us a wrapper.
-@_i.api_boundary
-def _invoke_star(wrapper: _Transformed, /, *args: Any, **kwargs: Any) -> Any:
-    """A recorded call of the wrapper (its recording variant is built: see __call__)."""
-    assert wrapper._transformed is not None
-    return invoke(wrapper._kind, wrapper._fun, wrapper._options, wrapper._transformed, args,
-                  kwargs)
 
 
 def _transformed(kind: str, jax_transform: Callable, fun: Any, options: Options) -> Callable:
@@ -100,10 +96,12 @@ class _Dispatch:
     `jax.<name>` with this object while a script runs.
     """
 
-    def __init__(self, name: str, recording: Callable):
+    def __init__(self, name: str, open_call: Callable[[tuple, dict | None], tuple | None]):
         functools.update_wrapper(self, getattr(jax_own, name))
         self._name = name
-        self._recording = _i.api_boundary(recording)
+        # Arguments JAX would refuse go to JAX's own function (open_call returns None), so
+        # the error is JAX's.
+        self._recording = bracket(open_call, getattr(jax_own, name))
 
     @property
     def __call__(self) -> Callable:
@@ -166,28 +164,56 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
         dict(argnums=argnums, has_aux=has_aux, holomorphic=holomorphic)))
 
 
-def _recorded_jvp(fun, primals, tangents, has_aux=False):
+def _bound(parameters: Callable, args: tuple, kwargs: dict | None) -> Any:
+    """`parameters(*args, **kwargs)`, or None where the call would not bind."""
+    try:
+        return parameters(*args, **(kwargs or {}))
+    except TypeError:
+        return None
+
+
+def _jvp_parameters(fun, primals, tangents, has_aux=False):
+    return fun, primals, tangents, has_aux
+
+
+def _vjp_parameters(fun, *primals, **kwargs):
+    return fun, primals, kwargs
+
+
+def _open_jvp(args: tuple, kwargs: dict | None) -> tuple | None:
+    bound = _bound(_jvp_parameters, args, kwargs)
+    if bound is None:
+        return None
+    fun, primals, tangents, has_aux = bound
     options = Options(dict(has_aux=has_aux))
     target = level_entry(fun, "jvp", options) if callable(fun) else fun
     run = functools.partial(jax_own.jvp, target)
-    return invoke("jvp", fun, options, run, (primals, tangents), {"has_aux": has_aux})
+    return open_invoke("jvp", fun, options, run, (primals, tangents), {"has_aux": has_aux})
 
 
-def _recorded_vjp(fun, *primals, **kwargs):
+def _open_vjp(args: tuple, kwargs: dict | None) -> tuple | None:
+    bound = _bound(_vjp_parameters, args, kwargs)
+    if bound is None:
+        return None
+    fun, primals, kwargs = bound
     options = Options(kwargs)
     target = level_entry(fun, "vjp", options) if callable(fun) else fun
     run = functools.partial(jax_own.vjp, target)
-    return invoke_keeping_origin("vjp", fun, options, run, primals, kwargs, recording_pullback)
+    return open_keeping_origin("vjp", fun, options, run, primals, kwargs, recording_pullback)
 
 
-def _recorded_linearize(fun, *primals, **kwargs):
+def _open_linearize(args: tuple, kwargs: dict | None) -> tuple | None:
+    bound = _bound(_vjp_parameters, args, kwargs)
+    if bound is None:
+        return None
+    fun, primals, kwargs = bound
     options = Options(kwargs)
     target = level_entry(fun, "linearize", options) if callable(fun) else fun
     run = functools.partial(jax_own.linearize, target)
-    return invoke_keeping_origin("linearize", fun, options, run, primals, kwargs,
-                                 recording_pushforward)
+    return open_keeping_origin("linearize", fun, options, run, primals, kwargs,
+                               recording_pushforward)
 
 
-jvp = _Dispatch("jvp", _recorded_jvp)
-vjp = _Dispatch("vjp", _recorded_vjp)
-linearize = _Dispatch("linearize", _recorded_linearize)
+jvp = _Dispatch("jvp", _open_jvp)
+vjp = _Dispatch("vjp", _open_vjp)
+linearize = _Dispatch("linearize", _open_linearize)

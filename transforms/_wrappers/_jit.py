@@ -47,6 +47,7 @@ from .._capture import (
     retrace_refused,
     retracing_to_record,
 )
+from .._common import bracket
 from .._jax import jax_own
 from .._recording import (
     JitReplay,
@@ -54,8 +55,9 @@ from .._recording import (
     build,
     note_jit_arguments,
     note_jit_values,
+    open_call_level,
+    open_level,
     record_failed_call,
-    run_recorded_level,
     state,
     take_jit_values,
     with_argument_values,
@@ -108,21 +110,29 @@ class _JitEntry:
     def __call__(self) -> Callable:
         if state.session is None and not retrace_refused():
             return self._fun()
-        return self.record
+        # NB: made per trace, not kept: the entry holds nothing that holds it back.
+        return bracket(self._open_trace, _fun_gone)
 
     def see_trace(self, jitted: Any, args: tuple, kwargs: dict) -> None:
         """Before a call inside record(): make sure the block records the trace it runs.
 
-        JAX's `.trace` answers from its tracing cache, or traces (and `record` records)
+        JAX's `.trace` answers from its tracing cache, or traces (and the entry records)
         on a miss. A trace JAX cached before the block (not one the block traced, by
         eval_shape or .lower too) is traced once more, for the recording only, on its
         first run in the block. Errors are JAX's: the call would raise the same.
         """
-        recorder = state.session
-        if recorder is None or retrace_refused():
+        if state.session is None or retrace_refused():
             return
         traces = self._traces
-        jaxpr, avals = _i.trace_key(jitted.trace(*args, **kwargs))
+        self.traced(jitted.trace(*args, **kwargs), traces, jitted, args, kwargs)
+
+    def traced(self, traced: Any, traces: int, jitted: Any, args: tuple, kwargs: dict) -> None:
+        """JAX's `.trace` answered (`traces`: the entry's count before it): retrace for the
+        recording where the block has not recorded this trace (see see_trace)."""
+        recorder = state.session
+        if recorder is None:
+            return
+        jaxpr, avals = _i.trace_key(traced)
         first_run, recorded = recorder.first_run_of(self, jaxpr, avals)
         # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
         # arguments' (a leaked tracer becomes an input), so the avals alone can miss it.
@@ -130,17 +140,20 @@ class _JitEntry:
             with retracing_to_record():
                 jitted.trace(*args, **kwargs)
 
-    def record(self, *args, **kwargs):
+    def _open_trace(self, args: tuple, kwargs: dict | None) -> tuple:
+        """JAX traces f (a miss of its cache): the trace recorded, as a Bracket's run (no
+        frame of ours between JAX's and f's)."""
         fun = self._fun()
+        kwargs = kwargs or {}
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
-            return fun(*args, **kwargs)
+            return fun, args, kwargs, _same, _ignore
         self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
         if call is not None:  # traced inside a recorded call: a level of it
-            return run_recorded_level(call, fun, "jit", self._options, args, kwargs)
+            return open_level(call, fun, "jit", self._options, args, kwargs)
         # Traced outside any recorded call: this trace is the call.
         values = take_jit_values(fun)  # the concrete arguments, summarised before the trace
         call = begin_call(state.session, "jit", fun, self._options, args, kwargs)
@@ -149,16 +162,7 @@ class _JitEntry:
             if values[2] is not None:  # small enough: its results replayed once traced
                 call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
         call.stages.plan(self.transform_spec())
-        state.call = call
-        try:
-            out = run_recorded_level(call, fun, "jit", self._options, args, kwargs)
-        except BaseException:
-            call.finish(failed=True)
-            raise
-        finally:
-            state.call = None
-        call.finish(out)
-        return out
+        return open_call_level(call, fun, "jit", self._options, args, kwargs)
 
     def __repr__(self) -> str:  # JAX prints it (errors, the jitted object's repr) as f
         return repr(self._fun())
@@ -211,7 +215,16 @@ class Jitted:
     def __call__(self) -> Callable:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
-        return types.MethodType(_call_in_block, self)
+        return bracket(self._open_in_block, self._jitted)
+
+    def _open_in_block(self, args: tuple, kwargs: dict | None) -> tuple | None:
+        """A call while some record() block is open, as a Bracket's run: JAX's `.trace`
+        (which traces f on a miss, recorded by the entry), then JAX's call. None (JAX's
+        call alone) where this context records nothing."""
+        if state.session is None or retrace_refused():
+            return None
+        run = _InBlock(self, args, kwargs)
+        return self._jitted.trace, args, kwargs, run.returned, run.raised
 
     # JAX's ahead-of-time methods trace too: in a block, the trace they use is recorded.
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -246,11 +259,41 @@ class Jitted:
         return self._jitted.__reduce__()
 
 
-@_i.api_boundary
-def _call_in_block(jitted: Jitted, /, *args: Any, **kwargs: Any) -> Any:
-    """A call while some record() block is open: its trace recorded, then JAX's call."""
-    jitted._entry.see_trace(jitted._jitted, args, kwargs)
-    return jitted._jitted(*args, **kwargs)
+class _InBlock:
+    """A jitted call in a block once JAX's `.trace` answered: the trace recorded where the
+    block has not (see_trace), then JAX's call, which runs JAX's cached executable."""
+    __slots__ = ("jitted", "args", "kwargs", "traces", "filtered")
+
+    def __init__(self, jitted: Jitted, args: tuple, kwargs: dict | None):
+        self.jitted, self.args, self.kwargs = jitted, args, kwargs or {}
+        self.traces = jitted._entry._traces
+        self.filtered = _i.FilteredRun()
+
+    def returned(self, traced: Any) -> Any:
+        jitted, args, kwargs = self.jitted, self.args, self.kwargs
+        try:
+            jitted._entry.traced(traced, self.traces, jitted._jitted, args, kwargs)
+            out = jitted._jitted(*args, **kwargs)
+        except BaseException as e:
+            self.filtered.raised(e)
+            raise
+        return self.filtered.returned(out)
+
+    def raised(self, error: BaseException) -> None:
+        """JAX's trace raised: the call would raise the same."""
+        self.filtered.raised(error)
+
+
+def _same(out: Any) -> Any:
+    return out
+
+
+def _ignore(error: BaseException) -> None:
+    pass
+
+
+def _fun_gone(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("transforms.jit: the entry's Bracket always names its target")
 
 
 def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:

@@ -18,9 +18,9 @@ from typing import Any, Callable, NamedTuple
 
 from .. import _jax as _i
 from .._capture import Options, function_name
-from .._recording import invoke, state
+from .._recording import invoke, open_invoke, state
 
-__all__ = ["invoke_keeping_origin", "recording_pullback", "recording_pushforward"]
+__all__ = ["open_keeping_origin", "recording_pullback", "recording_pushforward"]
 
 _ORIGINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -61,19 +61,21 @@ class _Recorded(NamedTuple):
     always: bool = False        # also outside record(): it only swaps the partial it returns
 
 
-def invoke_keeping_origin(kind: str, fun: Any, options: Options, run: Callable, primals: tuple,
-                          kwargs: dict, wrap: Callable) -> Any:
-    """A top-level vjp/linearize call whose returned function (out[1]) records its own calls."""
+def open_keeping_origin(kind: str, fun: Any, options: Options, run: Callable, primals: tuple,
+                        kwargs: dict, wrap: Callable) -> tuple | None:
+    """A vjp/linearize call opened (open_invoke); at top level, its returned function
+    (out[1]) records its own calls."""
     session = state.session
-    top_level = session is not None and state.call is None
-    out = invoke(kind, fun, options, run, primals, kwargs)
-    if not top_level or session is None:
+    if session is None or state.call is not None:
+        return open_invoke(kind, fun, options, run, primals, kwargs)
+
+    def keeping_origin(out: Any) -> Any:
+        calls = session.session.calls
+        pending = session.take_handed(calls[-1].index) if calls else None
+        wrap(out[1], _Origin(weakref.ref(session), len(calls) - 1, _FunctionRef(fun), options,
+                             pending))
         return out
-    calls = session.session.calls
-    pending = session.take_handed(calls[-1].index) if calls else None
-    wrap(out[1], _Origin(weakref.ref(session), len(calls) - 1, _FunctionRef(fun), options,
-                         pending))
-    return out
+    return open_invoke(kind, fun, options, run, primals, kwargs, wrap=keeping_origin)
 
 
 def _forward_index(origin: _Origin) -> int | None:
