@@ -57,6 +57,70 @@ def test_stack_depth_outside_record_is_jaxs(name):
     assert _depth_inside(make(T), args) == _depth_inside(make(jax), args)
 
 
+def _frames_of_ours_while_user_code_runs() -> int:
+    """Frames the Bracket itself adds: none in C, its __call__ in the Python twin."""
+    from transforms._common import PyBracket, bracket
+    return 1 if isinstance(bracket(lambda a, k: None, len), PyBracket) else 0
+
+
+# The Brackets a case's user function runs under: its calls' and its levels'.
+_BRACKETS = {"vmap_grad": 4}
+
+
+@pytest.mark.parametrize("name", sorted(DEPTH_CASES))
+def test_stack_depth_inside_record_is_jaxs(name):
+    """JAX's TracebackTest inside record(): the user's function sees JAX's stack depth (with
+    the Python twin of the C core, one frame per Bracket it runs under)."""
+    make, args = DEPTH_CASES[name]
+    with T.record() as session:
+        ours = _depth_inside(make(T), args)
+    assert session.calls
+    extra = _frames_of_ours_while_user_code_runs() * _BRACKETS.get(name, 2)
+    assert ours == _depth_inside(make(jax), args) + extra
+
+
+def _custom_rule_depths(M, ctx) -> dict:
+    """Stack depths inside a custom_vjp's fwd and bwd and a custom_jvp's rule under grad."""
+    depths: dict = {}
+
+    @jax.custom_vjp
+    def f(x):
+        return x
+
+    def f_fwd(x):
+        depths.setdefault("fwd", len(inspect.stack()))
+        return x, None
+
+    def f_bwd(_, g):
+        depths.setdefault("bwd", len(inspect.stack()))
+        return (g,)
+    f.defvjp(f_fwd, f_bwd)
+
+    @jax.custom_jvp
+    def h(x):
+        return x
+
+    @h.defjvp
+    def h_jvp(primals, tangents):
+        depths.setdefault("jvp", len(inspect.stack()))
+        return primals[0], tangents[0]
+
+    with ctx:
+        M.grad(f)(1.0)
+        M.grad(h)(1.0)
+    return depths
+
+
+def test_custom_rules_see_jaxs_stack_depth_inside_record():
+    """JAX's test_custom_vjp_traceback, and a custom_jvp rule, inside record()."""
+    ours = _custom_rule_depths(T, T.record())
+    theirs = _custom_rule_depths(jax, contextlib.nullcontext())
+    extra = _frames_of_ours_while_user_code_runs()
+    # the grad call's Brackets, then the custom call's and the rule body's
+    assert ours == {"fwd": theirs["fwd"] + 4 * extra, "bwd": theirs["bwd"] + 2 * extra,
+                    "jvp": theirs["jvp"] + 4 * extra}
+
+
 def _fails(x):
     raise ValueError("user code failed")
 

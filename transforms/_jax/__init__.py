@@ -96,7 +96,6 @@ from ._trace import (
     _forward_unknown_base_methods as _forward_unknown_base_methods,
     _is_inlinable_jit as _is_inlinable_jit,
     _record_rule as _record_rule,
-    _record_rule_body as _record_rule_body,
     _recording_forwarder as _recording_forwarder,
     current_trace as current_trace,
     enclosing_traces as enclosing_traces,

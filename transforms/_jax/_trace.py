@@ -10,6 +10,7 @@ from typing import Any, Callable
 from jax import core as jax_core
 from jax.extend import linear_util as lu
 
+from .._common import bracket
 from ._base import Trace, set_current_trace, take_current_trace
 from ._params import JIT_PRIMITIVE_NAMES, is_inline_jit_params
 
@@ -124,35 +125,35 @@ class RecordingTrace(Trace):
         level.end_step(index, call_primitive, params, out, True)
         return out
 
-    def process_custom_jvp_call(self, primitive, fun, jvp, tracers, /, **params):
+    # NB: the custom calls run the user's rules: each is a property giving a Bracket, so no
+    # frame of ours is between JAX's and the rule's (the rule sees JAX's stack depth).
+    @property
+    def process_custom_jvp_call(self) -> Callable:
+        return bracket(self._open_custom_jvp, _named_by_open)
+
+    @property
+    def process_custom_vjp_call(self) -> Callable:
+        return bracket(self._open_custom_vjp, _named_by_open)
+
+    def _open_custom_jvp(self, args: tuple, params: dict | None) -> tuple:
+        primitive, fun, jvp, tracers = args
         level = self.level
-        index = level.begin_step(primitive, tracers, params, "custom_jvp_call", (fun, jvp))
+        index = level.begin_step(primitive, tracers, params or {}, "custom_jvp_call", (fun, jvp))
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
         jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
-        try:
-            with set_current_trace(self.parent):
-                out = self.parent.process_custom_jvp_call(primitive, fun, jvp, tracers, **params)
-        except BaseException as e:
-            level.fail_step(index, primitive, params, e)
-            raise
-        level.end_step(index, primitive, params, out, True)
-        return out
+        return _ParentStep(self, index, primitive, params or {}).run(
+            self.parent.process_custom_jvp_call, (primitive, fun, jvp, tracers))
 
-    def process_custom_vjp_call(self, primitive, fun, fwd, bwd, tracers, /, **params):
+    def _open_custom_vjp(self, args: tuple, params: dict | None) -> tuple:
+        primitive, fun, fwd, bwd, tracers = args
         level = self.level
-        index = level.begin_step(primitive, tracers, params, "custom_vjp_call", (fun, fwd, bwd))
+        index = level.begin_step(primitive, tracers, params or {}, "custom_vjp_call",
+                                 (fun, fwd, bwd))
         fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
         fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
         bwd = _record_rule(bwd, level.rule_spec("custom_vjp_bwd", bwd))
-        try:
-            with set_current_trace(self.parent):
-                out = self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, tracers,
-                                                          **params)
-        except BaseException as e:
-            level.fail_step(index, primitive, params, e)
-            raise
-        level.end_step(index, primitive, params, out, True)
-        return out
+        return _ParentStep(self, index, primitive, params or {}).run(
+            self.parent.process_custom_vjp_call, (primitive, fun, fwd, bwd, tracers))
 
     def stage_value(self, val):
         return self.parent.stage_value(val)
@@ -169,6 +170,33 @@ class RecordingTrace(Trace):
         if name.startswith("process_") and callable(attr):
             return _recording_forwarder(self, name, attr)
         return attr
+
+
+class _ParentStep:
+    """A recorded step whose work is the parent trace's method (the parent current while it
+    runs), as a Bracket's run: ended by `returned` or `raised`."""
+    __slots__ = ("trace", "index", "primitive", "params", "context")
+
+    def __init__(self, trace: RecordingTrace, index: int, primitive: Any, params: dict):
+        self.trace, self.index, self.primitive, self.params = trace, index, primitive, params
+
+    def run(self, method: Callable, args: tuple) -> tuple:
+        self.context = set_current_trace(self.trace.parent)
+        self.context.__enter__()
+        return method, args, self.params, self.returned, self.raised
+
+    def returned(self, out: Any) -> Any:
+        self.context.__exit__(None, None, None)
+        self.trace.level.end_step(self.index, self.primitive, self.params, out, True)
+        return out
+
+    def raised(self, error: BaseException) -> None:
+        self.context.__exit__(None, None, None)
+        self.trace.level.fail_step(self.index, self.primitive, self.params, error)
+
+
+def _named_by_open(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("RecordingTrace: a custom call's Bracket always names its target")
 
 
 def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> Callable:
@@ -250,17 +278,13 @@ def _is_inlinable_jit(primitive, params) -> bool:
     return primitive.name in JIT_PRIMITIVE_NAMES and "jaxpr" in params and is_inline_jit_params(params)
 
 
-def _record_rule_body(f, spec, *args, **kwargs):
-    """Run a custom_jvp/custom_vjp rule body inside a recorded sub-level."""
-    return spec.run(f, args, kwargs)
-
-
 def _record_rule(fun, spec):
-    """Wrap a linear_util WrappedFun so that its body runs in a recorded sub-level."""
+    """Wrap a linear_util WrappedFun so that its body runs in a recorded sub-level
+    (`spec.body`: the rule's body under a recorder, with no frame between JAX and it)."""
     if spec is None or not isinstance(fun, lu.WrappedFun):
         return fun
     # NB: transformation2 is curried: the trailing () applies it.
-    return lu.transformation2(_record_rule_body, fun, spec)()
+    return lu.transformation2(spec.body, fun)()
 
 
 def install(level) -> Any:

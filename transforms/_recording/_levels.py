@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast
 
 from .. import _jax as _i
 from .._capture import RecordingState, function_name, state as _state
-from .._common import message
+from .._common import bracket, message
 
 __all__ = ["LevelCall", "LevelRun", "LevelState", "RuleSpec", "run_level"]
 
@@ -103,7 +103,17 @@ class RuleSpec:
         self.function = function
         self.fun = fun  # the rule as JAX holds it (a WrappedFun): stages replay its tape
 
-    def run(self, f: Any, args: tuple, kwargs: dict) -> Any:
+    @property
+    def body(self) -> Any:
+        """What JAX runs for the rule's body, `body(f, *args)`: f under a recorder for the
+        rule's level (a Bracket: no frame of ours between JAX's and the rule's)."""
+        return bracket(self._open_body, _named_by_open)
+
+    def _open_body(self, args: tuple, kwargs: dict | None) -> tuple:
+        return self.open(args[0], args[1:], kwargs or {})
+
+    def open(self, f: Any, args: tuple, kwargs: dict) -> tuple:
+        """The rule's level opened for `f`, as a Bracket's run."""
         call, parent = self._call(), self._parent()
         current = state.call
         if call is None or parent is None or current is not call:
@@ -112,20 +122,47 @@ class RuleSpec:
             later, tape = (current.late_rule(self.kind, self.fun, self.function, args)
                            if current is not None else (None, None))
             if later is None:
-                return f(*args, **kwargs)
+                return f, args, kwargs, _same, _ignore
             level = later
         else:
             level, tape = call.rule_level(self.kind, parent, self.function, self.fun, args)
-        rule = _i.wrapped_python_function(self.fun)
-        if tape is None:
-            return run_level(level, f, args, kwargs, rule)
-        try:
-            out = run_level(level, f, args, kwargs, rule)
-        except BaseException as e:
-            tape.abandon(e)
-            raise
-        tape.finish(out)
+        return f, args, kwargs, *_RuleRun(level, _i.wrapped_python_function(self.fun), tape).ends()
+
+
+class _RuleRun:
+    """A rule's level while its body runs, and the tape of what it binds (stages)."""
+    __slots__ = ("run", "tape")
+
+    def __init__(self, level: LevelState, rule: Any, tape: Any):
+        self.run, self.tape = LevelRun(level, rule), tape
+
+    def ends(self) -> tuple:
+        return self.returned, self.raised
+
+    def returned(self, out: Any) -> Any:
+        self.run.returned(out)
+        if self.tape is not None:
+            self.tape.finish(out)
         return out
+
+    def raised(self, error: BaseException) -> None:
+        try:
+            self.run.raised(error)
+        finally:
+            if self.tape is not None:
+                self.tape.abandon(error)
+
+
+def _same(out: Any) -> Any:
+    return out
+
+
+def _ignore(error: BaseException) -> None:
+    pass
+
+
+def _named_by_open(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("RuleSpec: a rule body's Bracket always names its target")
 
 
 class LevelRun:
