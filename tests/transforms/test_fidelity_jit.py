@@ -3,9 +3,11 @@ jitted call, a branch and a backward pass free, as JAX does (see test_fidelity.p
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
+import re
 import subprocess
 import sys
 import weakref
@@ -310,3 +312,26 @@ def test_a_jitted_call_keeps_neither_its_function_nor_its_arguments_alive(record
     g()
     del g
     assert x() is None and f_ref() is None  # no cycle and no cache of ours holds them
+
+
+def _leak_report(ctx) -> str:
+    """JAX's APITest.test_leak_checker_catches_a_jit_leak, its report with object ids cut."""
+    def leaks():
+        with jax.checking_leaks():
+            kept = []
+
+            @T.jit
+            def f(x):
+                kept.append(x)
+                return x
+            f(3)
+    with pytest.raises(Exception) as info, ctx:
+        leaks()
+    return re.sub(r"\b\d{6,}\b", "ID", str(info.value))
+
+
+def test_the_leak_checker_reports_inside_record_as_outside():
+    """What the recorder holds neither breaks JAX's walk over referrers nor appears in it."""
+    plain = _leak_report(contextlib.nullcontext())
+    assert plain.startswith("Leaked trace DynamicJaxprTrace")
+    assert _leak_report(T.record()) == plain

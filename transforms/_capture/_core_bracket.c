@@ -82,7 +82,18 @@ bracket_call(Bracket *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "Bracket: open's args must be a tuple, kwargs a dict or None");
         return NULL;
     }
+    /* NB: the run's parts are held here, not by the tuple, while the target runs: nothing
+     * the collector tracks refers to them (JAX's leak checker walks gc referrers). */
+    Py_INCREF(target);
+    Py_INCREF(call_args);
+    Py_INCREF(call_kwargs);
+    Py_INCREF(returned);
+    Py_INCREF(raised);
+    Py_DECREF(run);
     PyObject *out = PyObject_Call(target, call_args, call_kwargs == Py_None ? NULL : call_kwargs);
+    Py_DECREF(target);
+    Py_DECREF(call_args);
+    Py_DECREF(call_kwargs);
     PyObject *result = NULL;
     if (out != NULL) {
         result = PyObject_CallOneArg(returned, out);
@@ -101,7 +112,8 @@ bracket_call(Bracket *self, PyObject *args, PyObject *kwargs)
             restore_exception(exc);
         }
     }
-    Py_DECREF(run);
+    Py_DECREF(returned);
+    Py_DECREF(raised);
     return result;
 }
 

@@ -210,21 +210,16 @@ class Jitted:
         self.__wrapped__ = jitted.__wrapped__  # f, as jax.jit(f).__wrapped__ is
         self._jitted = jitted
         self._entry = entry
+        # NB: kept, and holding this object weakly: no cycle, and JAX's leak checker, which
+        # walks the referrers of a leaked tracer, meets nothing of ours on the way.
+        self._in_block = bracket(functools.partial(_open_in_block, weakref.ref(self)),
+                                 _fun_gone)
 
     @property
     def __call__(self) -> Callable:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
-        return bracket(self._open_in_block, self._jitted)
-
-    def _open_in_block(self, args: tuple, kwargs: dict | None) -> tuple | None:
-        """A call while some record() block is open, as a Bracket's run: JAX's `.trace`
-        (which traces f on a miss, recorded by the entry), then JAX's call. None (JAX's
-        call alone) where this context records nothing."""
-        if state.session is None or retrace_refused():
-            return None
-        run = _InBlock(self, args, kwargs)
-        return self._jitted.trace, args, kwargs, run.returned, run.raised
+        return self._in_block
 
     # JAX's ahead-of-time methods trace too: in a block, the trace they use is recorded.
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -259,28 +254,45 @@ class Jitted:
         return self._jitted.__reduce__()
 
 
-class _InBlock:
-    """A jitted call in a block once JAX's `.trace` answered: the trace recorded where the
-    block has not (see_trace), then JAX's call, which runs JAX's cached executable."""
-    __slots__ = ("jitted", "args", "kwargs", "traces", "filtered")
+def _open_in_block(jitted_ref: Callable, args: tuple, kwargs: dict | None) -> tuple:
+    """A call while some record() block is open, as a Bracket's run: JAX's call (which traces
+    f on a miss of its cache, recorded by the entry), then the trace it ran recorded where
+    the block has not recorded it (_InBlock)."""
+    jitted = jitted_ref()
+    if state.session is None or retrace_refused():
+        return jitted._jitted, args, kwargs, _same, _ignore
+    run = _InBlock(jitted_ref, jitted._entry, args, kwargs)
+    return jitted._jitted, args, kwargs, run.returned, run.raised
 
-    def __init__(self, jitted: Jitted, args: tuple, kwargs: dict | None):
-        self.jitted, self.args, self.kwargs = jitted, args, kwargs or {}
-        self.traces = jitted._entry._traces
+
+class _InBlock:
+    """A jitted call in a block, once JAX's call returned: the trace it ran (JAX's `.trace`,
+    from its cache now) recorded where the block has not (see_trace).
+
+    NB: holds the jitted object weakly: while the call runs nothing of ours that the
+    collector tracks refers to it (JAX's leak checker walks the referrers of a tracer).
+    """
+    __slots__ = ("jitted_ref", "entry", "args", "kwargs", "traces", "filtered")
+
+    def __init__(self, jitted_ref: Callable, entry: _JitEntry, args: tuple,
+                 kwargs: dict | None):
+        self.jitted_ref, self.entry, self.args, self.kwargs = jitted_ref, entry, args, kwargs or {}
+        self.traces = entry._traces
         self.filtered = _i.FilteredRun()
 
-    def returned(self, traced: Any) -> Any:
-        jitted, args, kwargs = self.jitted, self.args, self.kwargs
+    def returned(self, out: Any) -> Any:
         try:
-            jitted._entry.traced(traced, self.traces, jitted._jitted, args, kwargs)
-            out = jitted._jitted(*args, **kwargs)
+            jax_jitted = self.jitted_ref()._jitted
+            args, kwargs = self.args, self.kwargs
+            self.entry.traced(jax_jitted.trace(*args, **kwargs), self.traces, jax_jitted, args,
+                              kwargs)
         except BaseException as e:
             self.filtered.raised(e)
             raise
         return self.filtered.returned(out)
 
     def raised(self, error: BaseException) -> None:
-        """JAX's trace raised: the call would raise the same."""
+        """JAX's call raised (its trace, or the program)."""
         self.filtered.raised(error)
 
 
@@ -293,7 +305,7 @@ def _ignore(error: BaseException) -> None:
 
 
 def _fun_gone(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("transforms.jit: the entry's Bracket always names its target")
+    raise RuntimeError("transforms.jit: its Brackets always name their target")
 
 
 def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:
