@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._common import BoundedCache, safe_str
+from .._common import BoundedCache, cut, safe_str
 from .._jax import inline_token
 from ._jaxpr_records import is_jaxpr
 from ._sharding_text import mesh_text, sharding_text, spec_text
@@ -86,7 +86,25 @@ def _format_param(value: Any) -> str:
         return _jaxpr_text(value)
     if callable(value) and not isinstance(value, type):
         return f"<fn {getattr(value, '__name__', type(value).__name__)}>"
+    if type(value) in (tuple, list) and _holds_numpy_scalars(value):
+        return cut(_sequence_text(value), _MAX_PARAM_TEXT)
     return safe_str(value, _MAX_PARAM_TEXT)
+
+
+def _holds_numpy_scalars(value: Any) -> bool:
+    return any(isinstance(v, np.generic) or (type(v) in (tuple, list) and _holds_numpy_scalars(v))
+               for v in value)
+
+
+def _sequence_text(value: Any) -> str:
+    """A tuple or list as Python prints it, NumPy scalars as their numbers (`2`, not
+    `np.int64(2)`: JAX's params hold them where a jnp function computed a size)."""
+    if type(value) not in (tuple, list):
+        return str(value) if isinstance(value, np.generic) else safe_str(value, _MAX_PARAM_TEXT)
+    items = ", ".join(_sequence_text(v) for v in value)
+    if type(value) is list:
+        return f"[{items}]"
+    return f"({items},)" if len(value) == 1 else f"({items})"
 
 
 def _jaxprs_in(name: str, value: Any) -> list[tuple[str, Any]]:
