@@ -24,6 +24,7 @@ from .model import (
     JaxprRecord as JaxprRecord,
     Level as Level,
     NonFiniteFound as NonFiniteFound,
+    NothingRecordedWarning as NothingRecordedWarning,
     Session as Session,
     SessionLoadError as SessionLoadError,
     SourceLocation as SourceLocation,
@@ -77,5 +78,5 @@ def __dir__() -> list[str]:
 __all__ = [
     *PUBLIC_KINDS, "record", "growth", "set_user_code", "process_info", "load", "Session", "Call",
     "Level", "Step", "ValueRecord", "JaxprRecord", "ErrorRecord", "SourceLocation",
-    "SessionLoadError", "SCHEMA_VERSION", "NonFiniteFound",
+    "SessionLoadError", "SCHEMA_VERSION", "NonFiniteFound", "NothingRecordedWarning",
 ]

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
+from types import FrameType
 from typing import Iterator
 
 from .._capture import enter_block, entering_frame, leave_block, reset_block_key
-from ..model import Session
+from .._jax import jax_own
+from ..model import NOTHING_RECORDED, NothingRecordedWarning, Session
 from ._recorder import SessionRecorder
 
 __all__ = ["record"]
+
+_warned_nothing = [False]
 
 
 @contextlib.contextmanager
@@ -47,7 +52,8 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
                                max_steps=max_steps, find_nans=find_nans,
                                stop_at_nan=stop_at_nan, values=values)
-    entered = enter_block(recorder, entering_frame())
+    frame = entering_frame()
+    entered = enter_block(recorder, frame)
     try:
         try:
             yield recorder.session
@@ -57,3 +63,19 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
             recorder.forget_jit_traces()
     finally:
         reset_block_key(entered)
+    if not recorder.session.calls:
+        _warn_nothing_recorded(frame)
+
+
+def _warn_nothing_recorded(frame: FrameType | None) -> None:
+    """Once a process: a block ended with no call, most often jax.grad called directly."""
+    import jax
+    if _warned_nothing[0] or jax.grad is not jax_own.grad:  # `workbench run` swapped jax.*
+        return
+    _warned_nothing[0] = True
+    if frame is None:
+        warnings.warn(NOTHING_RECORDED, NothingRecordedWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(NOTHING_RECORDED, NothingRecordedWarning,
+                               frame.f_code.co_filename, frame.f_lineno,
+                               module=frame.f_globals.get("__name__"))

@@ -95,7 +95,10 @@ from ._schema import (
     session_schema as session_schema,
 )
 from ._session import (
+    NOTHING_RECORDED as NOTHING_RECORDED,
+    NOTHING_RECORDED_IN_RUN as NOTHING_RECORDED_IN_RUN,
     RECORD_TYPES as RECORD_TYPES,
+    NothingRecordedWarning as NothingRecordedWarning,
     ProcessRecord as ProcessRecord,
     Session as Session,
 )

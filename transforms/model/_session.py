@@ -40,6 +40,23 @@ from ._records import (
 from ._source_location import SourceLocation
 from ._tree_records import Diagnostic, PairRow, TreeNode, TreePair, TreeRecord, ValueSummary
 
+# What a session with no call says (record()'s warning, `workbench show`, the terminal UI).
+NOTHING_RECORDED = (
+    "no call was recorded: inside record() only transforms.grad, value_and_grad, vmap, jit, jvp, "
+    "vjp, linearize, jacfwd, jacrev and hessian record; jax.grad and the other jax.* called "
+    "directly are JAX's own and pass unseen (call transforms.*, or run the script with "
+    "`workbench run`, which records jax.* too)")
+
+# ... and a `workbench run` of a script that made no call (jax.* were recorded there).
+NOTHING_RECORDED_IN_RUN = (
+    "no call was recorded: the script called no jax.grad, vmap, jit, ... transformation "
+    "(calls inside the script's own `with transforms.record()` blocks go to those blocks' "
+    "sessions, not to this one)")
+
+
+class NothingRecordedWarning(UserWarning):
+    """A record() block recorded no call (warned once a process, at the block's `with`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ProcessRecord:

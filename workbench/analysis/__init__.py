@@ -17,6 +17,7 @@ from ._call_label import (
     call_label as call_label,
     composition as composition,
 )
+from ._empty import nothing_recorded as nothing_recorded
 from ._process_merge import (
     PROCESS_FILE as PROCESS_FILE,
     Divergence as Divergence,

@@ -60,6 +60,7 @@ def _process_problem(args: argparse.Namespace, session: Session) -> str:
 
 
 def show_command(args: argparse.Namespace) -> int:
+    from ..analysis import nothing_recorded
     from ._summary import stage_lines, summarize_call
     session = load_or_report(args.trace)
     if session is None:
@@ -84,6 +85,9 @@ def show_command(args: argparse.Namespace) -> int:
         print_lines([f"title: {_t(session.title)}"])
     if session.dropped_calls:
         print_lines([f"dropped: {session.dropped_note()}"])
+    empty = nothing_recorded(session)
+    if empty is not None:
+        print_lines([empty])
     first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
         print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))

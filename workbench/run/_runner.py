@@ -99,12 +99,13 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
     error: BaseException | None = None
     code, interrupted = 0, False
     with _as_main_script(path, args) as namespace, saving.stops_as_ctrl_c() as stopped_by:
-        with transforms.record(stages=stages, inline_jnp=inline_jnp, detail=detail,
-                               max_steps=max_steps, find_nans=find_nans,
-                               stop_at_nan=find_nans and not keep_going,
-                               values=values) as session:
-            with jax_patched(), process_recording(session, path, args), \
-                    _size_notice(session, note):
+        # NB: jax.* patched around the block: as it ends, record() sees that jax.grad was
+        # ours (no "nothing recorded" warning meant for direct jax.grad calls).
+        with jax_patched(), transforms.record(
+                stages=stages, inline_jnp=inline_jnp, detail=detail, max_steps=max_steps,
+                find_nans=find_nans, stop_at_nan=find_nans and not keep_going,
+                values=values) as session:
+            with process_recording(session, path, args), _size_notice(session, note):
                 try:
                     exec(code_object, namespace)
                 except SystemExit as e:

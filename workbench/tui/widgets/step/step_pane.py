@@ -1,12 +1,15 @@
 """The step view: one step's primitive and params, its tracers as towers, its source line."""
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from transforms.model import Call, level_rows
 
+from ....analysis import nothing_recorded
 from ....render.step import SourceView, StepView
 from ...guard import guarded
 from ...navigation import CallIndex, Outline, Selection, composed_label, source_context
@@ -28,7 +31,9 @@ class StepPane(VerticalScroll, SelectionView, can_focus=True):
         self.outline = outline
         # Made here, not in compose: the navigator may select a step before this pane's
         # children are mounted (a screen pushed while another is settling).
-        self.body = Static(Text("select a step in the navigator", style="dim"), id="step-body")
+        empty = nothing_recorded(outline.session)  # wrapped: the body is as wide as its text
+        first = "\n".join(textwrap.wrap(empty, 72)) if empty else "select a step in the navigator"
+        self.body = Static(Text(first, style="dim"), id="step-body")
 
     def compose(self):
         yield self.body
