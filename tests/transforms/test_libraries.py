@@ -338,6 +338,16 @@ def diffrax_session():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_diffrax_under_grad_reports_no_leaked_tracer(diffrax_session):
+    """Issue 36, item 12: equinox evaluates diffrax's closure-converted jaxpr on tracers of a
+    jit trace of its own, running under the call: no leak (JAX raised nothing)."""
+    (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
+    assert call.ok and not call.errors
+    assert [d.kind for d in call.diagnostics] == []
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # the module's diffrax recording: minutes on a loaded machine
 def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_path, capsys):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]

@@ -16,12 +16,14 @@ from .._jax import (
     Tracer,
     autodiff_parts,
     batched_parts,
+    enclosing_traces,
     trace_has_ended,
     trace_of,
     tracer_shape,
     tracer_shapes,
 )
 from ..model import TRACES_BY_TRACER, ValueRecord
+from ._state import state
 from ._values import SMALL_VALUE_SIZE, _aval_texts, aval_text, describe_concrete
 
 __all__ = ["SMALL_RECORD", "Describer"]
@@ -221,7 +223,15 @@ class Describer:
 
     def _has_leaked(self, x: Tracer) -> bool:
         trace = trace_of(x)
-        return id(trace) not in (self.enclosing or ()) or trace_has_ended(trace)
+        if trace_has_ended(trace):
+            return True
+        if id(trace) in (self.enclosing or ()):
+            return False
+        # A trace the running level binds on that is none of the call's levels (a library's
+        # own tracing inside the call: diffrax's solver under equinox) is no leak. NB: the
+        # running level's trace, not JAX's current one (bind makes an eval trace current).
+        levels = state.levels
+        return not levels or id(trace) not in enclosing_traces(levels[-1].jax_trace)
 
     def _see(self, trace: Any) -> _TraceSeen:
         try:
