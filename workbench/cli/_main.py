@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .._safe_text import terminal as _t
@@ -147,22 +148,62 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _demo_tui(examples: list, export_dir: str | None) -> int:
-    """The picker at once; each example is recorded in the background (the one opened first)."""
+    """The picker at once; each example is recorded in the background (the one opened first).
+
+    On quit, an example still recording is abandoned: its output must not reach the shell,
+    and the process must not wait for it (the gallery keeps nothing on disk to save).
+    """
     from .. import gallery
     from ..tui import run_gallery
     broken = []
+    quitting = threading.Event()
+    recording = threading.Event()
 
     def record(i: int) -> Session:
-        o = gallery.run_example(examples[i])
+        if quitting.is_set():
+            raise RuntimeError("the gallery was closed")
+        recording.set()
+        try:
+            o = gallery.run_example(examples[i])
+        finally:
+            recording.clear()
         if not o.ok:
             broken.append(o)
         return o.session
 
-    run_gallery([(ex.title, ex.explanation) for ex in examples], record,
-                title="Gallery of the seed examples", export_dir=export_dir)
+    # NB: an example prints into its own buffer (run_example's redirect_stdout), but once the
+    # app restores the stream it found, one still running on quit would print into the shell.
+    shell = sys.stdout
+    sys.stdout = _MainThreadOnly(shell)
+    try:
+        run_gallery([(ex.title, ex.explanation) for ex in examples], record,
+                    title="Gallery of the seed examples", export_dir=export_dir)
+    finally:
+        quitting.set()
     for o in broken:
         error(f"gallery example {o.example.name} broke: {o.error}\n{o.traceback}")
-    return EXIT_SCRIPT_FAILED if broken else EXIT_OK
+    code = EXIT_SCRIPT_FAILED if broken else EXIT_OK
+    if recording.is_set():  # an example is still running in its thread: leave it
+        shell.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.stdout = shell
+    return code
+
+
+class _MainThreadOnly:
+    """A stream that takes the main thread's writes and drops the others'."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if threading.current_thread() is threading.main_thread():
+            return self._stream.write(text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _record_gallery(examples: list, quiet: bool) -> list:

@@ -59,3 +59,18 @@ def test_green_means_added_only():
     greens = [key for key, text in _LEGEND_TEXT.items() if "green" in text]
     assert greens == ["added"]
     assert _LEGEND_TEXT["batched"] == "magenta border: batched (vmap)"
+
+
+def test_the_demo_keeps_a_background_examples_output_out_of_the_shell():
+    """Issue 36, item 10: quitting `workbench demo` while an example records."""
+    import io
+    import threading
+
+    from workbench.cli._main import _MainThreadOnly
+    shell = io.StringIO()
+    stream = _MainThreadOnly(shell)
+    worker = threading.Thread(target=lambda: stream.write("check_grads(...): passed\n"))
+    worker.start()
+    worker.join()
+    stream.write("from the main thread\n")
+    assert shell.getvalue() == "from the main thread\n"
