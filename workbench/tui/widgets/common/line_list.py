@@ -116,7 +116,12 @@ class LineList(ScrollView, can_focus=True):
         self.post_message(self.CursorMoved(self, new))
 
     def _scroll_to_row(self, row: int, center: bool = False) -> None:
-        height = max(self.scrollable_content_region.height, 1)
+        if not self.scrollable_content_region.height:  # not laid out yet: once it is
+            # NB: else a pane of no height scrolls its row to the top (a stage pair's two
+            # panes, laid out one after the other, then start a line apart).
+            self.call_after_refresh(self._scroll_to_row, row, center)
+            return
+        height = self.scrollable_content_region.height
         top = int(self.scroll_y)
         if center and not top <= row < top + height:
             top = max(0, row - height // 2)
