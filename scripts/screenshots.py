@@ -19,7 +19,6 @@ ask_for_demo_devices()  # the sharded example's 8 CPU devices: before JAX starts
 import argparse
 import asyncio
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from transforms.model import Session
 from workbench import gallery
 from workbench.gallery._registry import run_example
 from workbench.tui import build_app
+from workbench.tui.export import portable_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = (110, 32)
@@ -138,11 +138,10 @@ async def shoot(gallery, name: str, entry: int | None, keys: list[str], out: Pat
 
 
 def to_png(svg: Path) -> Path | None:
-    """PNG via rsvg-convert; non-breaking spaces become spaces, as librsvg drops them."""
+    """PNG via rsvg-convert, with the SVG's spaces kept (portable_svg)."""
     if shutil.which("rsvg-convert") is None:
         return None
-    text = svg.read_text(encoding="utf-8").replace("&#160;", " ")
-    text = re.sub(r"<svg ", '<svg xml:space="preserve" ', text, count=1)
+    text = portable_svg(svg.read_text(encoding="utf-8"))
     png = svg.with_suffix(".png")
     subprocess.run(["rsvg-convert", "--zoom", "0.8", "-o", str(png)], input=text.encode(),
                    check=True)

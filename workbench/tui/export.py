@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from transforms.model import Call, Session
 
@@ -30,6 +31,20 @@ def file_stem(session_title: str, call: Call | None, label: str = "") -> str:
     if call is not None:
         stem += f"-call{call.index}-{slug(label or f'{call.transform}-{call.function}', 40)}"
     return stem
+
+
+def portable_svg(svg: str) -> str:
+    """Textual's SVG of a screen, drawn with its spaces by every renderer: librsvg
+    (rsvg-convert) drops the non-breaking spaces that start a run of text unless the
+    document preserves whitespace."""
+    return svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+
+
+def save_screen_svg(app: Any, folder: str | os.PathLike, name: str) -> Path:
+    """The screen as it is shown, as an SVG file (portable_svg)."""
+    path = _ready(folder) / name
+    path.write_text(portable_svg(app.export_screenshot()), encoding="utf-8")
+    return path
 
 
 def _ready(folder: str | os.PathLike) -> Path:

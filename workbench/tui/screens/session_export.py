@@ -52,8 +52,7 @@ def save_view(screen: ExportingScreen) -> None:
     """A screenshot of the screen as it is, written at once (it is the frame shown)."""
     name = f"{stem(screen, screen.call)}-{screen.view}.svg"
     try:
-        screen.export_dir.mkdir(parents=True, exist_ok=True)
-        path = screen.app.save_screenshot(filename=name, path=str(screen.export_dir))
+        path = export.save_screen_svg(screen.app, screen.export_dir, name)
     except Exception as e:  # a full disk, a read-only folder, text SVG cannot hold
         screen.say(f"could not save the view: {type(e).__name__}: {e}", error=True)
         return
