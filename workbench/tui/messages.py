@@ -22,6 +22,12 @@ class EquationChosen(Message):
 
 
 @dataclass
+class CallChosen(Message):
+    """Go to a call (its header row in the navigator), keeping the view."""
+    call: int
+
+
+@dataclass
 class FailureChosen(Message):
     """Jump to the step where a recorded error happened."""
     call: int

@@ -365,6 +365,19 @@ class Outline:
                 break
         return near
 
+    def row_of_call(self, call: int) -> int | None:
+        """The row of a call's header (a filter that hides it cleared)."""
+        target = pack(CALL, call, 0)
+        for attempt in range(2):
+            for j, code in enumerate(self.rows):
+                if code == target:
+                    return j
+            if attempt or self.filter.empty:
+                break
+            self.filter = StepFilter()
+            self.rebuild()
+        return None
+
     def row_of_step(self, call: int, step_pos: int) -> int | None:
         """The row of a step, unfolding its call and level (and clearing a filter that hides it)."""
         target = pack(STEP, call, step_pos)

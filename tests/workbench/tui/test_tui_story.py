@@ -251,12 +251,14 @@ async def test_the_views_follow_the_cursor_after_a_filter_is_cleared():
 
 
 @sync
-async def test_growth_key_says_which_call_has_growth_data():
+async def test_growth_key_goes_to_the_call_that_has_growth_data():
+    """Issue 36, item 8: `w` on a call without growth goes to the call that has it."""
     app = build_app(example("loop_vs_vmap"))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2", "w")
-        assert "call 3 vmap(convolve) has it" in status(app)
-        await select_call(app, pilot, 3)
+        await pilot.pause()
+        assert "growth with batch size: call 3 vmap(convolve)" in status(app)
+        assert app.screen.call_index == 3
         assert "Python loop" in text_of(app.screen.query_one("#stage-extra-body"))
 
 

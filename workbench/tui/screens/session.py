@@ -22,7 +22,7 @@ from transforms.model import Call, Session
 
 from ... import _safe_text as safe_text
 from .. import export
-from ..messages import EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
+from ..messages import CallChosen, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
 from ..navigation import CALL, Outline, Selection, pack, session_description, session_summary
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
@@ -219,6 +219,9 @@ class SessionScreen(Screen):
             self.steps.select_step(message.call, pos)
             self.action_view("step")
         self.say(note)
+
+    def on_call_chosen(self, message: CallChosen) -> None:
+        self.steps.select_call(message.call)
 
     def on_failure_chosen(self, message: FailureChosen) -> None:
         call = self.session.calls[message.call]

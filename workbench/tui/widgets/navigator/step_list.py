@@ -132,6 +132,14 @@ class StepList(LineList):
         kind, c, index = self.outline.row(self.cursor)
         return c, index if kind == STEP else None
 
+    def select_call(self, call: int) -> bool:
+        row = self.outline.row_of_call(call)
+        if row is None:
+            return False
+        self.set_rows(len(self.outline), cursor=row)
+        self._scroll_to_row(row, center=True)
+        return True
+
     def select_step(self, call: int, step_pos: int) -> bool:
         row = self.outline.row_of_step(call, step_pos)
         if row is None:

@@ -19,7 +19,7 @@ from .... import _safe_text as safe_text
 from ....analysis import default_stage_pair, no_stages_reason
 from ....render.stages import ChainView, GrowthPanel, StageStats
 from ...guard import Guarded, guarded
-from ...messages import EquationChosen, Status
+from ...messages import CallChosen, EquationChosen, Status
 from ...navigation import Outline, Selection, composed_label, first_line
 from ...texts import side_by_side
 from ..common.selection_view import SelectionView
@@ -279,7 +279,15 @@ class StagesPane(Vertical, SelectionView):
             return
         self.extra = "" if self.extra == what else what
         if self.extra == "growth" and self.call is not None and not self.call.growth:
-            self.post_message(Status(self._no_growth()))
+            having = [c.index for c in self.session.calls if c.growth] if self.session else []
+            if having:  # the growth lives on another call: go there (the one after this, first)
+                later = [i for i in having if i > self.call.index]
+                target = (later or having)[0]
+                self.post_message(CallChosen(target))
+                self.post_message(Status(f"growth with batch size: call {target} "
+                                         f"{composed_label(self.session.calls[target])}"))
+            else:
+                self.post_message(Status(self._no_growth()))
 
     def watch_aligned(self, aligned: bool) -> None:
         call, pair = self.call, self.pair
