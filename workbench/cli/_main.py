@@ -335,6 +335,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.processes is not None:
         from ._process_commands import run_processes
         return run_processes(args, note, error, open_tui)
+    if sys.stderr.isatty():  # a person waits: say what happens until the script ends
+        then = "the terminal UI opens" if args.output is None else f"{args.output} is written"
+        note(args, f"running {args.script}, recording its jax.grad, vmap, jit, ... calls; "
+                   f"{then} when it ends")
     try:
         result = run.run_script(args.script, args.args, stages=args.stages,
                                    inline_jnp=args.inline_jnp,

@@ -74,3 +74,18 @@ def test_the_demo_keeps_a_background_examples_output_out_of_the_shell():
     worker.join()
     stream.write("from the main thread\n")
     assert shell.getvalue() == "from the main thread\n"
+
+
+def test_run_says_at_once_what_happens_until_the_script_ends(tmp_path, capsys, monkeypatch):
+    """Issue 36, item 9: a person at a terminal is told the script runs and is recorded."""
+    import sys
+
+    from workbench.cli import main
+    script = tmp_path / "s.py"
+    script.write_text("print('hello')\n")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    out = tmp_path / "t.json"
+    assert main(["run", "-o", str(out), str(script)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"workbench: running {script}, recording its jax.grad, vmap, jit, ... "
+                      f"calls; {out} is written when it ends")
