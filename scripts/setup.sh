@@ -152,11 +152,26 @@ setup_venv() {
         return 0
     fi
 
-    say "installing $PACKAGE[test] into $venv (pip install -e '.[test]')"
+    say "installing $PACKAGE[test] into $venv (pip install -e '.[test]'; the first time a few" \
+        "minutes: JAX, flax, equinox, optax, numpyro, diffrax, textual are fetched)"
     rm -f "$venv/$STAMP_NAME"
+    # pip's whole output to a log (shown if it fails), the packages it fetches as it goes.
+    local log status=0
+    log="$(mktemp)"
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
-        "$venv/bin/python" -m pip install -qq --progress-bar off -e '.[test]' "${pins[@]}" ||
+        "$venv/bin/python" -m pip install --progress-bar off -e '.[test]' "${pins[@]}" \
+        >"$log" 2>&1 &
+    local pip_pid=$!
+    { tail -n +1 -f --pid="$pip_pid" "$log" |
+        grep --line-buffered -E '^(Collecting|Building wheel|Installing collected)' |
+        sed -u -e 's/ (from .*//' -e 's/^/setup:   /' -e 's/^\(.\{100\}\).*/\1.../' >&2; } || true
+    wait "$pip_pid" || status=$?
+    if [ "$status" -ne 0 ]; then
+        cat "$log" >&2
+        rm -f "$log"
         die "pip install -e '.[test]' ${pins[*]} failed in $venv (errors above)"
+    fi
+    rm -f "$log"
     core_built "$venv" || warn "the C step core (transforms/_capture/_core_*.c) did not build for $venv:" \
         "recording uses the Python step core, slower (is gcc there, and Python's headers?)"
     echo "$stamp" >"$venv/$STAMP_NAME"
