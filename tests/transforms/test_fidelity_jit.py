@@ -335,3 +335,22 @@ def test_the_leak_checker_reports_inside_record_as_outside():
     plain = _leak_report(contextlib.nullcontext())
     assert plain.startswith("Leaked trace DynamicJaxprTrace")
     assert _leak_report(T.record()) == plain
+
+
+def test_disable_jit_runs_the_function_once_a_call_inside_record():
+    """JAX's JitTest.test_disable_jit inside record(): no trace of ours under disable_jit."""
+    for ctx in (contextlib.nullcontext(), T.record()):
+        effects = []
+
+        @T.jit
+        def f(x):
+            effects.append(1)
+            return x
+        with ctx:
+            with jax.disable_jit():
+                f(2)
+                f(2)
+            assert len(effects) == 2
+            f(2)
+            f(2)
+        assert len(effects) == 3

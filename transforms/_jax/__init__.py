@@ -36,6 +36,7 @@ from ._api import (
     jax_function_name as jax_function_name,
     jax_own as jax_own,
     jit_cache_key as jit_cache_key,
+    jit_disabled as jit_disabled,
     legacy_mesh as legacy_mesh,
     swap_linear_function as swap_linear_function,
     swap_vjp_function as swap_vjp_function,

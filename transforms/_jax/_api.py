@@ -42,6 +42,12 @@ def jax_function_name(fun: Any) -> str:
 _RECORDING_CACHE_KEY = jax.make_user_context(None)
 
 
+def jit_disabled() -> bool:
+    """Inside `jax.disable_jit()`: a jitted call runs its function eagerly and traces nothing
+    (public config, read as JAX reads it at each call)."""
+    return bool(jax.config.jax_disable_jit)
+
+
 def jit_cache_key(value: int | None) -> Any:
     """A context manager setting the value JAX's jit caches are keyed on (None: as outside)."""
     return _RECORDING_CACHE_KEY(value)

@@ -259,7 +259,7 @@ def _open_in_block(jitted_ref: Callable, args: tuple, kwargs: dict | None) -> tu
     f on a miss of its cache, recorded by the entry), then the trace it ran recorded where
     the block has not recorded it (_InBlock)."""
     jitted = jitted_ref()
-    if state.session is None or retrace_refused():
+    if state.session is None or retrace_refused() or _i.jit_disabled():  # JAX traces nothing
         return jitted._jitted, args, kwargs, _same, _ignore
     run = _InBlock(jitted_ref, jitted._entry, args, kwargs)
     return jitted._jitted, args, kwargs, run.returned, run.raised
