@@ -3,7 +3,13 @@ values held per live object (ByObject), safe text of any object (safe_repr, mess
 the Bracket: a call with hooks around it and no frame of ours while it runs."""
 from __future__ import annotations
 
-from ._bracket import PyBracket as PyBracket, bracket as bracket, use_bracket_class as use_bracket_class
+from ._bracket import (
+    PyBracket as PyBracket,
+    bracket as bracket,
+    raised_as_is as raised_as_is,
+    returned_as_is as returned_as_is,
+    use_bracket_class as use_bracket_class,
+)
 from ._by_object import ByObject as ByObject
 from ._caches import BoundedCache as BoundedCache
 from ._text import (

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["PyBracket", "bracket", "use_bracket_class"]
+__all__ = ["PyBracket", "bracket", "raised_as_is", "returned_as_is", "use_bracket_class"]
 
 Open = Callable[[tuple, "dict | None"], Any]
 
@@ -60,9 +60,23 @@ def use_bracket_class(choose: Callable[[], type]) -> None:
     _choose, _class = choose, None
 
 
-def bracket(open: Open, fun: Callable) -> Any:
-    """A Bracket of `fun` (C where built: see the module's docstring)."""
+def bracket(open: Open, fun: Callable | None = None) -> Any:
+    """A Bracket of `fun` (C where built: see the module's docstring); without `fun`, `open`
+    never returns None: it always names the target."""
     global _class
     if _class is None:
         _class = _choose()
-    return _class(open, fun)
+    return _class(open, fun if fun is not None else _named_by_open)
+
+
+def returned_as_is(out: Any) -> Any:
+    """A run's `returned` that gives the target's result unchanged."""
+    return out
+
+
+def raised_as_is(error: BaseException) -> None:
+    """A run's `raised` that lets the target's error go on unchanged."""
+
+
+def _named_by_open(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a Bracket whose open names its target was called without one")

@@ -45,7 +45,7 @@ _RECORDING_CACHE_KEY = jax.make_user_context(None)
 def jit_disabled() -> bool:
     """Inside `jax.disable_jit()`: a jitted call runs its function eagerly and traces nothing
     (public config, read as JAX reads it at each call)."""
-    return bool(jax.config.jax_disable_jit)
+    return bool(jax.config.jax_disable_jit)  # type: ignore[attr-defined]  # set at runtime
 
 
 def jit_cache_key(value: int | None) -> Any:

@@ -129,11 +129,11 @@ class RecordingTrace(Trace):
     # frame of ours is between JAX's and the rule's (the rule sees JAX's stack depth).
     @property
     def process_custom_jvp_call(self) -> Callable:
-        return bracket(self._open_custom_jvp, _named_by_open)
+        return bracket(self._open_custom_jvp)
 
     @property
     def process_custom_vjp_call(self) -> Callable:
-        return bracket(self._open_custom_vjp, _named_by_open)
+        return bracket(self._open_custom_vjp)
 
     def _open_custom_jvp(self, args: tuple, params: dict | None) -> tuple:
         primitive, fun, jvp, tracers = args
@@ -193,10 +193,6 @@ class _ParentStep:
     def raised(self, error: BaseException) -> None:
         self.context.__exit__(None, None, None)
         self.trace.level.fail_step(self.index, self.primitive, self.params, error)
-
-
-def _named_by_open(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("RecordingTrace: a custom call's Bracket always names its target")
 
 
 def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> Callable:

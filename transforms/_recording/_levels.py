@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast
 
 from .. import _jax as _i
 from .._capture import RecordingState, function_name, state as _state
-from .._common import bracket, message
+from .._common import bracket, message, raised_as_is, returned_as_is
 
 __all__ = ["LevelCall", "LevelRun", "LevelState", "RuleSpec", "run_level"]
 
@@ -107,7 +107,7 @@ class RuleSpec:
     def body(self) -> Any:
         """What JAX runs for the rule's body, `body(f, *args)`: f under a recorder for the
         rule's level (a Bracket: no frame of ours between JAX's and the rule's)."""
-        return bracket(self._open_body, _named_by_open)
+        return bracket(self._open_body)
 
     def _open_body(self, args: tuple, kwargs: dict | None) -> tuple:
         return self.open(args[0], args[1:], kwargs or {})
@@ -122,7 +122,7 @@ class RuleSpec:
             later, tape = (current.late_rule(self.kind, self.fun, self.function, args)
                            if current is not None else (None, None))
             if later is None:
-                return f, args, kwargs, _same, _ignore
+                return f, args, kwargs, returned_as_is, raised_as_is
             level = later
         else:
             level, tape = call.rule_level(self.kind, parent, self.function, self.fun, args)
@@ -151,18 +151,6 @@ class _RuleRun:
         finally:
             if self.tape is not None:
                 self.tape.abandon(error)
-
-
-def _same(out: Any) -> Any:
-    return out
-
-
-def _ignore(error: BaseException) -> None:
-    pass
-
-
-def _named_by_open(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("RuleSpec: a rule body's Bracket always names its target")
 
 
 class LevelRun:

@@ -47,7 +47,7 @@ from .._capture import (
     retrace_refused,
     retracing_to_record,
 )
-from .._common import bracket
+from .._common import bracket, raised_as_is, returned_as_is
 from .._jax import jax_own
 from .._recording import (
     JitReplay,
@@ -111,7 +111,7 @@ class _JitEntry:
         if state.session is None and not retrace_refused():
             return self._fun()
         # NB: made per trace, not kept: the entry holds nothing that holds it back.
-        return bracket(self._open_trace, _fun_gone)
+        return bracket(self._open_trace)
 
     def see_trace(self, jitted: Any, args: tuple, kwargs: dict) -> None:
         """Before a call inside record(): make sure the block records the trace it runs.
@@ -148,7 +148,7 @@ class _JitEntry:
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
-            return fun, args, kwargs, _same, _ignore
+            return fun, args, kwargs, returned_as_is, raised_as_is
         self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
@@ -212,8 +212,7 @@ class Jitted:
         self._entry = entry
         # NB: kept, and holding this object weakly: no cycle, and JAX's leak checker, which
         # walks the referrers of a leaked tracer, meets nothing of ours on the way.
-        self._in_block = bracket(functools.partial(_open_in_block, weakref.ref(self)),
-                                 _fun_gone)
+        self._in_block = bracket(functools.partial(_open_in_block, weakref.ref(self)))
 
     @property
     def __call__(self) -> Callable:
@@ -260,7 +259,7 @@ def _open_in_block(jitted_ref: Callable, args: tuple, kwargs: dict | None) -> tu
     the block has not recorded it (_InBlock)."""
     jitted = jitted_ref()
     if state.session is None or retrace_refused() or _i.jit_disabled():  # JAX traces nothing
-        return jitted._jitted, args, kwargs, _same, _ignore
+        return jitted._jitted, args, kwargs, returned_as_is, raised_as_is
     run = _InBlock(jitted_ref, jitted._entry, args, kwargs)
     return jitted._jitted, args, kwargs, run.returned, run.raised
 
@@ -294,18 +293,6 @@ class _InBlock:
     def raised(self, error: BaseException) -> None:
         """JAX's call raised (its trace, or the program)."""
         self.filtered.raised(error)
-
-
-def _same(out: Any) -> Any:
-    return out
-
-
-def _ignore(error: BaseException) -> None:
-    pass
-
-
-def _fun_gone(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("transforms.jit: its Brackets always name their target")
 
 
 def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:
