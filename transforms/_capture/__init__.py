@@ -67,6 +67,7 @@ from ._state import (
     refusing_retrace as refusing_retrace,
     reset_block_key as reset_block_key,
     retrace_refused as retrace_refused,
+    retracing_now as retracing_now,
     retracing_to_record as retracing_to_record,
     state as state,
 )

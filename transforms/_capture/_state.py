@@ -192,6 +192,15 @@ def note_jit_traced() -> None:
         _keys_with_jit_traces.add(key)
 
 
+_retracing: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_retracing",
+                                                                 default=False)
+
+
+def retracing_now() -> bool:
+    """True inside retracing_to_record: what JAX traces there is the recording's, not the program's."""
+    return _retracing.get()
+
+
 @contextlib.contextmanager
 def retracing_to_record() -> Iterator[None]:
     """Trace a jit that JAX had cached before the block again, for the recording only.
@@ -200,8 +209,12 @@ def retracing_to_record() -> Iterator[None]:
     under the recorder; what is traced here is never lowered, compiled or run (the call
     itself runs on JAX's cached executable, keyed as always).
     """
-    with _i.jit_cache_key(_block_key.get()):
-        yield
+    token = _retracing.set(True)
+    try:
+        with _i.jit_cache_key(_block_key.get()):
+            yield
+    finally:
+        _retracing.reset(token)
 
 
 class RetraceRefused(RuntimeError):

@@ -13,6 +13,7 @@ import jax
 
 from .._capture import recording_off
 from ..model import Call, Growth, Session
+from ._compiles import CompileLog
 from ._step_bound import StepBound
 from ._summaries import shared_summaries
 
@@ -44,6 +45,7 @@ class SessionRecorder:
         self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
         self._next_index = 0
+        self.compiles = CompileLog(self.session.compiles)  # every jit's traces and compiles
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
         # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
@@ -76,6 +78,10 @@ class SessionRecorder:
     def replays(self) -> bool:
         """Whether calls keep their inputs while they run, to replay their stages after."""
         return self.find_nans or self.values
+
+    def next_index(self) -> int:
+        """The index the next call will have."""
+        return self._next_index
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""

@@ -53,6 +53,9 @@ from .._recording import (
     JitReplay,
     begin_call,
     build,
+    compile_key,
+    defined_at,
+    new_function_id,
     note_jit_arguments,
     note_jit_values,
     open_call_level,
@@ -86,6 +89,7 @@ class _JitEntry:
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
         self._options = options
         self._kwargs = kwargs
+        self._function_id = new_function_id()  # the function object, in compile keys
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
         signature = _i.cache_miss_signature(
             fun, functools.partial(_check_before_trace, weakref.ref(self)))
@@ -152,6 +156,8 @@ class _JitEntry:
         self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
+        if call is None:  # a top-level trace: JAX reports it, its cache key goes with it
+            self._note_key(fun, args, kwargs)
         if call is not None:  # traced inside a recorded call: a level of it
             return open_level(call, fun, "jit", self._options, args, kwargs)
         # Traced outside any recorded call: this trace is the call.
@@ -163,6 +169,11 @@ class _JitEntry:
                 call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
         call.stages.plan(self.transform_spec())
         return open_call_level(call, fun, "jit", self._options, args, kwargs)
+
+    def _note_key(self, fun: Callable, args: tuple, kwargs: dict) -> None:
+        recorder = state.session
+        key = compile_key(self._function_id, fun, self._kwargs, args, kwargs)
+        recorder.compiles.note_key(self.__name__, key, defined_at(fun), recorder.next_index())
 
     def __repr__(self) -> str:  # JAX prints it (errors, the jitted object's repr) as f
         return repr(self._fun())
