@@ -113,7 +113,8 @@ def miss_reasons(earlier: Sequence[CompileRecord], record: CompileRecord) -> tup
         where = f"{place.file}:{place.line}" if place is not None else "?"
         return (MissReason("new_function", record.function, "", where),)
     same_object = [k for k in keyed if k.function_id == key.function_id]
-    found = min((key_differences(k, key) for k in same_object), key=len)
+    # the fewest differences; of equals, the latest
+    found = min((key_differences(k, key) for k in reversed(same_object)), key=len)
     return found or (MissReason("same_key"),)
 
 
