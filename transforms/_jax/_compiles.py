@@ -89,6 +89,7 @@ def cache_config() -> tuple[tuple[str, str], ...]:
     """The settings JAX's jit caches are keyed on that users change: x64, the default
     device, the mesh of a `with mesh:` block."""
     mesh = legacy_mesh()
-    return (("jax_enable_x64", str(bool(jax.config.jax_enable_x64))),
-            ("jax_default_device", str(jax.config.jax_default_device)),
+    config: Any = jax.config  # its options are attributes made at run time
+    return (("jax_enable_x64", str(bool(config.jax_enable_x64))),
+            ("jax_default_device", str(config.jax_default_device)),
             ("mesh", "" if mesh is None else str(dict(mesh.shape))))

@@ -105,19 +105,26 @@ class CompileLog:
 
     def _followed(self, at: tuple[int, str], function: str, phase: str, seconds: float) -> None:
         """A lowering or compilation: of the trace just made, or of one made before."""
-        done, spent = ("lowered", "lower_seconds") if phase == "lower" else \
-            ("compiled", "compile_seconds")
         with self._lock:
             position = self._latest.get(at)
             if position is not None and position < len(self.records) and \
-                    not getattr(self.records[position], done):
-                record = self.records[position]
-                self.records[position] = dataclasses.replace(record, **{done: True,
-                                                                        spent: seconds})
+                    not _has(self.records[position], phase):
+                self.records[position] = _with(self.records[position], phase, seconds)
                 return
             self._latest[at] = len(self.records)
-            self.records.append(CompileRecord(function, location=user_location(),
-                                              **{done: True, spent: seconds}))
+            self.records.append(_with(CompileRecord(function, location=user_location()),
+                                      phase, seconds))
+
+
+def _has(record: CompileRecord, phase: str) -> bool:
+    return record.lowered if phase == "lower" else record.compiled
+
+
+def _with(record: CompileRecord, phase: str, seconds: float) -> CompileRecord:
+    """The record with its lowering ("lower") or compilation done, in seconds."""
+    if phase == "lower":
+        return dataclasses.replace(record, lowered=True, lower_seconds=seconds)
+    return dataclasses.replace(record, compiled=True, compile_seconds=seconds)
 
 
 def compile_key(function_id: int, fun: Any, jit_kwargs: dict, args: tuple,

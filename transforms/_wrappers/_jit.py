@@ -172,6 +172,8 @@ class _JitEntry:
 
     def _note_key(self, fun: Callable, args: tuple, kwargs: dict) -> None:
         recorder = state.session
+        if recorder is None:
+            return
         key = compile_key(self._function_id, fun, self._kwargs, args, kwargs)
         recorder.compiles.note_key(self.__name__, key, defined_at(fun), recorder.next_index())
 

@@ -69,9 +69,9 @@ REASON_KINDS: dict[str, ReasonKind] = {
         "keep one jitted function and do not clear its cache"),
     "not_seen": ReasonKind(
         "traced again, key not recorded",
-        "`{subject}` traced again; its key was not recorded (a jit JAX ran for a "
-        "library or for jnp)",
-        "run under `workbench run` or call jax.jit yourself to see its key"),
+        "`{subject}` traced again (a jit JAX ran for jnp or a library: its key is not "
+        "recorded)",
+        "see the line that called it: each new shape or dtype there compiles it again"),
 }
 
 
@@ -131,9 +131,9 @@ def key_differences(old: CompileKey, new: CompileKey) -> tuple[MissReason, ...]:
     found += _tree_changes(old, new)
     old_leaves = {leaf.path: leaf for leaf in old.leaves}
     for leaf in new.leaves:
-        was = old_leaves.get(leaf.path)
-        if was is not None:
-            found += _leaf_differences(was, leaf)
+        old_leaf = old_leaves.get(leaf.path)
+        if old_leaf is not None:
+            found += _leaf_differences(old_leaf, leaf)
     return tuple(found)
 
 
