@@ -161,5 +161,9 @@ def _place_key(location: SourceLocation | None) -> tuple:
 
 
 def reason_lines(group: CompileGroup) -> list[tuple[str, str, int]]:
-    """(explanation, fix, count) per distinct reason of the group's retraces."""
-    return [(explain(reason), hint(reason), count) for reason, count in group.reasons()]
+    """(explanation, fix, count) per distinct reason of the group's retraces; the fix is
+    given with the last reason of its kind ("" with the others: said once)."""
+    reasons = group.reasons()
+    last = {reason.kind: i for i, (reason, _) in enumerate(reasons)}
+    return [(explain(reason), hint(reason) if last[reason.kind] == i else "", count)
+            for i, (reason, count) in enumerate(reasons)]

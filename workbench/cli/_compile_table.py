@@ -31,7 +31,8 @@ def compile_lines(session: Session) -> list[str]:
         for text, fix, count in reason_lines(group):
             times = f" (×{count})" if count > 1 else ""
             lines.append(f"      {_t(text)}{times}")
-            lines.append(f"        fix: {_t(fix)}")
+            if fix:
+                lines.append(f"        fix: {_t(fix)}")
     return lines
 
 
