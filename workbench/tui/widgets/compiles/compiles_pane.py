@@ -2,7 +2,7 @@
 function, each retrace with why it missed, the fix and the user's line (drawn by
 `workbench.render.compiles`).
 
-The session screen adds this pane only for sessions that recorded compiles. It shows the
+The session screen adds this pane only for sessions that traced a jit of the user's. It shows the
 whole session, whichever call is selected.
 """
 from __future__ import annotations
@@ -20,7 +20,10 @@ from ..common.selection_view import SelectionView
 
 
 def has_compiles(session: Session) -> bool:
-    return bool(session.compiles)
+    """A jit of the user's (its key recorded) was traced: eager jnp's own compiles alone
+    (a session of vmap and grad calls has them, depending on JAX's caches) are no reason
+    for the view."""
+    return any(c.key is not None for c in session.compiles)
 
 
 class CompilesPane(VerticalScroll, SelectionView, can_focus=True):
