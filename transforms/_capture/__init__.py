@@ -52,6 +52,7 @@ from ._spec import (
     spec_of as spec_of,
 )
 from ._state import (
+    BLOCKS as BLOCKS,
     OPEN_BLOCKS as OPEN_BLOCKS,
     RecordingState as RecordingState,
     RetraceRefused as RetraceRefused,

@@ -26,11 +26,12 @@ OpenLevel = TypeVar("OpenLevel")  # a level open in it (LevelState)
 
 
 class _Block:
-    """One open `record()` block: its recorder and the frame that entered it."""
-    __slots__ = ("recorder", "frame")
+    """One open `record()` block: its recorder (and its serial) and the frame that entered it."""
+    __slots__ = ("recorder", "frame", "serial")
 
     def __init__(self, recorder: Any, frame: FrameType | None):
         self.recorder, self.frame = recorder, frame
+        self.serial = getattr(recorder, "serial", None)
 
 
 # Recording state is context-local (contextvars), so asyncio tasks and threads each
@@ -96,6 +97,11 @@ def entering_frame() -> FrameType | None:
     while frame is not None and frame.f_code.co_filename == contextlib.__file__:
         frame = frame.f_back
     return frame
+
+
+# The open blocks of this context, for the jitted call's hot path (transforms.jit): read
+# as `BLOCKS.get()`, a tuple of blocks with a `serial` each.
+BLOCKS = _blocks
 
 
 def active_session() -> Any:

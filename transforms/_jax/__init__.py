@@ -57,6 +57,7 @@ from ._compiles import (
     cache_config as cache_config,
     event_function as event_function,
     event_phase as event_phase,
+    jit_cache_size as jit_cache_size,
     key_leaves as key_leaves,
     listen_to_compiles as listen_to_compiles,
     path_text as path_text,

@@ -11,7 +11,7 @@ from jax import tree_util
 
 from ._api import legacy_mesh
 
-__all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "event_function", "event_phase",
+__all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "event_function", "event_phase", "jit_cache_size",
            "key_leaves", "listen_to_compiles", "path_text", "tree_text"]
 
 # NB: JAX's monitoring event names (jax/_src/dispatch.py): one event per top-level trace
@@ -93,3 +93,12 @@ def cache_config() -> tuple[tuple[str, str], ...]:
     return (("jax_enable_x64", str(bool(config.jax_enable_x64))),
             ("jax_default_device", str(config.jax_default_device)),
             ("mesh", "" if mesh is None else str(dict(mesh.shape))))
+
+
+def jit_cache_size(jitted: Any) -> int | None:
+    """How many entries the jitted object's dispatch cache holds (None: not known).
+
+    NB: `_cache_size` of JAX's jitted object (its C++ dispatch cache), as its tests read it.
+    """
+    size = getattr(jitted, "_cache_size", None)
+    return size() if callable(size) else None

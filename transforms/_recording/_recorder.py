@@ -6,6 +6,7 @@ A call while it runs is _call.py's (CallBuilder); it adds itself here when it fi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 from typing import Any
 
@@ -20,6 +21,7 @@ from ._summaries import shared_summaries
 __all__ = ["SessionRecorder"]
 
 _EVERY = object()  # resolve every waiting capture
+_serials = itertools.count(1)
 
 
 class SessionRecorder:
@@ -35,6 +37,7 @@ class SessionRecorder:
             raise ValueError(f"record(max_steps=...) must be a positive int or None, "
                              f"got {max_steps!r}")
         self.detail = detail
+        self.serial = next(_serials)  # names the block, for what a jit entry traced in it
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
         # record(find_nans=True): the first call with a NaN or Inf in its outputs is replayed

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from .._capture import (
+    BLOCKS,
     OPEN_BLOCKS,
     Options,
     TransformSpec,
@@ -45,6 +46,7 @@ from .._capture import (
     note_jit_traced,
     recording_off,
     retrace_refused,
+    retracing_now,
     retracing_to_record,
 )
 from .._common import bracket
@@ -87,6 +89,11 @@ class _JitEntry:
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
+        # The block every trace of this entry was made in (its recorder's serial), else
+        # _MIXED (a trace outside it, or JAX's cache held one already): a call in that
+        # block may go straight to JAX (Jitted.__call__), as every trace it can hit was
+        # recorded in it.
+        self.owner: object = None
         self._options = options
         self._kwargs = kwargs
         self._function_id = new_function_id()  # the function object, in compile keys
@@ -113,6 +120,7 @@ class _JitEntry:
     @property
     def __call__(self) -> Callable:
         if state.session is None and not retrace_refused():
+            self.owner = _MIXED  # traced outside any block: a block's call may hit it
             return self._fun()
         # NB: made per trace, not kept: the entry holds nothing that holds it back.
         return bracket(self._open_trace, _fun_gone)
@@ -127,8 +135,16 @@ class _JitEntry:
         """
         if state.session is None or retrace_refused():
             return
+        self.check_cache(jitted)
         traces = self._traces
         self.traced(jitted.trace(*args, **kwargs), traces, jitted, args, kwargs)
+
+    def check_cache(self, jitted: Any) -> None:
+        """Before a call (or .trace) in a block, of an entry that never traced: JAX's dispatch
+        cache holding entries already (made before by another jitted object of the same
+        function) makes it _MIXED, so its calls take the path that records cached traces."""
+        if self.owner is None and _i.jit_cache_size(jitted) != 0:
+            self.owner = _MIXED
 
     def traced(self, traced: Any, traces: int, jitted: Any, args: tuple, kwargs: dict) -> None:
         """JAX's `.trace` answered (`traces`: the entry's count before it): retrace for the
@@ -152,7 +168,13 @@ class _JitEntry:
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
+            self.owner = _MIXED
             return fun, args, kwargs, _same, _ignore
+        serial = state.session.serial
+        if retracing_now() or (self.owner is not None and self.owner != serial):
+            self.owner = _MIXED
+        elif self.owner is None:
+            self.owner = serial
         self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
@@ -188,6 +210,7 @@ class _JitEntry:
 
 
 _NOT_SPECIFIED = object()
+_MIXED = "mixed"  # an entry traced in more than one block, or outside any
 
 
 @_i.api_boundary
@@ -232,6 +255,12 @@ class Jitted:
     def __call__(self) -> Callable:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
+        # Every trace JAX can answer this call from was made, and recorded, in this block:
+        # JAX's own call (a miss traces, and the entry records it). NB: one block open in
+        # this context (with several, which one records depends on the frames: see_trace).
+        blocks = BLOCKS.get()
+        if len(blocks) == 1 and blocks[0].serial == self._entry.owner:
+            return self._jitted
         return self._in_block
 
     # JAX's ahead-of-time methods trace too: in a block, the trace they use is recorded.
@@ -274,6 +303,7 @@ def _open_in_block(jitted_ref: Callable, args: tuple, kwargs: dict | None) -> tu
     jitted = jitted_ref()
     if state.session is None or retrace_refused():
         return jitted._jitted, args, kwargs, _same, _ignore
+    jitted._entry.check_cache(jitted._jitted)
     run = _InBlock(jitted_ref, jitted._entry, args, kwargs)
     return jitted._jitted, args, kwargs, run.returned, run.raised
 
