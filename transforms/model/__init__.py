@@ -17,6 +17,7 @@ from ._compile_reasons import (
     ReasonKind as ReasonKind,
     explain as explain,
     hint as hint,
+    jax_says as jax_says,
     miss_reasons as miss_reasons,
     same_function as same_function,
 )

@@ -11,57 +11,70 @@ from typing import NamedTuple, Sequence
 
 from ._compile_records import CompileKey, CompileRecord, KeyLeaf, MissReason
 
-__all__ = ["REASON_KINDS", "ReasonKind", "explain", "hint", "miss_reasons", "same_function"]
+__all__ = ["REASON_KINDS", "ReasonKind", "explain", "hint", "jax_says", "miss_reasons",
+           "same_function"]
 
 
 class ReasonKind(NamedTuple):
-    """One reason a jit misses its caches: how it reads, and the fix."""
+    """One reason a jit misses its caches: how it reads, the fix, and the words of JAX's own
+    explanation of the same miss (what `jax_explain_cache_misses` logs; "" for none)."""
     title: str
     template: str   # over {subject}, {before}, {after}
     hint: str
+    jax_says: str = ""
 
 
 REASON_KINDS: dict[str, ReasonKind] = {
     "smaller_batch": ReasonKind(
         "a smaller batch", "`{subject}` {before} -> {after} (the last, smaller batch)",
-        "drop the last partial batch, or pad it to the batch size (and mask it)"),
+        "drop the last partial batch, or pad it to the batch size (and mask it)",
+        "different input types"),
     "shape": ReasonKind(
         "a shape changed", "`{subject}` {before} -> {after}",
-        "each new shape traces and compiles again: pad to a few fixed shapes"),
+        "each new shape traces and compiles again: pad to a few fixed shapes",
+        "different input types"),
     "dtype": ReasonKind(
         "a dtype changed", "`{subject}` {before} -> {after}",
-        "cast once, before the loop, so every call passes the same dtype"),
+        "cast once, before the loop, so every call passes the same dtype",
+        "different input types"),
     "became_array": ReasonKind(
         "a Python scalar became an array",
         "`{subject}` was a Python scalar (weakly typed {before}) and is now a {after} array",
         "pass the same kind each call: always an array (jnp.asarray(x, jnp.float32)) "
-        "or always a Python scalar"),
+        "or always a Python scalar",
+        "different input types (weak_type)"),
     "became_scalar": ReasonKind(
         "an array became a Python scalar",
         "`{subject}` was a {before} array and is now a Python scalar (weakly typed {after})",
         "pass the same kind each call: always an array (jnp.asarray(x, jnp.float32)) "
-        "or always a Python scalar"),
+        "or always a Python scalar",
+        "different input types (weak_type)"),
     "sharding": ReasonKind(
         "a sharding changed", "`{subject}` sharding {before} -> {after}",
-        "place the arguments the same way on every call (jax.device_put once)"),
+        "place the arguments the same way on every call (jax.device_put once)",
+        "different input types (sharding)"),
     "static": ReasonKind(
         "a static argument changed", "static argument `{subject}` {before} -> {after}",
         "each value of a static argument compiles once: keep the values few, or pass "
         "it as an array"),
     "tree_leaves": ReasonKind(
         "a tree gained or lost leaves", "the tree of `{subject}` changed: {after}",
-        "keep the same structure every call (the same keys, no None in place of a value)"),
+        "keep the same structure every call (the same keys, no None in place of a value)",
+        "different input pytree"),
     "tree": ReasonKind(
         "a tree's structure changed", "the tree of `{subject}` changed: {before} -> {after}",
-        "keep the same node types every call (a tuple stays a tuple, a dict a dict)"),
+        "keep the same node types every call (a tuple stays a tuple, a dict a dict)",
+        "different input pytree"),
     "new_function": ReasonKind(
         "a new function object",
         "a new function object at each call: `jax.jit({subject})` of the function "
         "defined at {after}",
-        "jit it once, outside the loop, and call the jitted function"),
+        "jit it once, outside the loop, and call the jitted function",
+        "never seen function (being re-defined repeatedly, preventing caching?)"),
     "config": ReasonKind(
         "a JAX setting changed", "JAX setting `{subject}` {before} -> {after}",
-        "keep JAX's settings (x64, default device, mesh) the same while calling it"),
+        "keep JAX's settings (x64, default device, mesh) the same while calling it",
+        "tracing context doesn't match, e.g. due to config or context manager"),
     "same_key": ReasonKind(
         "traced again with the same key",
         "traced again with the key of an earlier trace (JAX's cache was cleared, or "
@@ -87,6 +100,12 @@ def explain(reason: MissReason) -> str:
 def hint(reason: MissReason) -> str:
     kind = REASON_KINDS.get(reason.kind)
     return kind.hint if kind is not None else ""
+
+
+def jax_says(reason: MissReason) -> str:
+    """What JAX's own cache-miss explanation calls the same miss ("" where it has none)."""
+    kind = REASON_KINDS.get(reason.kind)
+    return kind.jax_says if kind is not None else ""
 
 
 def same_function(a: CompileRecord, b: CompileRecord) -> bool:

@@ -12,7 +12,15 @@ from typing import Callable
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from transforms.model import CompileKey, CompileRecord, Session, SourceLocation, explain, hint
+from transforms.model import (
+    CompileKey,
+    CompileRecord,
+    Session,
+    SourceLocation,
+    explain,
+    hint,
+    jax_says,
+)
 
 from .._safe_text import terminal as _t
 from .._words import plural
@@ -78,6 +86,9 @@ def _record(record: CompileRecord, source_line: SourceLine | None,
         lines.append(Text(f"      {_t(source.strip(), 120)}", style="green"))
     for reason in record.reasons:
         lines.append(Text(f"      why: {_t(explain(reason))}", style="bold"))
+        said = jax_says(reason)
+        if said:
+            lines.append(Text(f"      JAX's explain_cache_misses: {said}", style="dim"))
         fix = hint(reason)
         if fix:
             lines.append(Text(f"      fix: {_t(fix)}", style="dim"))

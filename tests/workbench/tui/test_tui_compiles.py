@@ -44,6 +44,7 @@ async def test_compiles_view_names_each_retrace_its_reason_and_fix():
             "  trace #2    train.py:12           1.500 s  (trace/lower/compile)",
             "      why: `lr` was a Python scalar (weakly typed float32[]) and is now a float32[] "
             "array",
+            "      JAX's explain_cache_misses: different input types (weak_type)",
             "      fix: pass the same kind each call: always an array (jnp.asarray(x, "
             "jnp.float32)) or always a Python scalar",
         ]
