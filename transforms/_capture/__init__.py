@@ -52,8 +52,8 @@ from ._spec import (
     spec_of as spec_of,
 )
 from ._state import (
-    BLOCKS as BLOCKS,
     OPEN_BLOCKS as OPEN_BLOCKS,
+    SINGLE_BLOCK as SINGLE_BLOCK,
     RecordingState as RecordingState,
     RetraceRefused as RetraceRefused,
     active_session as active_session,

@@ -99,9 +99,15 @@ def entering_frame() -> FrameType | None:
     return frame
 
 
-# The open blocks of this context, for the jitted call's hot path (transforms.jit): read
-# as `BLOCKS.get()`, a tuple of blocks with a `serial` each.
-BLOCKS = _blocks
+# The serial of the one block open in this context (None: none, or several), for the
+# jitted call's hot path (transforms.jit): read as `SINGLE_BLOCK.get()`.
+SINGLE_BLOCK: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "transforms_single_block", default=None)
+
+
+def _set_blocks(blocks: tuple) -> None:
+    _blocks.set(blocks)
+    SINGLE_BLOCK.set(blocks[0].serial if len(blocks) == 1 else None)
 
 
 def active_session() -> Any:
@@ -123,7 +129,7 @@ def enter_block(recorder: Any, frame: FrameType | None) -> Entered:
         _open_blocks[0] += 1
     block = _Block(recorder, frame)
     prev = (_call.get(), _levels.get())
-    _blocks.set((*_blocks.get(), block))
+    _set_blocks((*_blocks.get(), block))
     _call.set(None)
     _levels.set([])
     key = _new_block_key()
@@ -135,7 +141,7 @@ def leave_block(entered: Entered) -> None:
     reset_block_key, for the stages read after)."""
     blocks = _blocks.get()
     innermost = bool(blocks) and blocks[-1] is entered.block
-    _blocks.set(tuple(b for b in blocks if b is not entered.block))
+    _set_blocks(tuple(b for b in blocks if b is not entered.block))
     if innermost:  # in order: the state of the block around it comes back
         _call.set(entered.call)
         _levels.set(entered.levels)

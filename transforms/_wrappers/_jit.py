@@ -36,8 +36,8 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from .._capture import (
-    BLOCKS,
     OPEN_BLOCKS,
+    SINGLE_BLOCK,
     Options,
     TransformSpec,
     any_block_open,
@@ -256,10 +256,10 @@ class Jitted:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
         # Every trace JAX can answer this call from was made, and recorded, in this block:
-        # JAX's own call (a miss traces, and the entry records it). NB: one block open in
-        # this context (with several, which one records depends on the frames: see_trace).
-        blocks = BLOCKS.get()
-        if len(blocks) == 1 and blocks[0].serial == self._entry.owner:
+        # JAX's own call (a miss traces, and the entry records it). NB: only with one block
+        # open in this context (with several, which records depends on the frames: see_trace);
+        # with none here (open in another thread), nothing records in this one.
+        if SINGLE_BLOCK.get() == self._entry.owner:
             return self._jitted
         return self._in_block
 
