@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.text import Text
 
 from transforms.model import (
@@ -67,8 +68,13 @@ def _group(group: CompileGroup, source_line: SourceLine | None) -> list[Renderab
     return lines
 
 
+def _detail(text: str, style: str) -> RenderableType:
+    """A line under a trace: indented, and so are the lines it wraps to."""
+    return Padding(Text(text, style=style), (0, 0, 0, 6))
+
+
 def _record(record: CompileRecord, source_line: SourceLine | None,
-            named: bool = False) -> list[Text]:
+            named: bool = False) -> list[RenderableType]:
     """A trace (or a later lowering or compile): `named` for a folded group's, whose
     records are of several functions."""
     what = "/".join(w for w, done in (("trace", record.traced), ("lower", record.lowered),
@@ -80,20 +86,22 @@ def _record(record: CompileRecord, source_line: SourceLine | None,
         line.append(f"{_t(record.function, 40)}  ")
     line.append(f"{_t(short_place(record.location)):<20}")
     line.append(f" {record.seconds:6.3f} s  ({what})", style="dim")
-    lines = [line]
+    lines: list[RenderableType] = [line]
     source = source_line(record.location) if source_line and record.location else None
     if source:
-        lines.append(Text(f"      {_t(source.strip(), 120)}", style="green"))
-    for reason in record.reasons:
-        lines.append(Text(f"      why: {_t(explain(reason))}", style="bold"))
-        said = jax_says(reason)
+        lines.append(_detail(_t(source.strip(), 120), "green"))
+    last = {reason.kind: i for i, reason in enumerate(record.reasons)}
+    for i, reason in enumerate(record.reasons):
+        lines.append(_detail(f"why: {_t(explain(reason))}", "bold"))
+        if last[reason.kind] != i:  # JAX's words and the fix: once per kind of reason
+            continue
+        said, fix = jax_says(reason), hint(reason)
         if said:
-            lines.append(Text(f"      JAX's explain_cache_misses: {said}", style="dim"))
-        fix = hint(reason)
+            lines.append(_detail(f"JAX's explain_cache_misses: {said}", "dim"))
         if fix:
-            lines.append(Text(f"      fix: {_t(fix)}", style="dim"))
+            lines.append(_detail(f"fix: {_t(fix)}", "dim"))
     if record.key is not None and record.number == 0:
-        lines.append(Text(f"      key: {_t(key_text(record.key), 400)}", style="dim"))
+        lines.append(_detail(f"key: {_t(key_text(record.key), 400)}", "dim"))
     return lines
 
 

@@ -35,7 +35,7 @@ async def test_compiles_view_names_each_retrace_its_reason_and_fix():
         await pilot.pause()
         assert app.screen.active_view == "compiles"
         body = _text(app.screen.query_one(CompilesPane).query_one("#compiles-body"))
-        assert body.splitlines() == [
+        assert [line.rstrip() for line in body.splitlines()] == [
             "2 traces, 2 compiles, 3.00 s; your jitted functions traced again 1 time",
             "",
             "step  2 traces, 2 compiles, 3.00 s  traced again 1 time",
