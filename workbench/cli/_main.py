@@ -287,6 +287,11 @@ def _run(args: argparse.Namespace) -> int:
         if problem:
             error(problem)
             return EXIT_BAD_INPUT
+    if getattr(args, "max_compiles", None) is not None and (
+            getattr(args, "watch", False) or args.processes is not None):
+        error("--max-compiles checks one recording of the script; it does not take "
+              "--watch or --processes")
+        return EXIT_BAD_INPUT
     if getattr(args, "watch", False):
         if args.processes is not None:
             error("--watch records the script in one process; it does not take --processes")

@@ -105,3 +105,12 @@ def test_run_max_compiles_exits_4_with_the_reasons(tmp_path):
     bad = subprocess.run([*command, "--max-compiles", "-1", str(script)],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
+
+
+def test_max_compiles_takes_one_recording_not_watch_or_processes(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    out = str(tmp_path / "t.json")
+    assert main(["run", "-o", out, "--max-compiles", "1", "--processes", "2", str(script)]) == 2
+    assert capsys.readouterr().err == ("workbench: --max-compiles checks one recording of the "
+                                       "script; it does not take --watch or --processes\n")
