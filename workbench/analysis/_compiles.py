@@ -162,7 +162,10 @@ def _place_key(location: SourceLocation | None) -> tuple:
 
 def reason_lines(group: CompileGroup) -> list[tuple[str, str, int]]:
     """(explanation, fix, count) per distinct reason of the group's retraces; the fix is
-    given with the last reason of its kind ("" with the others: said once)."""
+    given with the last reason of its kind ("" with the others: said once). None for jits
+    JAX ran for jnp or a library: each new shape at the line compiles them, no key says more."""
+    if group.internal:
+        return []
     reasons = group.reasons()
     last = {reason.kind: i for i, (reason, _) in enumerate(reasons)}
     return [(explain(reason), hint(reason) if last[reason.kind] == i else "", count)

@@ -90,8 +90,9 @@ def _record(record: CompileRecord, source_line: SourceLine | None,
     source = source_line(record.location) if source_line and record.location else None
     if source:
         lines.append(_detail(_t(source.strip(), 120), "green"))
-    last = {reason.kind: i for i, reason in enumerate(record.reasons)}
-    for i, reason in enumerate(record.reasons):
+    reasons = record.reasons if not named else ()  # a folded group's: no key to explain
+    last = {reason.kind: i for i, reason in enumerate(reasons)}
+    for i, reason in enumerate(reasons):
         lines.append(_detail(f"why: {_t(explain(reason))}", "bold"))
         if last[reason.kind] != i:  # JAX's words and the fix: once per kind of reason
             continue
