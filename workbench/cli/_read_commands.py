@@ -93,8 +93,9 @@ def show_command(args: argparse.Namespace) -> int:
     for call in calls:
         print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))
         print_lines(stage_lines(call, first_with))
-    if args.call is None:
-        print_lines(compile_lines(session))
+    compiles = compile_lines(session) if args.call is None else []
+    if compiles:
+        print_lines(compiles)
     return EXIT_OK
 
 
