@@ -2,6 +2,7 @@
 `run --max-compiles`: exact text and exit codes, on hand-built dumps and a real run."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -73,6 +74,13 @@ def test_diff_fails_on_recompile_only_when_b_retraced_more(tmp_path, capsys):
         "workbench: traced again more often in B: train_step at train.py:41 0 -> 1\n")
     assert main(["diff", twice, once, "--fail-on-recompile"]) == 0
     assert main(["diff", twice, twice, "--fail-on-recompile"]) == 0
+    capsys.readouterr()
+    assert main(["diff", once, twice, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["compiles"] == [{
+        "function": "train_step", "place": "train.py:41", "internal": False,
+        "traces": [1, 2], "compiles": [1, 2], "retraces": [0, 1], "seconds": [1.5, 3.0],
+        "new_reasons": ["`batch['x']` float32[32,784] -> float32[16,784] (the last, smaller "
+                        "batch)"]}]
 
 
 SCRIPT = textwrap.dedent("""\
