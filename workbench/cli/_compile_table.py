@@ -14,9 +14,10 @@ _HEAD = ("function", "call site", "traces", "compiles", "seconds")
 
 
 def compile_lines(session: Session) -> list[str]:
-    """The table; no lines for a session with no compiles recorded (older dumps too)."""
+    """The table; no lines for a session where no jit of the user's traced (older dumps too:
+    eager jnp's own compiles alone are no reason for it, as for the TUI's compiles view)."""
     groups = compile_groups(session)
-    if not groups:
+    if all(g.internal for g in groups):
         return []
     totals = compile_totals(groups)
     lines = [f"jit compiles: {plural(totals.traces, 'trace')}, "
