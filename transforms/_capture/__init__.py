@@ -53,6 +53,7 @@ from ._spec import (
 )
 from ._state import (
     OPEN_BLOCKS as OPEN_BLOCKS,
+    SINGLE_BLOCK as SINGLE_BLOCK,
     RecordingState as RecordingState,
     RetraceRefused as RetraceRefused,
     active_session as active_session,
@@ -67,6 +68,7 @@ from ._state import (
     refusing_retrace as refusing_retrace,
     reset_block_key as reset_block_key,
     retrace_refused as retrace_refused,
+    retracing_now as retracing_now,
     retracing_to_record as retracing_to_record,
     state as state,
 )

@@ -26,11 +26,12 @@ OpenLevel = TypeVar("OpenLevel")  # a level open in it (LevelState)
 
 
 class _Block:
-    """One open `record()` block: its recorder and the frame that entered it."""
-    __slots__ = ("recorder", "frame")
+    """One open `record()` block: its recorder (and its serial) and the frame that entered it."""
+    __slots__ = ("recorder", "frame", "serial")
 
     def __init__(self, recorder: Any, frame: FrameType | None):
         self.recorder, self.frame = recorder, frame
+        self.serial = getattr(recorder, "serial", None)
 
 
 # Recording state is context-local (contextvars), so asyncio tasks and threads each
@@ -98,6 +99,17 @@ def entering_frame() -> FrameType | None:
     return frame
 
 
+# The serial of the one block open in this context (None: none, or several), for the
+# jitted call's hot path (transforms.jit): read as `SINGLE_BLOCK.get()`.
+SINGLE_BLOCK: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "transforms_single_block", default=None)
+
+
+def _set_blocks(blocks: tuple) -> None:
+    _blocks.set(blocks)
+    SINGLE_BLOCK.set(blocks[0].serial if len(blocks) == 1 else None)
+
+
 def active_session() -> Any:
     """The recorder of the block recording in this context, else None."""
     return state.session
@@ -117,7 +129,7 @@ def enter_block(recorder: Any, frame: FrameType | None) -> Entered:
         _open_blocks[0] += 1
     block = _Block(recorder, frame)
     prev = (_call.get(), _levels.get())
-    _blocks.set((*_blocks.get(), block))
+    _set_blocks((*_blocks.get(), block))
     _call.set(None)
     _levels.set([])
     key = _new_block_key()
@@ -129,7 +141,7 @@ def leave_block(entered: Entered) -> None:
     reset_block_key, for the stages read after)."""
     blocks = _blocks.get()
     innermost = bool(blocks) and blocks[-1] is entered.block
-    _blocks.set(tuple(b for b in blocks if b is not entered.block))
+    _set_blocks(tuple(b for b in blocks if b is not entered.block))
     if innermost:  # in order: the state of the block around it comes back
         _call.set(entered.call)
         _levels.set(entered.levels)
@@ -192,6 +204,15 @@ def note_jit_traced() -> None:
         _keys_with_jit_traces.add(key)
 
 
+_retracing: contextvars.ContextVar[bool] = contextvars.ContextVar("transforms_retracing",
+                                                                 default=False)
+
+
+def retracing_now() -> bool:
+    """True inside retracing_to_record: what JAX traces there is the recording's, not the program's."""
+    return _retracing.get()
+
+
 @contextlib.contextmanager
 def retracing_to_record() -> Iterator[None]:
     """Trace a jit that JAX had cached before the block again, for the recording only.
@@ -200,8 +221,12 @@ def retracing_to_record() -> Iterator[None]:
     under the recorder; what is traced here is never lowered, compiled or run (the call
     itself runs on JAX's cached executable, keyed as always).
     """
-    with _i.jit_cache_key(_block_key.get()):
-        yield
+    token = _retracing.set(True)
+    try:
+        with _i.jit_cache_key(_block_key.get()):
+            yield
+    finally:
+        _retracing.reset(token)
 
 
 class RetraceRefused(RuntimeError):

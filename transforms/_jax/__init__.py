@@ -13,6 +13,7 @@ _jax as _i`), never its parts; each part holds one subject:
   _custom_rules  custom_jvp/custom_vjp rule functions: bound again, identified, wrapped
   _tracebacks    traceback filtering as JAX does it, what JAX's errors leave in frames
   _replay       recorded jaxprs evaluated again (after the call): callbacks, one equation at a time
+  _compiles     jit's monitoring events (trace, lower, compile) and its cache key's parts
   _api       JAX's own transformations (jax_own), the objects vjp/linearize return,
                  jit's cache key and cache misses, function names, the legacy mesh
 
@@ -50,6 +51,18 @@ from ._base import (
     Tracer as Tracer,
     set_current_trace as set_current_trace,
     take_current_trace as take_current_trace,
+)
+from ._compiles import (
+    COMPILE_EVENTS as COMPILE_EVENTS,
+    LeafKey as LeafKey,
+    cache_config as cache_config,
+    event_function as event_function,
+    event_phase as event_phase,
+    jit_cache_size as jit_cache_size,
+    key_leaves as key_leaves,
+    listen_to_compiles as listen_to_compiles,
+    path_text as path_text,
+    tree_text as tree_text,
 )
 from ._custom_rules import (
     bind_with_rules as bind_with_rules,

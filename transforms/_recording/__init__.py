@@ -13,6 +13,7 @@ subject in a module of its own:
   _call          CallBuilder: one call while it runs, made of the above; begin_call
   _calls         invoke, level_entry: what the wrappers call
   _jit_values    a top-level jit's concrete arguments, summarised before its trace
+  _compiles      every trace, lowering and compile of a jit in a block (CompileLog)
 """
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ from ._calls import (
     open_invoke as open_invoke,
     open_level as open_level,
     record_failed_call as record_failed_call,
+)
+from ._compiles import (
+    compile_key as compile_key,
+    defined_at as defined_at,
+    new_function_id as new_function_id,
 )
 from ._jit_values import (
     JitReplay as JitReplay,

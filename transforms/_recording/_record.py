@@ -9,6 +9,7 @@ from typing import Iterator
 from .._capture import enter_block, entering_frame, leave_block, reset_block_key
 from .._jax import jax_own
 from ..model import NOTHING_RECORDED, NothingRecordedWarning, Session
+from ._compiles import listen
 from ._recorder import SessionRecorder
 
 __all__ = ["record"]
@@ -49,6 +50,7 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     evaluated again after it returns, and each equation's outputs summarised
     (`Call.values`).
     """
+    listen()  # JAX's compile events, heard once per process
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
                                max_steps=max_steps, find_nans=find_nans,
                                stop_at_nan=stop_at_nan, values=values)

@@ -6,6 +6,7 @@ A call while it runs is _call.py's (CallBuilder); it adds itself here when it fi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 from typing import Any
 
@@ -13,12 +14,14 @@ import jax
 
 from .._capture import recording_off
 from ..model import Call, Growth, Session
+from ._compiles import CompileLog
 from ._step_bound import StepBound
 from ._summaries import shared_summaries
 
 __all__ = ["SessionRecorder"]
 
 _EVERY = object()  # resolve every waiting capture
+_serials = itertools.count(1)
 
 
 class SessionRecorder:
@@ -34,6 +37,7 @@ class SessionRecorder:
             raise ValueError(f"record(max_steps=...) must be a positive int or None, "
                              f"got {max_steps!r}")
         self.detail = detail
+        self.serial = next(_serials)  # names the block, for what a jit entry traced in it
         self.inline_jnp = inline_jnp
         self.capture_stages = stages
         # record(find_nans=True): the first call with a NaN or Inf in its outputs is replayed
@@ -44,6 +48,7 @@ class SessionRecorder:
         self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
         self._next_index = 0
+        self.compiles = CompileLog(self.session.compiles)  # every jit's traces and compiles
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
         # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
@@ -76,6 +81,10 @@ class SessionRecorder:
     def replays(self) -> bool:
         """Whether calls keep their inputs while they run, to replay their stages after."""
         return self.find_nans or self.values
+
+    def next_index(self) -> int:
+        """The index the next call will have."""
+        return self._next_index
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""

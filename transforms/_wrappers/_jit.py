@@ -37,6 +37,7 @@ from typing import Any, Callable
 from .. import _jax as _i
 from .._capture import (
     OPEN_BLOCKS,
+    SINGLE_BLOCK,
     Options,
     TransformSpec,
     any_block_open,
@@ -45,6 +46,7 @@ from .._capture import (
     note_jit_traced,
     recording_off,
     retrace_refused,
+    retracing_now,
     retracing_to_record,
 )
 from .._common import bracket, raised_as_is, returned_as_is
@@ -53,6 +55,9 @@ from .._recording import (
     JitReplay,
     begin_call,
     build,
+    compile_key,
+    defined_at,
+    new_function_id,
     note_jit_arguments,
     note_jit_values,
     open_call_level,
@@ -84,8 +89,14 @@ class _JitEntry:
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
+        # The block every trace of this entry was made in (its recorder's serial), else
+        # _MIXED (a trace outside it, or JAX's cache held one already): a call in that
+        # block may go straight to JAX (Jitted.__call__), as every trace it can hit was
+        # recorded in it.
+        self.owner: object = None
         self._options = options
         self._kwargs = kwargs
+        self._function_id = new_function_id()  # the function object, in compile keys
         # NB: the hook holds the entry weakly (no cycle entry -> signature -> entry)
         signature = _i.cache_miss_signature(
             fun, functools.partial(_check_before_trace, weakref.ref(self)))
@@ -109,6 +120,7 @@ class _JitEntry:
     @property
     def __call__(self) -> Callable:
         if state.session is None and not retrace_refused():
+            self.owner = _MIXED  # traced outside any block: a block's call may hit it
             return self._fun()
         # NB: made per trace, not kept: the entry holds nothing that holds it back.
         return bracket(self._open_trace)
@@ -123,8 +135,16 @@ class _JitEntry:
         """
         if state.session is None or retrace_refused():
             return
+        self.check_cache(jitted)
         traces = self._traces
         self.traced(jitted.trace(*args, **kwargs), traces, jitted, args, kwargs)
+
+    def check_cache(self, jitted: Any) -> None:
+        """Before a call (or .trace) in a block, of an entry that never traced: JAX's dispatch
+        cache holding entries already (made before by another jitted object of the same
+        function) makes it _MIXED, so its calls take the path that records cached traces."""
+        if self.owner is None and _i.jit_cache_size(jitted) != 0:
+            self.owner = _MIXED
 
     def traced(self, traced: Any, traces: int, jitted: Any, args: tuple, kwargs: dict) -> None:
         """JAX's `.trace` answered (`traces`: the entry's count before it): retrace for the
@@ -148,10 +168,18 @@ class _JitEntry:
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
+            self.owner = _MIXED
             return fun, args, kwargs, returned_as_is, raised_as_is
+        serial = state.session.serial
+        if retracing_now() or (self.owner is not None and self.owner != serial):
+            self.owner = _MIXED
+        elif self.owner is None:
+            self.owner = serial
         self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
+        if call is None:  # a top-level trace: JAX reports it, its cache key goes with it
+            self._note_key(fun, args, kwargs)
         if call is not None:  # traced inside a recorded call: a level of it
             return open_level(call, fun, "jit", self._options, args, kwargs)
         # Traced outside any recorded call: this trace is the call.
@@ -164,6 +192,13 @@ class _JitEntry:
         call.stages.plan(self.transform_spec())
         return open_call_level(call, fun, "jit", self._options, args, kwargs)
 
+    def _note_key(self, fun: Callable, args: tuple, kwargs: dict) -> None:
+        recorder = state.session
+        if recorder is None:
+            return
+        key = compile_key(self._function_id, fun, self._kwargs, args, kwargs)
+        recorder.compiles.note_key(self.__name__, key, defined_at(fun), recorder.next_index())
+
     def __repr__(self) -> str:  # JAX prints it (errors, the jitted object's repr) as f
         return repr(self._fun())
 
@@ -175,6 +210,7 @@ class _JitEntry:
 
 
 _NOT_SPECIFIED = object()
+_MIXED = "mixed"  # an entry traced in more than one block, or outside any
 
 
 @_i.api_boundary
@@ -218,6 +254,12 @@ class Jitted:
     def __call__(self) -> Callable:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
+        # Every trace JAX can answer this call from was made, and recorded, in this block:
+        # JAX's own call (a miss traces, and the entry records it). NB: only with one block
+        # open in this context (with several, which records depends on the frames: see_trace);
+        # with none here (open in another thread), nothing records in this one.
+        if SINGLE_BLOCK.get() == self._entry.owner:
+            return self._jitted
         return self._in_block
 
     # JAX's ahead-of-time methods trace too: in a block, the trace they use is recorded.
@@ -260,6 +302,7 @@ def _open_in_block(jitted_ref: Callable, args: tuple, kwargs: dict | None) -> tu
     jitted = jitted_ref()
     if state.session is None or retrace_refused() or _i.jit_disabled():  # JAX traces nothing
         return jitted._jitted, args, kwargs, returned_as_is, raised_as_is
+    jitted._entry.check_cache(jitted._jitted)
     run = _InBlock(jitted_ref, jitted._entry, args, kwargs)
     return jitted._jitted, args, kwargs, run.returned, run.raised
 

@@ -12,6 +12,22 @@ call's stages, trees, errors and devices. Plain, frozen, typed, JSON-able.
 """
 from __future__ import annotations
 
+from ._compile_reasons import (
+    REASON_KINDS as REASON_KINDS,
+    ReasonKind as ReasonKind,
+    explain as explain,
+    hint as hint,
+    jax_says as jax_says,
+    miss_reasons as miss_reasons,
+    same_function as same_function,
+)
+from ._compile_records import (
+    CompileKey as CompileKey,
+    CompileRecord as CompileRecord,
+    KeyLeaf as KeyLeaf,
+    MissReason as MissReason,
+    StaticKey as StaticKey,
+)
 from ._device_records import (
     CollectiveRecord as CollectiveRecord,
     DeviceGroup as DeviceGroup,

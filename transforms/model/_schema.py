@@ -23,6 +23,7 @@ from typing import Any, Iterable
 from . import (
     _annotations,
     _codec,
+    _compile_records,
     _device_records,
     _layout,
     _records,
@@ -40,7 +41,8 @@ _SCALARS = {"str": {"type": "string"}, "int": {"type": "integer"},
 
 
 # The modules defining the record classes, in the order their classes are listed.
-RECORD_MODULES = (_source_location, _records, _tree_records, _device_records, _session)
+RECORD_MODULES = (_source_location, _records, _tree_records, _device_records, _compile_records,
+                  _session)
 
 
 def record_classes() -> dict[str, type]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _layout
+from ._compile_records import CompileKey, CompileRecord, KeyLeaf, MissReason, StaticKey
 from ._device_records import (
     CollectiveRecord,
     DeviceGroup,
@@ -93,6 +94,9 @@ class Session(Displayed):
     # A merged multi-process run: one record per process (the top-level calls are then
     # empty); workbench/analysis/_process_merge.py gives each as a Session of its own.
     processes: tuple[ProcessRecord, ...] = ()
+    # Every trace, lowering and compilation of a jit while the block was open, in order,
+    # with its cost and (for a trace after the first) why it happened.
+    compiles: list[CompileRecord] = field(default_factory=list)
 
     @property
     def step_count(self) -> int:
@@ -135,3 +139,5 @@ RECORD_TYPES.update({cls.__name__: cls for cls in (TreeNode, TreeRecord, PairRow
 RECORD_TYPES.update({cls.__name__: cls for cls in (ShardBlock, ShardingRecord, DeviceGroup,
                                                      CollectiveRecord)})
 RECORD_TYPES.update({cls.__name__: cls for cls in (DeviceRecord, ProcessInfo, ProcessRecord)})
+RECORD_TYPES.update({cls.__name__: cls for cls in (KeyLeaf, StaticKey, CompileKey, MissReason,
+                                                     CompileRecord)})

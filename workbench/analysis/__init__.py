@@ -1,7 +1,8 @@
 """Readings of recorded sessions as plain data, shared by every reader (the command, the TUI,
 the exporter): what a call's records say (failing steps, steps per level, the default pair of
 stages), the processes of a multi-process run (merged, one Session each, who owns which
-device, where they diverge), and what changed between two sessions."""
+device, where they diverge), what changed between two sessions, and the jit compiles per
+function with why each function traced again."""
 from __future__ import annotations
 
 from ._call_index import (
@@ -16,6 +17,16 @@ from ._call_label import (
     TRANSFORMATIONS as TRANSFORMATIONS,
     call_label as call_label,
     composition as composition,
+)
+from ._compiles import (
+    CompileChange as CompileChange,
+    CompileGroup as CompileGroup,
+    CompileTotals as CompileTotals,
+    compile_changes as compile_changes,
+    compile_groups as compile_groups,
+    compile_totals as compile_totals,
+    reason_lines as reason_lines,
+    short_place as short_place,
 )
 from ._empty import nothing_recorded as nothing_recorded
 from ._process_merge import (

@@ -13,6 +13,7 @@ from typing import Any
 from transforms.model import Call, Session, Stage
 
 from .._words import plural
+from ._compiles import CompileChange, compile_changes
 from ._process_merge import Divergence, divergence
 
 
@@ -60,6 +61,7 @@ class SessionDiff:
     stages_recorded: bool             # either session has any stage
     divergence: Divergence | None = None  # two processes of one run: where their programs part
     processes: bool = False           # A and B are processes of a jax.distributed run
+    compiles: tuple[CompileChange, ...] = ()  # each jitted function's compiles in A and B
 
     @property
     def related(self) -> bool:
@@ -77,6 +79,11 @@ class SessionDiff:
         """Every matched stage whose equation count grew from A to B."""
         return tuple((c, s) for c in self.calls for s in c.stages if s.grew)
 
+    @property
+    def retraced_more(self) -> tuple[CompileChange, ...]:
+        """The functions of the user's that B traced again more often than A did."""
+        return tuple(c for c in self.compiles if c.retraced_more and not c.internal)
+
     def count(self, status: str) -> int:
         return sum(1 for c in self.calls if c.status == status)
 
@@ -90,6 +97,7 @@ class SessionDiff:
             "b": {"calls": self.calls_b, "steps": self.steps_b},
             "summary": {s: self.count(s) for s in ("same", "changed", "added", "removed")},
             "calls": [_call_json(c) for c in self.calls],
+            "compiles": [_compile_json(c) for c in self.compiles],
             "divergence": None if self.divergence is None else {
                 "processes": [self.divergence.process_a, self.divergence.process_b],
                 "call": self.divergence.call, "step": self.divergence.step,
@@ -110,7 +118,8 @@ def diff_sessions(a: Session, b: Session) -> SessionDiff:
     any_stages = any(c.stages for s in (a, b) for c in s.calls)
     processes = a.process is not None and b.process is not None
     return SessionDiff(tuple(rows), len(a.calls), len(b.calls), a.step_count, b.step_count,
-                       any_stages, divergence(a, b) if processes else None, processes)
+                       any_stages, divergence(a, b) if processes else None, processes,
+                       compile_changes(a, b))
 
 
 def _key(call: Call) -> tuple[int, str, str]:
@@ -219,6 +228,7 @@ def format_diff(d: SessionDiff, name_a: str, name_b: str, verbose: bool = False)
         for s in c.stages:
             if s.status != "same" or verbose:
                 lines.append("  " + _stage_line(s))
+    lines.extend(_compile_lines(d, verbose))
     lines.append(_summary(d))
     if d.divergence is not None:
         lines.append("first divergent step: " + d.divergence.describe())
@@ -261,6 +271,27 @@ def _summary(d: SessionDiff) -> str:
     else:
         text += "; no equation count grew"
     return text
+
+
+def _compile_lines(d: SessionDiff, verbose: bool) -> list[str]:
+    """Each function whose traces or compiles differ (all with verbose), and B's new reasons."""
+    lines = []
+    for c in d.compiles:
+        if not (c.changed or verbose):
+            continue
+        label = f"(jax) {c.function}" if c.internal else c.function
+        lines.append(f"jit {label} at {c.place}: traces {c.traces[0]} -> {c.traces[1]}, "
+                     f"compiles {c.compiles[0]} -> {c.compiles[1]}, "
+                     f"{c.seconds[0]:.2f} s -> {c.seconds[1]:.2f} s")
+        lines.extend(f"  new in B: {reason}" for reason in c.new_reasons)
+    return lines
+
+
+def _compile_json(c: CompileChange) -> dict[str, Any]:
+    return {"function": c.function, "place": c.place, "internal": c.internal,
+            "traces": list(c.traces), "compiles": list(c.compiles),
+            "retraces": list(c.retraces), "seconds": list(c.seconds),
+            "new_reasons": list(c.new_reasons)}
 
 
 def _signed(n: int) -> str:

@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "to a fallback path that is printed, and the exit code stays the script's; 2 "
                  "the script could not be run at all (no such file, a syntax error) or bad "
                  "usage: nothing ran and no dump is written; 3 with --find-nans: a NaN or Inf "
-                 "was found (the script was stopped there, unless --keep-going).")
+                 "was found (the script was stopped there, unless --keep-going); 4 with "
+                 "--max-compiles N: the script ended normally but its jitted functions "
+                 "compiled more than N times (each with its reasons on stderr).")
     run_description = (
         "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (sys.argv, __name__ == '__main__', "
         "its folder first on sys.path), with jax.grad, value_and_grad, vmap, jit, jvp, vjp, "
@@ -115,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         "are reported as unrelated. In CI: `workbench diff base.json new.json "
         "--fail-on-growth` fails the build when a refactor grows a jaxpr.",
         "0 compared (and no --fail-on-* check failed); 1 --fail-on-growth and an equation "
-        "count grew, or --fail-on-change and anything changed; 2 a file is missing or "
+        "count grew, or --fail-on-change and anything changed, or --fail-on-recompile and B "
+        "traced a jitted function again more often than A; 2 a file is missing or "
         "unreadable, or the traces are unrelated.")
     diff.add_argument("a", metavar="A.json", help="the first (baseline) dump")
     diff.add_argument("b", metavar="B.json", nargs="?",
@@ -129,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 if any stage's equation count grew from A to B")
     diff.add_argument("--fail-on-change", action="store_true",
                       help="exit 1 if anything changed")
+    diff.add_argument("--fail-on-recompile", action="store_true",
+                      help="exit 1 if B traced (and so compiled) one of your jitted functions "
+                           "again more often than A did; the reasons are printed")
     diff.add_argument("-v", "--verbose", action="store_true", help="also list unchanged calls")
 
     merge = command(
@@ -199,6 +205,11 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
     p.add_argument("--keep-going", action="store_true",
                    help="with --find-nans: name the first NaN or Inf but let the script run "
                         "on (the exit code is then the script's)")
+    p.add_argument("--max-compiles", type=_max_compiles, metavar="N",
+                   help="exit 4 when the script's jitted functions (jax.jit and "
+                        "transforms.jit, not jnp's or a library's own jits) compiled more "
+                        "than N times in all; each function's compiles and why it traced "
+                        "again go to stderr (for CI)")
     p.add_argument("--max-steps", type=_max_steps, default=DEFAULT_MAX_STEPS, metavar="N",
                    help=f"keep about N steps (default {DEFAULT_MAX_STEPS:,}): a long run keeps "
                         f"its first calls (up to N/2 steps) and its latest, and counts the "
@@ -235,6 +246,16 @@ def _max_steps(text: str) -> int:
     return value
 
 
+def _max_compiles(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of compiles: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of compiles is 0 or more: {value}")
+    return value
+
+
 # flag -> (attribute, value) for the options that may follow SCRIPT.py
 _SCRIPT_FLAGS = {"--stages": ("stages", True), "--no-stages": ("stages", False),
                  "--inline-jnp": ("inline_jnp", True), "-q": ("quiet", True),
@@ -244,7 +265,8 @@ _SCRIPT_FLAGS = {"--stages": ("stages", True), "--no-stages": ("stages", False),
 
 _SCRIPT_VALUES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--processes": ("processes", int), "--timeout": ("timeout", float),
-    "--devices-per-process": ("devices_per_process", int)}
+    "--devices-per-process": ("devices_per_process", int),
+    "--max-compiles": ("max_compiles", _max_compiles)}
 
 
 def take_trailing_options(args: argparse.Namespace) -> str:
@@ -282,7 +304,7 @@ def take_trailing_options(args: argparse.Namespace) -> str:
             name, convert = _SCRIPT_VALUES[rest.pop(0)]
             try:
                 setattr(args, name, convert(rest.pop(0)))
-            except ValueError:
+            except (ValueError, argparse.ArgumentTypeError):
                 return f"{head} needs a number"
         else:
             break

@@ -36,6 +36,7 @@ from ._shared import (
     EXIT_NONFINITE,
     EXIT_OK,
     EXIT_SCRIPT_FAILED,
+    EXIT_TOO_MANY_COMPILES,
     error,
     no_terminal,
     note,
@@ -327,6 +328,11 @@ def _run(args: argparse.Namespace) -> int:
         if problem:
             error(problem)
             return EXIT_BAD_INPUT
+    if getattr(args, "max_compiles", None) is not None and (
+            getattr(args, "watch", False) or args.processes is not None):
+        error("--max-compiles checks one recording of the script; it does not take "
+              "--watch or --processes")
+        return EXIT_BAD_INPUT
     if getattr(args, "watch", False):
         if args.processes is not None:
             error("--watch records the script in one process; it does not take --processes")
@@ -351,6 +357,8 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     session = result.session
     exit_code = _nonfinite_exit(args, result)
+    if exit_code == EXIT_OK:
+        exit_code = _compiles_exit(args, session)
     what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     if result.interrupted:
         what += f" (interrupted: what was recorded until {result.signal or 'Ctrl-C'})"
@@ -387,6 +395,25 @@ def _nonfinite_exit(args: argparse.Namespace, result: Any) -> int:
         lines += [line for f in found.nonfinite for line in f.lines()]
         error("--find-nans: " + "\n".join(_t(line) for line in lines))
     return result.exit_code if args.keep_going else EXIT_NONFINITE
+
+
+def _compiles_exit(args: argparse.Namespace, session: Any) -> int:
+    """`run --max-compiles N`: EXIT_TOO_MANY_COMPILES, with each function's count and
+    reasons on stderr, when the script's jitted functions compiled more than N times."""
+    if args.max_compiles is None:
+        return EXIT_OK
+    from ..analysis import compile_groups, reason_lines, short_place
+    groups = [g for g in compile_groups(session) if not g.internal]
+    total = sum(g.compiles for g in groups)
+    if total <= args.max_compiles:
+        return EXIT_OK
+    lines = [f"--max-compiles {args.max_compiles}: your jitted functions compiled {total} times"]
+    for group in groups:
+        lines.append(f"  {group.function} at {short_place(group.location)}: "
+                     f"{plural(group.compiles, 'compile')}")
+        lines += [f"    {text}" for text, _, _ in reason_lines(group)]
+    error("\n".join(_t(line) for line in lines))
+    return EXIT_TOO_MANY_COMPILES
 
 
 def _watch(args: argparse.Namespace) -> int:

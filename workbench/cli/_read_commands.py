@@ -61,6 +61,7 @@ def _process_problem(args: argparse.Namespace, session: Session) -> str:
 
 def show_command(args: argparse.Namespace) -> int:
     from ..analysis import nothing_recorded
+    from ._compile_table import compile_lines
     from ._summary import stage_lines, summarize_call
     session = load_or_report(args.trace)
     if session is None:
@@ -92,6 +93,9 @@ def show_command(args: argparse.Namespace) -> int:
     for call in calls:
         print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))
         print_lines(stage_lines(call, first_with))
+    compiles = compile_lines(session) if args.call is None else []
+    if compiles:
+        print_lines(compiles)
     return EXIT_OK
 
 
@@ -124,6 +128,11 @@ def diff_command(args: argparse.Namespace) -> int:
     if args.fail_on_growth and d.grown:
         error(f"equation counts grew in {len(d.grown)} stage(s): " + ", ".join(
            f"{c.title} {s.name} {s.eqns_a} -> {s.eqns_b}" for c, s in d.grown[:5]))
+        return EXIT_SCRIPT_FAILED
+    if args.fail_on_recompile and d.retraced_more:
+        error("traced again more often in B: " + ", ".join(
+            f"{c.function} at {c.place} {c.retraces[0]} -> {c.retraces[1]}"
+            for c in d.retraced_more[:5]))
         return EXIT_SCRIPT_FAILED
     if args.fail_on_change and d.changed:
         error("the traces differ")

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # `run --find-nans`: a NaN or Inf was found (the script stopped there unless --keep-going)
 EXIT_NONFINITE = 3
+# `run --max-compiles N`: the script's jitted functions compiled more than N times
+EXIT_TOO_MANY_COMPILES = 4
 
 
 def error(message: str) -> None:

@@ -436,3 +436,45 @@ def test_other_modules_import_the_door_not_its_parts():
             found += [f"{p.relative_to(ROOT)}:{node.lineno}" for n in names  # type: ignore[attr-defined]
                       if "_jax." in n]
     assert found == []
+
+
+def test_compile_events_name_each_step_of_a_jit_and_its_function():
+    seen: list[tuple[str, str]] = []
+
+    def heard(event, seconds, **kwargs):
+        phase = _i.event_phase(event)
+        if phase is not None:
+            seen.append((phase, _i.event_function(kwargs)))
+
+    _i.listen_to_compiles(heard)
+
+    def door_probe(x):
+        return x * 3
+
+    jitted = jax.jit(door_probe)
+    jitted(jnp.ones(7))
+    jitted(jnp.ones(7))  # cached: no event
+    assert [s for s in seen if s[1] == "door_probe"] == [
+        ("trace", "door_probe"), ("lower", "door_probe"), ("compile", "door_probe")]
+    assert _i.event_phase("/jax/core/compile/something_else") is None
+    assert _i.jit_cache_size(jitted) == 1 and _i.jit_cache_size(object()) is None
+
+
+def test_key_leaves_tree_text_and_cache_config():
+    seen = {}
+
+    def f(batch, lr):
+        seen["x"] = _i.key_leaves(batch)
+        seen["lr"] = _i.key_leaves(lr)
+        seen["tree"] = _i.tree_text(batch)
+        return lr
+
+    jax.jit(f)({"x": jnp.ones((2, 3), jnp.int32)}, 0.5)
+    [leaf] = seen["x"]
+    assert (_i.path_text(leaf.path), leaf.dtype, leaf.shape, leaf.weak_type, leaf.sharding) == (
+        "['x']", "int32", (2, 3), False, "")
+    assert [(leaf.dtype, leaf.shape, leaf.weak_type) for leaf in seen["lr"]] == [
+        ("float32", (), True)]
+    assert seen["tree"] == "PyTreeDef({'x': *})"
+    assert dict(_i.cache_config()) == {"jax_enable_x64": "False", "jax_default_device": "None",
+                                       "mesh": ""}

@@ -27,7 +27,8 @@ SEED_EXAMPLES = {
 MORE_EXAMPLES = {"sharded_training_step": "sharding", "flax_linen_adam_step": "libraries",
                  "equinox_filter_jit_step": "libraries", "equinox_jit_needs_filter_jit": "libraries",
                  "flax_nnx_optimizer_step": "libraries", "diffrax_fit_step": "libraries",
-                 "where_gradient_trap": "nans"}
+                 "where_gradient_trap": "nans", "last_batch_recompile": "recompiles",
+                 "python_float_learning_rate": "recompiles"}
 
 
 def workbench(*args: str, **kw) -> subprocess.CompletedProcess:

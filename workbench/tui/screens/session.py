@@ -31,6 +31,7 @@ from ..widgets.common.search_bar import SearchBar
 from ..widgets.common.selection_view import SelectionView
 from ..widgets.common.status_bar import StatusBar
 from ..widgets.common.tab_line import TabLine
+from ..widgets.compiles.compiles_pane import CompilesPane, has_compiles
 from ..widgets.devices.devices_pane import DevicesPane, has_devices
 from ..widgets.failure.failure_pane import FailurePane
 from ..widgets.navigator.navigator import Navigator
@@ -41,7 +42,7 @@ from ..widgets.step.step_pane import StepPane
 from ..widgets.story.story_pane import StoryPane
 from . import session_commands, session_export
 
-VIEWS = ("step", "stages", "pytree", "failure", "devices", "output")
+VIEWS = ("step", "stages", "pytree", "failure", "devices", "output", "compiles")
 
 
 class Place(NamedTuple):
@@ -63,6 +64,7 @@ class SessionScreen(Screen):
         Binding("4", "view('failure')", "Failure"),
         Binding("5", "view('devices')", "Devices", show=False),
         Binding("6", "view('output')", "Story: description and printed output", show=False),
+        Binding("7", "view('compiles')", "Compiles", show=False),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(True)", "Next match", show=False),
         Binding("N", "next_match(False)", "Previous match", show=False),
@@ -95,6 +97,7 @@ class SessionScreen(Screen):
         self.outline = Outline(session)
         # NB: the devices view exists only for sessions that ran on several devices.
         self.has_devices = has_devices(session)
+        self.has_compiles = has_compiles(session)  # the compiles view: when some were recorded
         self.description = session_description(session)
 
     def compose(self) -> ComposeResult:
@@ -120,14 +123,21 @@ class SessionScreen(Screen):
             PytreePane(outline, id="pytree-pane"), FailurePane(outline, id="failure-pane")]
         if self.has_devices:
             views.append(DevicesPane(outline, id="devices-pane"))
-        return [*views, StoryPane(self.session, id="output-pane")]
+        views.append(StoryPane(self.session, id="output-pane"))
+        if self.has_compiles:
+            views.append(CompilesPane(outline, id="compiles-pane"))
+        return views
 
     def _tab_labels(self) -> list[tuple[str, str]]:
         failed = sum(1 for c in self.session.calls if c.errors)
         labels = [("step", "1 Step"), ("stages", "2 Stages"), ("pytree", "3 Pytree"),
                   ("failure", f"4 Failure ✗{failed}" if failed else "4 Failure")]
         labels += [("devices", "5 Devices")] if self.has_devices else []
-        return labels + [("output", "6 Story")]
+        labels += [("output", "6 Story")]
+        if self.has_compiles:
+            retraces = sum(c.is_miss and c.key is not None for c in self.session.compiles)
+            labels.append(("compiles", f"7 Compiles ↻{retraces}" if retraces else "7 Compiles"))
+        return labels
 
     def heading(self) -> str:
         """The caller's title (a file name), and the recording's own title when it says more."""
@@ -166,7 +176,7 @@ class SessionScreen(Screen):
                 self.steps.set_cursor(self.outline.find(pack(CALL, call, 0)))
         if place.zoomed:
             self.action_zoom()
-        if place.view != "step" and (place.view != "devices" or self.has_devices):
+        if place.view != "step" and self._has_view(place.view):
             self.action_view(place.view)
 
     # --- parts ------------------------------------------------------------------
@@ -188,9 +198,12 @@ class SessionScreen(Screen):
         calls = self.session.calls
         return calls[self.call_index] if 0 <= self.call_index < len(calls) else None
 
+    def _has_view(self, view: str) -> bool:
+        return {"devices": self.has_devices, "compiles": self.has_compiles}.get(view, True)
+
     @property
     def active_view(self) -> str:
-        """The view shown: step | stages | pytree | failure | devices | output."""
+        """The view shown: step | stages | pytree | failure | devices | output | compiles."""
         return self.view
 
     def say(self, text: str, error: bool = False) -> None:
@@ -241,6 +254,9 @@ class SessionScreen(Screen):
         the selection); if it was in the view being replaced, it moves into the new one."""
         if view == "devices" and not self.has_devices:
             self.say("this session ran on one device: no shardings or collectives recorded")
+            return
+        if view == "compiles" and not self.has_compiles:
+            self.say("no jit traced or compiled while this session recorded")
             return
         stack = self.query_one(PaneStack)
         inside = self.focused is not None and stack in self.focused.ancestors_with_self

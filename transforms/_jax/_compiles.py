@@ -1,0 +1,104 @@
+"""What JAX says when it traces, lowers and compiles a jit, and what its caches are keyed
+on: its monitoring events by name, the function each names, a trace's argument leaves as
+its cache key sees them, the settings its caches are keyed on. Part of the door.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+from jax import tree_util
+
+from ._api import legacy_mesh
+
+__all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "event_function", "event_phase", "jit_cache_size",
+           "key_leaves", "listen_to_compiles", "path_text", "tree_text"]
+
+# NB: JAX's monitoring event names (jax/_src/dispatch.py): one event per top-level trace
+# (`jaxpr_trace_duration` in 0.10.2; `tracing_duration` in some releases), per
+# lowering to an MLIR module and per XLA compilation, each with `fun_name`.
+COMPILE_EVENTS: dict[str, str] = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace",
+    "/jax/core/compile/tracing_duration": "trace",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+    "/jax/core/compile/backend_compile_duration": "compile",
+}
+
+
+def event_phase(event: str) -> str | None:
+    """"trace", "lower" or "compile" for JAX's event of that step of a jit; None for others."""
+    return COMPILE_EVENTS.get(event)
+
+
+def event_function(kwargs: dict) -> str:
+    """The jitted function's name in an event's keywords: a lowering and a compilation name
+    their module `jit(f)`, a trace names `f`."""
+    name = str(kwargs.get("fun_name", "?"))
+    if name.startswith("jit(") and name.endswith(")"):
+        return name[4:-1]
+    return name
+
+
+def listen_to_compiles(callback: Callable[..., None]) -> None:
+    """Call callback(event, seconds, **kwargs) at each of JAX's duration events (public)."""
+    jax.monitoring.register_event_duration_secs_listener(callback)
+
+
+class LeafKey(NamedTuple):
+    """One traced argument leaf as the jit's cache key holds it."""
+    path: tuple      # JAX's key path entries under the argument
+    dtype: str
+    shape: tuple[int, ...]
+    weak_type: bool
+    sharding: str    # "" for no sharding of its own in the abstract value
+
+
+def key_leaves(value: Any) -> list[LeafKey]:
+    """The array leaves of one argument of a jit being traced (tracers), with their paths."""
+    leaves, _ = tree_util.tree_flatten_with_path(value)
+    found = []
+    for path, leaf in leaves:
+        aval = getattr(leaf, "aval", None)
+        if aval is None or not hasattr(aval, "shape"):
+            continue
+        found.append(LeafKey(path, str(aval.dtype), tuple(int(d) for d in aval.shape),
+                             bool(getattr(aval, "weak_type", False)), _aval_sharding(aval)))
+    return found
+
+
+def path_text(path: tuple) -> str:
+    """`['x'][0].w`, as JAX's keystr writes a key path."""
+    return tree_util.keystr(path)
+
+
+def tree_text(value: Any) -> str:
+    """The argument's tree structure as JAX prints it (PyTreeDef(...))."""
+    return str(tree_util.tree_structure(value))
+
+
+def _aval_sharding(aval: Any) -> str:
+    """The abstract value's sharding when it names mesh axes (explicit sharding), else ""."""
+    sharding = getattr(aval, "sharding", None)
+    spec = getattr(sharding, "spec", None)
+    if spec is None or all(axis is None for axis in spec):
+        return ""
+    return str(spec)
+
+
+def cache_config() -> tuple[tuple[str, str], ...]:
+    """The settings JAX's jit caches are keyed on that users change: x64, the default
+    device, the mesh of a `with mesh:` block."""
+    mesh = legacy_mesh()
+    config: Any = jax.config  # its options are attributes made at run time
+    return (("jax_enable_x64", str(bool(config.jax_enable_x64))),
+            ("jax_default_device", str(config.jax_default_device)),
+            ("mesh", "" if mesh is None else str(dict(mesh.shape))))
+
+
+def jit_cache_size(jitted: Any) -> int | None:
+    """How many entries the jitted object's dispatch cache holds (None: not known).
+
+    NB: `_cache_size` of JAX's jitted object (its C++ dispatch cache), as its tests read it.
+    """
+    size = getattr(jitted, "_cache_size", None)
+    return size() if callable(size) else None
