@@ -172,6 +172,22 @@ def _without_addresses(text: str) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", text)
 
 
+def test_filter_jit_of_a_module_with_float_fields_keeps_all_its_stages():
+    """Issue 39, item 1: MaxPool2d's float fields reach jax.jit inside a static argument;
+    stage capture reads JAX's cache with them as they were, not as abstract types."""
+    pool = eqx.nn.MaxPool2d(kernel_size=2, stride=2)
+
+    def run():
+        @eqx.filter_jit
+        def f(pool, x):
+            return jnp.sum(pool(x))
+        return f(pool, jnp.arange(16.0).reshape(1, 4, 4))
+    session, _ = recorded(run)
+    (call,) = [c for c in session.calls if c.transform == "jit"]
+    assert [(s.name, s.reason) for s in call.stages if not s.available] == []
+    assert {s.name for s in call.stages} >= {"f", "stablehlo(jit(f))", "hlo(jit(f))"}
+
+
 def test_jit_of_an_equinox_module_is_a_recorded_failure_naming_filter_jit():
     model = eqx.nn.MLP(in_size=2, out_size=1, width_size=4, depth=1, key=jax.random.key(1))
     x = jnp.ones((3, 2))

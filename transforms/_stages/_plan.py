@@ -20,11 +20,36 @@ from ._tape import RuleTapes, StagedSteps, Tape, abstract, is_array_like
 
 # --- what a call's capture needs, gathered while the call runs -----------------------
 
-def abstract_point(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """(args, kwargs) with every array and tracer replaced by its type (other leaves kept)."""
-    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-    return jax.tree_util.tree_unflatten(tree, [abstract(x) if is_array_like(x) else x
-                                               for x in leaves])
+def abstract_point(args: tuple, kwargs: dict, spec: Any = None) -> tuple[tuple, dict]:
+    """(args, kwargs) with every array and tracer replaced by its type (other leaves kept);
+    a jit's static arguments (`spec`'s static_argnums and static_argnames) kept whole:
+    they are its cache key's values, a float among them too (equinox's filter_jit hands
+    a module's floats to jax.jit as one static argument)."""
+    nums, names = _static_positions(spec, len(args))
+    leaves, tree = jax.tree_util.tree_flatten(
+        (tuple(None if i in nums else a for i, a in enumerate(args)),
+         {k: None if k in names else v for k, v in kwargs.items()}))
+    dynamic_args, dynamic_kwargs = jax.tree_util.tree_unflatten(
+        tree, [abstract(x) if is_array_like(x) else x for x in leaves])
+    return (tuple(args[i] if i in nums else a for i, a in enumerate(dynamic_args)),
+            {k: kwargs[k] if k in names else v for k, v in dynamic_kwargs.items()})
+
+
+def _static_positions(spec: Any, count: int) -> tuple[set[int], set[str]]:
+    """The positions and names of a jit's static arguments (JAX's static_argnums, negative
+    ones counted from the end, and static_argnames, each also naming the other by the
+    function's parameters)."""
+    options = getattr(spec, "options", None)
+    if options is None or getattr(spec, "kind", None) != "jit":
+        return set(), set()
+    nums, names = options.given.get("static_argnums", ()), options.given.get("static_argnames", ())
+    nums = {nums} if isinstance(nums, int) else set(nums or ())
+    names = {names} if isinstance(names, str) else set(names or ())
+    nums = {n + count if n < 0 else n for n in nums}
+    params = parameter_names(spec.fun)  # [] without a signature: the positions given
+    nums |= {params.index(n) for n in names if n in params}
+    names |= {params[n] for n in nums if 0 <= n < len(params)}
+    return nums, names
 
 
 def _point_text(fun: Any, args: tuple) -> str:
@@ -69,7 +94,7 @@ class StagePlan:
     """
 
     def __init__(self, spec: Any, args: tuple, kwargs: dict):
-        self.main = Group(spec, abstract_point(args, kwargs), point_text=_point_text(
+        self.main = Group(spec, abstract_point(args, kwargs, spec), point_text=_point_text(
             chain_of(spec)[-1].fun, _f_args_of(spec, args)))
         if not any(isinstance(x, _i.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
             # autodiff stages hold the other arguments fixed at their values, as JAX would
@@ -104,7 +129,7 @@ class StagePlan:
         """A transformation called while the call runs (a value_and_grad inside a jitted step)."""
         if len(self.groups) > MAX_NESTED_GROUPS or id(spec.transformed) in self._in_chains:
             return  # a wrapper of a chain already captured: vmap(grad(f))'s grad
-        point = abstract_point(args, kwargs)
+        point = abstract_point(args, kwargs, spec)
         try:
             key = (chain_key(spec.fun), spec.kind, spec.options,
                    tuple(map(_leaf_signature, jax.tree_util.tree_leaves(point))))
