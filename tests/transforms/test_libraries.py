@@ -188,6 +188,22 @@ def test_filter_jit_of_a_module_with_float_fields_keeps_all_its_stages():
     assert {s.name for s in call.stages} >= {"f", "stablehlo(jit(f))", "hlo(jit(f))"}
 
 
+def test_filter_value_and_grad_of_a_model_holding_a_function_keeps_all_its_stages():
+    """Issue 39, item 1: jax.nn.relu (a custom_jvp function) among the model's layers is
+    passed through by grad; stage capture holds it fixed, as the call had it."""
+    model = [eqx.nn.Linear(3, 4, key=jax.random.PRNGKey(0)), jax.nn.relu]
+
+    def loss(model, x):
+        for layer in model:
+            x = layer(x)
+        return jnp.sum(x)
+
+    session, _ = recorded(lambda: eqx.filter_value_and_grad(loss)(model, jnp.ones(3)))
+    (call,) = [c for c in session.calls if c.transform == "value_and_grad"]
+    assert [(s.name, s.reason) for s in call.stages if not s.available] == []
+    assert {"f", "value_and_grad(f)"} <= {s.name for s in call.stages}
+
+
 def test_jit_of_an_equinox_module_is_a_recorded_failure_naming_filter_jit():
     model = eqx.nn.MLP(in_size=2, out_size=1, width_size=4, depth=1, key=jax.random.key(1))
     x = jnp.ones((3, 2))

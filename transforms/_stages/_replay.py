@@ -4,11 +4,14 @@ values, and the arguments an autodiff stage holds fixed, as trailing inputs.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import threading
 from typing import Any, Callable, Iterator
 
 import jax
+import numpy as np
 
+from .. import _jax as _i
 from .._capture import function_name
 from ._tape import closures_bound
 
@@ -54,11 +57,36 @@ def make_jaxpr_with_extras(fun: Callable, held: tuple = ()) -> Callable:
     closures = _group_closures
 
     def make(*args, **kwargs):
+        at, args, kwargs = _fixing_non_inputs(fun, args, kwargs)
         if not closures and not held:
-            return jax.make_jaxpr(fun)(*args, **kwargs)
-        staged = with_extras(fun, len(closures), len(held))
+            return jax.make_jaxpr(at)(*args, **kwargs)
+        staged = with_extras(at, len(closures), len(held))
         return jax.make_jaxpr(staged)(*args, *closures, *held, **kwargs)
     return make
+
+
+# What make_jaxpr takes as an input; any other leaf of a point is fixed at its value.
+_INPUT_TYPES = (jax.ShapeDtypeStruct, jax.Array, np.ndarray, np.generic, numbers.Number,
+                _i.Tracer)
+
+
+def _fixing_non_inputs(fun: Callable, args: tuple, kwargs: dict
+                       ) -> tuple[Callable, tuple, dict]:
+    """`fun` with the leaves of its arguments that JAX cannot take as inputs (a function, an
+    object: equinox's non-differentiated part of a module, which grad passes through)
+    fixed at the values the call had; the other leaves its inputs, in make_jaxpr's order."""
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    fixed = [not isinstance(x, _INPUT_TYPES) for x in leaves]
+    if not any(fixed):
+        return fun, args, kwargs
+
+    def at_point(*inputs):
+        given = iter(inputs)
+        a, k = jax.tree_util.tree_unflatten(
+            tree, [x if f else next(given) for x, f in zip(leaves, fixed)])
+        return fun(*a, **k)
+    name_like(at_point, fun)
+    return at_point, tuple(x for x, f in zip(leaves, fixed) if not f), {}
 
 
 def group_closures() -> tuple:
