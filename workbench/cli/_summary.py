@@ -50,6 +50,9 @@ def _stage_summary(stage: Any) -> str:
 def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -> list[str]:
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
+    missing = sum(1 for stage in call.stages if not stage.available)
+    if call.ok and missing:  # the call ran, but not every stage was captured: say so here
+        status += f"; {missing} of {plural(len(call.stages), 'stage')} unavailable"
     where = f" at {_t(call.source)}" if call.source else ""
     lines = [f"call {call.index}: {call_label(call, _t)}{where}  [{status}]"]
     by_level = steps_by_level(call)

@@ -89,3 +89,19 @@ def test_run_says_at_once_what_happens_until_the_script_ends(tmp_path, capsys, m
     err = capsys.readouterr().err.splitlines()
     assert err[0] == (f"workbench: running {script}, recording its jax.grad, vmap, jit, ... "
                       f"calls; {out} is written when it ends")
+
+
+def test_a_call_missing_stages_is_not_plainly_ok():
+    """Issue 39, item 1: `show`'s call line says how many stages were not captured."""
+    import dataclasses
+
+    import transforms as T
+    from workbench.cli._summary import summarize_call
+    with T.record() as session:
+        T.grad(lambda x: x * x)(1.0)
+    (call,) = session.calls
+    assert summarize_call(call)[0].endswith("  [ok]")
+    lost = dataclasses.replace(call.stages[1], available=False, reason="not captured")
+    missing = dataclasses.replace(call, stages=(call.stages[0], lost, *call.stages[2:]))
+    assert summarize_call(missing)[0].endswith(
+        f"  [ok; 1 of {len(call.stages)} stages unavailable]")
