@@ -9,6 +9,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 from jax import tree_util
 
+from .._common import safe_str
 from ._api import legacy_mesh
 
 __all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "event_function", "event_phase", "jit_cache_size",
@@ -67,13 +68,24 @@ def key_leaves(value: Any) -> list[LeafKey]:
 
 
 def path_text(path: tuple) -> str:
-    """`['x'][0].w`, as JAX's keystr writes a key path."""
-    return tree_util.keystr(path)
+    """`['x'][0].w`, as JAX's keystr writes a key path (a key whose repr raises says so)."""
+    return safe_str(_KeyPath(path), None)
+
+
+class _KeyPath:
+    """A key path printed by keystr (through safe_str: a user key's repr may raise)."""
+
+    def __init__(self, path: tuple):
+        self.path = path
+
+    def __str__(self) -> str:
+        return tree_util.keystr(self.path)
 
 
 def tree_text(value: Any) -> str:
-    """The argument's tree structure as JAX prints it (PyTreeDef(...))."""
-    return str(tree_util.tree_structure(value))
+    """The argument's tree structure as JAX prints it (PyTreeDef(...)); the user's aux data
+    whose repr raises says so, as the recording's other tree texts do."""
+    return safe_str(tree_util.tree_structure(value), None)
 
 
 def _aval_sharding(aval: Any) -> str:

@@ -73,9 +73,15 @@ class CompileLog:
         self._pending: dict[tuple[int, str], tuple[CompileKey, SourceLocation | None,
                                                    int | None]] = {}
         self._latest: dict[tuple[int, str], int] = {}  # where a trace's lower/compile goes
+        self._function_ids: dict[int, int] = {}  # the process's number -> the session's
 
     def note_key(self, function: str, key: CompileKey, defined: SourceLocation | None,
                  call_index: int | None) -> None:
+        # NB: the process's number for the function object made the session's (1, 2, ... in
+        # order of first trace): a dump says the same whatever ran before it.
+        with self._lock:
+            local = self._function_ids.setdefault(key.function_id, len(self._function_ids) + 1)
+        key = dataclasses.replace(key, function_id=local)
         self._pending[(threading.get_ident(), function)] = (key, defined, call_index)
 
     def on_event(self, phase: str, function: str, seconds: float, for_recording: bool) -> None:
