@@ -11,6 +11,7 @@ from ._call_index import (
     failing_steps as failing_steps,
     function_program as function_program,
     no_stages_reason as no_stages_reason,
+    phased as phased,
     steps_by_level as steps_by_level,
 )
 from ._call_label import (

@@ -25,6 +25,12 @@ def no_stages_reason(call: Call) -> str:
     return "recorded with stages off: record(stages=False) or workbench run --no-stages"
 
 
+def phased(call: Call) -> bool:
+    """Whether a step's phase (forward, backward) says anything: only in a call that has a
+    backward pass (a vmap or a jit alone runs forward only)."""
+    return any(step.phase != "forward" for step in call.steps)
+
+
 def failing_steps(call: Call) -> set[int]:
     """Indices of the steps that failed: error events, primitives that raised, and the
     steps the call's errors name."""

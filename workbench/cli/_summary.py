@@ -8,7 +8,7 @@ from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
 from .._words import plural
-from ..analysis import call_label, no_stages_reason, steps_by_level
+from ..analysis import call_label, no_stages_reason, phased, steps_by_level
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
 
@@ -56,6 +56,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     where = f" at {_t(call.source)}" if call.source else ""
     lines = [f"call {call.index}: {call_label(call, _t)}{where}  [{status}]"]
     by_level = steps_by_level(call)
+    with_phase = with_steps and phased(call)
     # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
     # runs of identical sibling levels are one row (`expand`: each).
     base = 0
@@ -69,7 +70,7 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
                      f"{plural(len(steps), 'step')}{repeats}")
         if with_steps:
-            lines.extend(_step_lines(steps, depth))
+            lines.extend(_step_lines(steps, depth, with_phase))
     lines.extend(value_lines(call))
     for finding in call.nonfinite:  # record(find_nans=True): where its NaN or Inf came from
         lines.extend(f"  {_t(line)}" for line in finding.lines())
@@ -134,12 +135,12 @@ def _indent(depth: int) -> str:
     return "  " * min(depth, MAX_INDENT)
 
 
-def _step_lines(steps: list[Step], depth: int) -> list[str]:
+def _step_lines(steps: list[Step], depth: int, with_phase: bool) -> list[str]:
     pad = "  " + _indent(depth + 1)
     lines = []
     for step in steps:
         ins = ", ".join(v.describe() for v in step.inputs)
         outs = ", ".join(v.describe() for v in step.outputs)
-        lines.append(f"{pad}#{step.index} {_t(step.title)} [{_t(step.phase)}] "
-                     f"({_t(ins)}) -> ({_t(outs)})")
+        phase = f" [{_t(step.phase)}]" if with_phase else ""
+        lines.append(f"{pad}#{step.index} {_t(step.title)}{phase} ({_t(ins)}) -> ({_t(outs)})")
     return lines

@@ -133,8 +133,9 @@ class StepView:
 
     def __init__(self, step: Step, labels: Mapping[int, str] | None = None,
                  source: RenderableType | None = None, caused: Sequence[Step] = (),
-                 cause: Step | None = None):
+                 cause: Step | None = None, phased: bool = True):
         self.step = step
+        self.phased = phased  # the call has a backward pass: the step's phase is shown
         self.labels = labels or {}
         self.source = source
         self.caused = caused
@@ -147,7 +148,7 @@ class StepView:
         s = self.step
         level = self.labels.get(s.level, f"level {s.level}")
         head = Text.assemble((f"#{s.index} ", "dim"), (_clip(_title(s)), "bold"),
-                             f"  at {level}", (f"  [{s.phase}]", "dim"))
+                             f"  at {level}", (f"  [{s.phase}]" if self.phased else "", "dim"))
         if s.kind not in ("primitive",):
             head.append(f"  ({s.kind})", style="dim")
         parts: list[RenderableType] = [head]

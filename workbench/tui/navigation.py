@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
-from ..analysis import UNKNOWN_LEVEL, failing_steps, steps_by_level
+from ..analysis import UNKNOWN_LEVEL, failing_steps, phased, steps_by_level
 
 # The TUI's data layer is read through this module; step <-> equation and source lines
 # are their own modules, their names re-exported here.
@@ -99,6 +99,7 @@ class CallIndex:
         self.steps_by_level = steps_by_level(call)
         self.hidden = self._repeated_empty_levels()
         self.failing = failing_steps(call)
+        self.phased = phased(call)
         self._caused: dict[int, list[int]] | None = None
         self._texts: SearchTexts | None = None
 

@@ -35,11 +35,11 @@ def test_show_prints_levels_steps_and_errors(tmp_path, capsys):
         f"{path}: 1 call, 3 steps (jax 0.10.2, python 3.11.7)",
         "call 0: vmap(absolute) at demo.py:8 (<module>)  [FAILED]",
         "  eval#0  EvalTrace  1 step",
-        "    #1 gt [forward] (1., 1.) -> (1.)",
+        "    #1 gt (1., 1.) -> (1.)",
         "    vmap#1  BatchTrace  2 steps",
-        "      #0 gt [forward] (VmapTracer(aval=float32[], batched=float32[3], batch_dim=0), 1.)"
+        "      #0 gt (VmapTracer(aval=float32[], batched=float32[3], batch_dim=0), 1.)"
         " -> (VmapTracer(aval=float32[], batched=float32[3], batch_dim=0))",
-        "      #2 TracerBoolConversionError [forward] () -> ()",
+        "      #2 TracerBoolConversionError () -> ()",
         "  error at step 0: jax.errors.TracerBoolConversionError: Attempted boolean conversion"
         " of traced array with shape bool[].",
         "  stages: none (recorded with stages off: record(stages=False) or workbench run "

@@ -59,7 +59,7 @@ def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
     cause = call.steps[cause_pos] if cause_pos is not None else None
     caused = [call.steps[p] for p in index.caused_by(step.index)[:8]]
     source = SourceView(step.source, source_context(step.source, roots=index.source_roots))
-    return StepView(step, labels, source, caused=caused, cause=cause)
+    return StepView(step, labels, source, caused=caused, cause=cause, phased=index.phased)
 
 
 def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
