@@ -122,7 +122,8 @@ def capture(plan: StagePlan, call_error: str = "") -> Captured:
     with capturing():
         try:
             captured = _capture_group(plan.main, plan, call_error, set())
-            names = {s.name for s in captured.stages}
+            # NB: "f" too: a top-level jit's own stages (f, stablehlo(jit(f)), ...) come later
+            names = {s.name for s in captured.stages} | {"f"}
             for group in plan.groups[1:]:
                 found = _capture_group(group, plan, "", names).stages
                 names.update(s.name for s in found)
