@@ -128,6 +128,8 @@ class CallBuilder:
             self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
                                  else describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
+            if self.stages.replay is not None:  # a jit's gradient takes its replayed values
+                self.stages.replay.leaf_links = self.trees.leaf_links
             self.shardings.note_outputs(outputs)
         parts = steps.core.parts()
         if describer.leaked:

@@ -121,6 +121,8 @@ class JitReplay:
         self._stages: tuple | None = None  # ... and the call's other stages (evaluate_later)
         self._copies: tuple | None = copies
         self.stage_values: tuple = ()
+        # trees made of the output's leaves (a gradient): their leaves' places in it
+        self.leaf_links: dict[tuple[str, str], tuple[int, ...]] = {}
 
     def evaluate_later(self, kept: dict, spec: Any) -> None:
         """record(values=True): the call's stages, evaluated on the copies once its stages
@@ -207,9 +209,16 @@ class JitReplay:
             return call
         if len(outputs) != 1 or len(outputs[0].leaves) != len(results):
             return call
-        filled = _filled(outputs[0], results)
-        trees = tuple(filled if t is outputs[0] else t for t in call.trees)
-        return dataclasses.replace(call, trees=trees)
+        filled = {id(outputs[0]): _filled(outputs[0], results)}
+        for tree in call.trees:
+            links = self.leaf_links.get((tree.role, tree.name))
+            if links is not None and tree is not outputs[0]:
+                filled[id(tree)] = _filled(tree, tuple(results[i] for i in links))
+        trees = tuple(filled.get(id(t), t) for t in call.trees)
+        pairs = tuple(dataclasses.replace(p, left=filled.get(id(p.left), p.left),
+                                          right=filled.get(id(p.right), p.right))
+                      for p in call.pairs)
+        return dataclasses.replace(call, trees=trees, pairs=pairs)
 
 
 def _is_traced(x: Any) -> bool:
