@@ -158,11 +158,13 @@ class JitReplay:
             self.fault = e
 
     def _all_values(self, call: Call, stage: str) -> tuple:
-        """The jit's own jaxpr's values under its stage's name, and the other stages', in
-        the call's order of stages."""
+        """The stages' values, in the call's order of stages; the jit's own jaxpr's (JAX's
+        trace, whose equations may differ from the stage made of the tape) only for a stage
+        not evaluated by itself."""
         assert self.values is not None
         by_stage = {v.stage: v for v in self.stage_values}
-        by_stage[stage] = dataclasses.replace(self.values, stage=stage)
+        if not getattr(by_stage.get(stage), "outputs", ()):
+            by_stage[stage] = dataclasses.replace(self.values, stage=stage)
         ordered = [by_stage.pop(s.name) for s in call.stages if s.name in by_stage]
         return tuple(ordered + list(by_stage.values()))
 
