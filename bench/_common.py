@@ -1,14 +1,18 @@
 """Shared pieces of the benchmarks: the MLP workload, timing, reporting."""
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
 import platform
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -139,3 +143,14 @@ def alternating_child_cpu(commands: dict[str, list[str]], reps: int) -> dict[str
             if rep:
                 times[name].append(seconds)
     return times
+
+
+@contextlib.contextmanager
+def script_and_dump(name: str, source: str) -> Iterator[tuple[str, str]]:
+    """A script written from `source` (dedented) in a temporary folder, and a dump path
+    beside it, for benchmarks that run `workbench run` as a whole process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, f"{name}.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(source))
+        yield script, os.path.join(tmp, "t.json")

@@ -36,7 +36,6 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import textwrap
 import time
 import tracemalloc
@@ -49,6 +48,7 @@ from _common import (  # noqa: E402
     exit_with,
     header,
     median,
+    script_and_dump,
     timed_capture,
     verdict,
 )
@@ -108,11 +108,7 @@ SCRIPTS = {
 
 
 def bench_run(variant: str, reps: int) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = os.path.join(tmp, f"train_{variant}.py")
-        with open(script, "w") as f:
-            f.write(textwrap.dedent(SCRIPTS[variant]))
-        dump = os.path.join(tmp, "t.json")
+    with script_and_dump(f"train_{variant}", SCRIPTS[variant]) as (script, dump):
         commands = {
             "python SCRIPT.py": [sys.executable, script],
             "workbench run": [sys.executable, "-m", "workbench", "run", "-q", "-o", dump, script],

@@ -118,6 +118,9 @@ HANDLERS: list[tuple[str, str, str]] = [
      "in the record: the program's own failure when run again is the output tree's note"),
     ("transforms/_recording/_stage_values.py", "stage_values",
      "in the record: an equation that cannot be evaluated again is the StageValues' note"),
+    ("transforms/_recording/_stage_values.py", "call_values",
+     "in the record: deriving a stage's inputs (its forward pass evaluated) failed: the "
+     "StageValues' note"),
     ("transforms/_stages/_autodiff.py", "ad_stages",
      "in the record: every autodiff stage unavailable with the reason"),
     ("transforms/_stages/_autodiff.py", "_Point.linearize_stages",

@@ -86,10 +86,14 @@ from ._params import (
 )
 from ._replay import (
     calls_back as calls_back,
+    consts_of as consts_of,
     eqn_facts as eqn_facts,
     eval_equations as eval_equations,
     inner_call as inner_call,
     inner_jaxprs as inner_jaxprs,
+    input_types as input_types,
+    values_by_var as values_by_var,
+    with_consts as with_consts,
 )
 from ._sources import (
     NAME_STACK_PLACE as NAME_STACK_PLACE,

@@ -8,11 +8,12 @@ Everything here is public surface (`jax.core`, `jax.extend`) except where a comm
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from jax.extend import core as jax_core
 
-__all__ = ["calls_back", "eqn_facts", "eval_equations", "inner_call", "inner_jaxprs"]
+__all__ = ["calls_back", "consts_of", "eqn_facts", "eval_equations", "inner_call", "inner_jaxprs",
+           "input_types", "values_by_var", "with_consts"]
 
 
 def inner_jaxprs(params: dict) -> Iterator[Any]:
@@ -68,6 +69,41 @@ def eval_equations(closed: Any, args: list, visit: Visit) -> list:
             env[var] = value
         visit(index, eqn, inputs, outputs)
     return [read(v) for v in jaxpr.outvars]
+
+
+def values_by_var(closed: Any, args: list) -> dict:
+    """Every variable of closed (consts, inputs, each top-level equation's outputs) and its
+    value at args: what a jaxpr traced inside closed's trace closed over (its tracers'
+    staged_var) is looked up here."""
+    jaxpr = getattr(closed, "jaxpr", closed)
+    env: dict = dict(zip(jaxpr.constvars, getattr(closed, "consts", ())))
+    env.update(zip(jaxpr.invars, args))
+
+    def visit(index: int, eqn: Any, inputs: list, outputs: list) -> None:
+        env.update(zip(eqn.outvars, outputs))
+    eval_equations(closed, args, visit)
+    return env
+
+
+def input_types(closed: Any) -> list[tuple[tuple, str]]:
+    """(shape, dtype name) of each input of a jaxpr (a token's: ((), its aval's text))."""
+    jaxpr = getattr(closed, "jaxpr", closed)
+    return [(tuple(getattr(v.aval, "shape", ())), str(getattr(v.aval, "dtype", v.aval)))
+            for v in jaxpr.invars]
+
+
+def with_consts(closed: Any, consts: list) -> Any:
+    """closed with other values for its consts, as eval_equations reads a closed jaxpr."""
+    return _Closed(getattr(closed, "jaxpr", closed), tuple(consts))
+
+
+class _Closed(NamedTuple):
+    jaxpr: Any
+    consts: tuple
+
+
+def consts_of(closed: Any) -> tuple:
+    return tuple(getattr(closed, "consts", ()))
 
 
 # The params holding the jaxpr a call-like equation runs with its own inputs, one to one.

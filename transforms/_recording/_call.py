@@ -27,10 +27,11 @@ from .._capture import (
 from .._common import message as error_message
 from .._devices import CallShardings
 from .._trees import CallTrees, tree_text
-from ..model import Call, Lazy
+from ..model import Call, Lazy, StageValues
 from ._call_stages import CallStages
 from ._call_steps import CallSteps
 from ._find_nans import nan_search_wanted, search_call, with_levels
+from ._jit_values import JIT_NOT_COPIED
 from ._levels import LevelState
 from ._recorder import SessionRecorder
 from ._stage_values import call_values
@@ -127,6 +128,8 @@ class CallBuilder:
             self.outputs = tuple(describe_concrete(x) if not isinstance(x, _i.Tracer)
                                  else describer.describe(x) for x in leaves)
             self.trees.finish(outputs)
+            if self.stages.replay is not None:  # a jit's gradient takes its replayed values
+                self.stages.replay.leaf_links = self.trees.leaf_links
             self.shardings.note_outputs(outputs)
         parts = steps.core.parts()
         if describer.leaked:
@@ -143,7 +146,7 @@ class CallBuilder:
         live, self.live = self.live, None
         kept, self.stages.kept = self.stages.kept, {}
         nonfinite = search_call(self.recorder, self.trees, kept, stages, live) if search else ()
-        values = call_values(kept, stages, live) if evaluate else ()
+        values = self._values(kept, stages, live) if evaluate else ()
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
                     tuple(steps.levels), lazy_steps, tuple(steps.errors), self.in_tree,
                     self.out_tree, self.inputs, self.outputs, self.parent, stages,
@@ -156,6 +159,25 @@ class CallBuilder:
         self.recorder.add(call)
         self.stages.hand_over(failed)
         return call
+
+
+    def _values(self, kept: dict, stages: tuple, live: Any) -> tuple:
+        """record(values=True): the stages evaluated now, or for a top-level jit (whose
+        inputs here are JAX's tracers) once its replay has the arguments' host copies."""
+        spec = self.stages.spec
+        if self.parent is not None:  # a pullback's: its forward call's stages
+            why = (f"these are call {self.parent}'s stages (its forward pass, evaluated "
+                   f"there); the residuals they would take here are not kept")
+            return tuple(StageValues(s.name, note=f"not evaluated: {why}")
+                         for s in stages if s.jaxpr is not None and s.available)
+        if self.transform != "jit":
+            return call_values(kept, stages, live, spec)
+        replay = self.stages.replay
+        if replay is not None:
+            replay.evaluate_later(kept, spec)
+            return ()
+        return tuple(StageValues(s.name, note=f"not evaluated: {JIT_NOT_COPIED}")
+                     for s in stages if s.jaxpr is not None and s.available)
 
 
 # NB: the recording state (_capture's) holds this layer's objects; read here as what they are.

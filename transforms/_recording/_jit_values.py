@@ -18,11 +18,11 @@ import numpy as np
 
 from .. import _jax as _i
 from .._capture import lost_diagnostic, summarize_array
-from ..model import Call, NonFiniteRecord, TreeRecord, ValueSummary
+from ..model import Call, NonFiniteRecord, StageValues, TreeRecord, ValueSummary
 from ._find_nans import search_nonfinite, with_levels
-from ._stage_values import stage_values
+from ._stage_values import call_values, stage_values
 
-__all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
+__all__ = ["JIT_NOT_COPIED", "REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
            "with_argument_values"]
 
 # A jit's arguments are copied to the host for the replay of its results when they have at
@@ -30,6 +30,8 @@ __all__ = ["REPLAY_MAX_SIZE", "JitReplay", "note_jit_values", "take_jit_values",
 REPLAY_MAX_SIZE = 100_000
 # ... and with record(find_nans=True), which needs them to check the results.
 FIND_NANS_MAX_SIZE = 50_000_000
+JIT_NOT_COPIED = (f"the jit's arguments were not copied (more than {REPLAY_MAX_SIZE:,} "
+                  f"elements in all)")
 _JIT_STAGE = "jit(f)"  # the stage a jit's finding names until the call's stages are known
 
 # (weakref to fun, per positional argument its leaves' summaries, per keyword the same)
@@ -116,6 +118,16 @@ class JitReplay:
         self.fault: BaseException | None = None
         self.nonfinite: tuple = ()
         self.values: Any = None  # record(values=True): its jaxpr's equations' values
+        self._stages: tuple | None = None  # ... and the call's other stages (evaluate_later)
+        self._copies: tuple | None = copies
+        self.stage_values: tuple = ()
+        # trees made of the output's leaves (a gradient): their leaves' places in it
+        self.leaf_links: dict[tuple[str, str], tuple[int, ...]] = {}
+
+    def evaluate_later(self, kept: dict, spec: Any) -> None:
+        """record(values=True): the call's stages, evaluated on the copies once its stages
+        are known (apply); the live jaxprs are held until then, as the copies are."""
+        self._stages = (kept, spec)
 
     def __call__(self, traced: Any, compiled: Any) -> None:
         """The replay, handed JAX's trace of the call and the executable the stages compiled
@@ -145,6 +157,17 @@ class JitReplay:
         except Exception as e:  # a fault of ours: noted on the call (apply)
             self.fault = e
 
+    def _all_values(self, call: Call, stage: str) -> tuple:
+        """The stages' values, in the call's order of stages; the jit's own jaxpr's (JAX's
+        trace, whose equations may differ from the stage made of the tape) only for a stage
+        not evaluated by itself."""
+        assert self.values is not None
+        by_stage = {v.stage: v for v in self.stage_values}
+        if not getattr(by_stage.get(stage), "outputs", ()):
+            by_stage[stage] = dataclasses.replace(self.values, stage=stage)
+        ordered = [by_stage.pop(s.name) for s in call.stages if s.name in by_stage]
+        return tuple(ordered + list(by_stage.values()))
+
     def _find_nans(self, traced: Any, leaves: list) -> None:
         recorder = self.recorder()
         if recorder is None or not recorder.find_nans or recorder.nan_found:
@@ -161,9 +184,17 @@ class JitReplay:
         jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
         stage = next((n for n in jaxprs if n.startswith("jit(")),
                      jaxprs[-1] if jaxprs else _JIT_STAGE)
+        later, self._stages = self._stages, None
+        copies, self._copies = self._copies, None
         if self.values is not None:
-            call = dataclasses.replace(call, values=(dataclasses.replace(self.values,
-                                                                         stage=stage),))
+            if later is not None:
+                self.stage_values = call_values(later[0], call.stages, copies, later[1])
+            call = dataclasses.replace(call, values=self._all_values(call, stage))
+        elif later is not None:  # values wanted, none made: why, per stage
+            why = self.reason or "the jit's results were not replayed"
+            call = dataclasses.replace(call, values=tuple(
+                StageValues(s.name, note=f"not evaluated: {why}") for s in call.stages
+                if s.jaxpr is not None and s.available))
         if self.nonfinite:
             found = tuple(dataclasses.replace(r, stage=stage) for r in self.nonfinite)
             call = with_levels(dataclasses.replace(call, nonfinite=found))
@@ -180,9 +211,16 @@ class JitReplay:
             return call
         if len(outputs) != 1 or len(outputs[0].leaves) != len(results):
             return call
-        filled = _filled(outputs[0], results)
-        trees = tuple(filled if t is outputs[0] else t for t in call.trees)
-        return dataclasses.replace(call, trees=trees)
+        filled = {id(outputs[0]): _filled(outputs[0], results)}
+        for tree in call.trees:
+            links = self.leaf_links.get((tree.role, tree.name))
+            if links is not None and tree is not outputs[0]:
+                filled[id(tree)] = _filled(tree, tuple(results[i] for i in links))
+        trees = tuple(filled.get(id(t), t) for t in call.trees)
+        pairs = tuple(dataclasses.replace(p, left=filled.get(id(p.left), p.left),
+                                          right=filled.get(id(p.right), p.right))
+                      for p in call.pairs)
+        return dataclasses.replace(call, trees=trees, pairs=pairs)
 
 
 def _is_traced(x: Any) -> bool:

@@ -1,7 +1,7 @@
-"""record(values=True): every equation of a call's replayable stages evaluated after the call,
-on host copies of its inputs, each equation's outputs summarised (StageValues). The stages
-replayed are the user's function (`f`), the transformed program (`grad(f)`, `vmap(f)`, its
-forward and backward equations) and a jit's own jaxpr: the ones that take the call's inputs.
+"""record(values=True): every equation of a call's jaxpr stages evaluated after the call,
+on host copies of its inputs, each equation's outputs summarised (StageValues). What each
+stage takes is derived from the call's inputs (_stage_inputs); a stage that cannot be
+evaluated says why in its note, with no values.
 
 Nothing of the user's program is kept: summaries only, made after the call returned.
 """
@@ -14,7 +14,7 @@ import numpy as np
 from .. import _jax as _i
 from .._capture import recording_off, summarize_array
 from ..model import StageValues
-from ._find_nans import replay_arguments
+from ._stage_inputs import StageInputs
 
 __all__ = ["VALUES_MAX_SIZE", "call_values", "stage_values"]
 
@@ -22,8 +22,8 @@ __all__ = ["VALUES_MAX_SIZE", "call_values", "stage_values"]
 VALUES_MAX_SIZE = 1_000_000
 
 
-def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_SIZE
-                 ) -> StageValues:
+def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_SIZE,
+                 note: str = "") -> StageValues:
     """Each top-level equation of `closed` evaluated at args, its outputs summarised."""
     outputs: list[tuple] = []
 
@@ -33,20 +33,35 @@ def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_
         with recording_off():
             _i.eval_equations(closed, [np.asarray(a) for a in args], visit)
     except Exception as e:  # in the record: the equations before it keep their values
-        return StageValues(name, tuple(outputs),
-                           note=f"stopped at equation {len(outputs)}: {type(e).__name__}: {e}")
-    return StageValues(name, tuple(outputs))
+        stopped = f"stopped at equation {len(outputs)}: {type(e).__name__}: {e}"
+        return StageValues(name, tuple(outputs), note="; ".join(x for x in (note, stopped) if x))
+    return StageValues(name, tuple(outputs), note=note)
 
 
-def call_values(kept: dict, stages: tuple, live: Any,
+def call_values(kept: dict, stages: tuple, live: Any, spec: Any = None,
                 max_size: int = VALUES_MAX_SIZE) -> tuple[StageValues, ...]:
-    """The values of every stage of the call that takes its inputs."""
+    """The values of every jaxpr stage of the call; a stage whose inputs cannot be derived
+    from the call's gets a note saying why, and no values."""
+    inputs = StageInputs(kept, live, spec)
     found = []
     for stage in stages:
+        if stage.jaxpr is None or not stage.available:
+            continue
         closed = kept.get(stage.name)
-        args = replay_arguments(stage, closed, live) if closed is not None else None
-        if args is not None:
-            found.append(stage_values(stage.name, closed, args, max_size))
+        if closed is None:
+            found.append(StageValues(stage.name, note="not evaluated: its jaxpr was not kept"))
+            continue
+        try:
+            with recording_off():
+                given = inputs.of(stage, closed)
+        except Exception as e:  # a fault of ours (or a forward pass that fails): said
+            found.append(StageValues(stage.name, note=f"not evaluated: {type(e).__name__}: {e}"))
+            continue
+        if given.args is None:
+            found.append(StageValues(stage.name, note=f"not evaluated: {given.why}"))
+            continue
+        program = closed if given.consts is None else _i.with_consts(closed, given.consts)
+        found.append(stage_values(stage.name, program, given.args, max_size, given.note))
     return tuple(found)
 
 

@@ -3,6 +3,7 @@ call bound (its tapes) by JAX's own transformations, never by running the user's
 again; jit's lowered and compiled stages; growth."""
 from __future__ import annotations
 
+from ._autodiff import differentiated as differentiated
 from ._chain import PendingStages as PendingStages, capture as capture, growth as growth
 from ._plan import (
     StagePlan as StagePlan,
@@ -12,5 +13,9 @@ from ._plan import (
     sharded_point as sharded_point,
     signature as signature,
 )
-from ._records import failed_capture as failed_capture, keeping_jaxprs as keeping_jaxprs
+from ._records import (
+    failed_capture as failed_capture,
+    forward_name as forward_name,
+    keeping_jaxprs as keeping_jaxprs,
+)
 from ._tape import TapePair as TapePair

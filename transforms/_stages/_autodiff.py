@@ -13,7 +13,7 @@ import jax
 from .. import _jax as _i
 from .._jax import jax_own
 from ..model import Stage
-from ._records import Label, built, failed, noted, reason, rule_notes, stage_of, wanted
+from ._records import Label, built, failed, forward_name, keep, noted, reason, rule_notes, stage_of, wanted
 from ._replay import group_closures, held_values, make_jaxpr_with_extras, name_like
 
 # --- autodiff stages -----------------------------------------------------------
@@ -66,6 +66,15 @@ def ad_stages(spec: Any, h: Callable | None, point: tuple | None, expr_in: str, 
 
 
 
+def differentiated(spec: Any, args: tuple) -> tuple[int, ...]:
+    """The positions of the arguments a call of this kind differentiates (argnums; every
+    positional one for vjp, jvp and linearize, whose options are keywords of the call)."""
+    if spec.entry.config_kwargs:
+        return tuple(range(len(args)))
+    argnums = spec.options.argnums
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
 _DIFFERENTIATED = object()  # a differentiated argument's place among the fixed ones
 
 
@@ -88,12 +97,10 @@ class _Point:
     @classmethod
     def of(cls, spec: Any, h: Callable, args: tuple, kwargs: dict,
            at_values: bool = False) -> _Point:
+        positions = differentiated(spec, args)
         if spec.entry.config_kwargs:
             f_args, f_kwargs, has_aux = args, {}, bool(kwargs.get("has_aux", False))
-            positions: tuple[int, ...] = tuple(range(len(args)))
         else:
-            argnums = spec.options.argnums
-            positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
             f_args, f_kwargs, has_aux = args, kwargs, spec.options.has_aux
         primals = tuple(f_args[i] for i in positions)
         fixed = [_DIFFERENTIATED if i in positions else a for i, a in enumerate(f_args)]
@@ -188,8 +195,8 @@ class _Point:
         name_like(forward, self.fun)
 
         start = time.perf_counter()
-        try:
-            self.make_jaxpr(forward)(*self.primals)
+        try:  # the forward pass is kept: the backward one's consts are its values
+            keep(forward_name(label.name), self.make_jaxpr(forward)(*self.primals))
         except Exception as e:  # the forward pass failed: the backward one is not reached
             if "stage" not in inside:
                 return failed(label, method, reason(e), time.perf_counter() - start)

@@ -81,10 +81,21 @@ def keeping_jaxprs() -> Iterator[dict[str, Any]]:
         _kept = outer
 
 
+def forward_name(stage: str) -> str:
+    """Under what name a backward stage's forward pass is kept: the trace its residuals
+    (the backward jaxpr's consts) are values of."""
+    return f"{stage} forward"
+
+
+def keep(name: str, closed: Any) -> None:
+    """Keep a live jaxpr by name while a capture keeps them (keeping_jaxprs)."""
+    if _kept is not None:
+        _kept[name] = closed
+
+
 def built(label: Label, closed: Any, method: str, seconds: float) -> Stage:
     """A jaxpr stage; `seconds` is what JAX took to make it, recording time is added."""
-    if _kept is not None:
-        _kept[label.name] = closed
+    keep(label.name, closed)
     start = time.perf_counter()
     namer = _Namer()
     jaxpr = getattr(closed, "jaxpr", closed)

@@ -51,6 +51,9 @@ class CallTrees:
 
     def __init__(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                  describe: Callable[[Any], Any]):
+        # a top-level jit's: its trees' leaves linked to its output's (leaf_links)
+        self.jitted = transform == "jit"
+        self.leaf_links: dict[tuple[str, str], tuple[int, ...]] = {}
         transform, fun, options, self.depth = _trees_kind(transform, fun, options)
         self.transform = transform
         self.options = options
@@ -93,13 +96,28 @@ class CallTrees:
                 self.note_lost(f"reading {self.view.library}'s outputs", e)
         else:
             outputs = library_values(outputs)
+        self.builder.leaf_ids = [] if self.jitted else None
         try:
             trees, pairs = output_trees(self.transform, self.options, self.inputs, outputs,
                                         self.builder, self.function_out, self.forward)
             self.outputs.extend(trees)
             self.pairs.extend(pairs)
+            self._link_leaves(self.builder.leaf_ids or [])
         except Exception as e:
             self.note_lost("describing the outputs", e)
+        finally:
+            self.builder.leaf_ids = None
+
+    def _link_leaves(self, built: list[tuple[tuple[str, str], list[int]]]) -> None:
+        """Per tree made of the output's own leaves (a jit's gradient), their positions
+        among the output's: its leaves take the output's values once they are replayed."""
+        if not built or built[0][0][0] != "output":
+            return
+        position = {leaf: i for i, leaf in enumerate(built[0][1])}
+        for key, ids in built[1:]:
+            found = [position.get(leaf) for leaf in ids]
+            if ids and all(i is not None for i in found):
+                self.leaf_links[key] = tuple(i for i in found if i is not None)
 
     def note_nested(self, transform: str, fun: Any, options: Options, args: tuple, kwargs: dict,
                     out: Any) -> None:

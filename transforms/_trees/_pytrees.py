@@ -132,11 +132,16 @@ class TreeBuilder:
         self.describe = describe or _describe_leaf
         self.max_nodes = max_nodes
         self.max_depth = max_depth
+        # While not None: per tree built, ((role, name), its leaves' ids), so trees made of
+        # the same objects (a jit's gradient inside its output) can be linked leaf by leaf.
+        self.leaf_ids: list[tuple[tuple[str, str], list[int]]] | None = None
 
     def build(self, obj: Any, role: str, name: str, argnum: int | None = None) -> TreeRecord:
         """The tree of `obj`; its structure is built once per PyTreeDef, then only leaves."""
         try:
             leaves, treedef = tree_util.tree_flatten(obj)
+            if self.leaf_ids is not None:
+                self.leaf_ids.append(((role, name), [id(x) for x in leaves]))
             key = (treedef, self.max_nodes, self.max_depth)
             skeleton = _skeletons.get(key)
         except Exception:  # cyclic, too deep, a raising flatten, unhashable aux data

@@ -44,3 +44,10 @@ from ._process_merge import (
     run_divergence as run_divergence,
 )
 from ._session_diff import diff_sessions as diff_sessions, format_diff as format_diff
+from ._values import (
+    StepValue as StepValue,
+    eqn_values as eqn_values,
+    stage_values as stage_values,
+    step_values as step_values,
+    values_text as values_text,
+)

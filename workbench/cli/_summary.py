@@ -8,7 +8,8 @@ from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
 from .._words import plural
-from ..analysis import call_label, no_stages_reason, phased, steps_by_level
+from ..analysis import call_label, no_stages_reason, phased, steps_by_level, values_text
+from ..render.stages import eqn_text
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
 
@@ -113,13 +114,15 @@ def equation_value_lines(call: Call, each: bool) -> list[str]:
     lines = []
     for values in call.values:
         stage = next((s for s in call.stages if s.name == values.stage), None)
+        if not values.outputs:  # not evaluated: why
+            lines.append(f"  values of {_t(values.stage)}: {_t(values.note) or 'none'}")
+            continue
         note = f" ({_t(values.note)})" if values.note else ""
         lines.append(f"  values of {_t(values.stage)}: {len(values.outputs)} equations{note}")
         if not each or stage is None:
             continue
         for i, (eqn, outs) in enumerate(zip(stage.eqns, values.outputs)):
-            shown = ", ".join(o.describe() if o is not None else "?" for o in outs)
-            lines.append(f"    {i} {_t(eqn.primitive)}: {_clip(_t(shown))}")
+            lines.append(f"    {i} {_t(eqn_text(eqn))} = {_clip(_t(values_text(outs)))}")
     return lines
 
 

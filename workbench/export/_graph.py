@@ -21,7 +21,7 @@ class Node:
     origin: str = ""          # primal | jvp | transpose (fill colour), from the name stack
     batched: bool = False     # traced under vmap (magenta border)
     mark: str = ""            # added | removed | changed | mismatch | error | focus | backward
-                              # | rule
+                              # | rule | nonfinite
     tooltip: str = ""
     fill: str = ""            # an explicit fill colour ("#rrggbb"): a device's block
 
@@ -92,13 +92,14 @@ class CollectError(ValueError):
 ORIGIN_COLOURS = {"primal": "#ffffff", "jvp": "#dbeafe", "transpose": "#fde2c8"}
 MARK_COLOURS = {"added": "#bbf7d0", "removed": "#fecaca", "changed": "#fef08a",
                 "mismatch": "#fca5a5", "error": "#fca5a5", "backward": "#fde2c8",
-                "rule": "#ede9fe"}
+                "rule": "#ede9fe", "nonfinite": "#f87171"}
 BATCHED_COLOUR = "#c026d3"  # not green: green fills say "added"
 _LEGEND_TEXT = {
     "primal": "white: primal", "jvp": "blue: traced under jvp", "transpose": "orange: transpose "
     "(backward pass)", "batched": "magenta border: batched (vmap)", "added": "green: added",
     "removed": "red: removed", "changed": "yellow: changed", "mismatch": "red: differs",
     "error": "red: error", "backward": "orange: backward phase", "rule": "violet: custom rule",
+    "nonfinite": "bright red: first NaN/Inf (find_nans)",
 }
 
 

@@ -9,8 +9,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord, short_aval
+from transforms.model import Call, EqnRecord, Stage, SubJaxprRecord, ValueSummary, short_aval
 
+from ..analysis import eqn_values, values_text
 from ._call_views import collect_pytree as collect_pytree, collect_tower as collect_tower
 from ._graph import (
     Cluster as Cluster,
@@ -99,6 +100,17 @@ def _check_jaxpr_stage(stage: Stage) -> None:
                            f"names): record it again with this version of transforms")
 
 
+# Characters of an equation's values in its node (record(values=True)).
+VALUE_CHARS = 60
+
+
+def nonfinite_marks(call: Call | None, stage: str) -> dict[int, str]:
+    """The equations of this stage a NaN/Inf finding names (find_nans), marked."""
+    if call is None:
+        return {}
+    return {f.eqn: "nonfinite" for f in call.nonfinite if f.stage == stage and f.eqn >= 0}
+
+
 # In graphs of more top-level equations than this, edges spanning more than
 # LONG_EDGE equations become references too.
 LONG_EDGE_GRAPH = 60
@@ -156,6 +168,8 @@ class _JaxprBuilder:
             notes.append(why)
         eqns = stage.eqns
         n = len(eqns)
+        values = eqn_values(call, stage.name)  # record(values=True): a line in each node
+        marks = {**(marks or {}), **nonfinite_marks(call, stage.name)}
         groups, group_notes, folded = fold_groups(eqns, self.o, self.budget, self.expand)
         self._count_folded(equations_folded=folded)
         notes += group_notes
@@ -206,10 +220,11 @@ class _JaxprBuilder:
             if group is not None:
                 self._add_grouped(eqn, index, group, group_nodes, scope, prefix, cluster)
                 continue
-            mark = (marks or {}).get(index, "")
+            mark = marks.get(index, "")
             if kept is not None and index == self.o.focus:
                 mark = mark or "focus"
-            self._add_eqn(eqn, f"{prefix}e{index}", f"#{index}", scope, cluster, mark, depth=0)
+            self._add_eqn(eqn, f"{prefix}e{index}", f"#{index}", scope, cluster, mark, depth=0,
+                          values=values[index] if index < len(values) else None)
         if self.fold != FOLD_NONE and kept is None:
             notes += self._fold_outputs(stage, out_names, scope, prefix, cluster)
             return notes
@@ -365,7 +380,8 @@ class _JaxprBuilder:
             scope.producers[var] = (node_id, aval)
 
     def _add_eqn(self, eqn: EqnRecord, node_id: str, title: str, scope: _Scope,
-                 cluster: str | None, mark: str, depth: int, outer_stack: str = "") -> None:
+                 cluster: str | None, mark: str, depth: int, outer_stack: str = "",
+                 values: Sequence[ValueSummary | None] | None = None) -> None:
         # A body's name stacks are relative to it: its equation's stack comes first.
         stack = f"{outer_stack}/{eqn.name_stack}" if outer_stack else eqn.name_stack
         origin, batched = origin_of(stack)
@@ -375,6 +391,8 @@ class _JaxprBuilder:
         literals = [v[1:] for v in eqn.in_vars if v.startswith("=")]
         if literals:
             lines.append("literals: " + ", ".join(literals))
+        if values is not None:  # its outputs' values (record(values=True))
+            lines.append(f"= {_shorten(values_text(values), VALUE_CHARS)}")
         expand = bool(self.expand and eqn.subjaxprs and depth < self.o.max_depth)
         if eqn.subjaxprs and not expand:
             lines.append(_shorten("; ".join(f"{s.label}: {_eqns(s.eqn_count)}"

@@ -94,13 +94,13 @@ def _stages(call: Call, budget: Budget) -> str:
     parts = []
     # Two stages side by side with their diff; where either is missing the list says why.
     if before != after and call.stages[before].available and call.stages[after].available:
-        pair = stage_pair_html(call.stages[before], call.stages[after], budget)
+        pair = stage_pair_html(call.stages[before], call.stages[after], budget, call)
         title = (f"<code>{h(call.stages[before].name)}</code> against "
                  f"<code>{h(call.stages[after].name)}</code>")
         parts.append(details(title, pair, opened=True))
     shown = call.stages[:budget.stages]
     parts.append(details(f"all {len(call.stages)} stages",
-                         "".join(stage_html(s, budget) for s in shown)
+                         "".join(stage_html(s, budget, call=call) for s in shown)
                          + more(len(call.stages) - len(shown), "stages")))
     return "".join(parts)
 

@@ -3,13 +3,15 @@ equation by equation, and two stages side by side with their diff below (the row
 equations as the terminal's DiffView shows them, workbench/render/stages.py)."""
 from __future__ import annotations
 
-from transforms.model import Stage, StageDiff, diff_stages
+from transforms.model import Call, Stage, StageDiff, StageValues, diff_stages
 
 from .._safe_text import first_line
+from ..analysis import stage_values, values_text
 from ..render.stages import arrow, eqn_text, with_context
 from ._blocks import DEFAULT, Budget, badge, details, h, more, pre, table
 
-__all__ = ["diff_html", "stage_body", "stage_html", "stage_pair_html", "stage_summary"]
+__all__ = ["diff_html", "stage_body", "stage_html", "stage_pair_html", "stage_summary",
+           "values_html"]
 
 
 def stage_summary(stage: Stage) -> str:
@@ -27,8 +29,9 @@ def stage_summary(stage: Stage) -> str:
     return f"{name} {what}{title}"
 
 
-def stage_body(stage: Stage, budget: Budget = DEFAULT) -> str:
-    """What a stage holds: how JAX made it, its note, its program text, its figures."""
+def stage_body(stage: Stage, budget: Budget = DEFAULT, call: Call | None = None) -> str:
+    """What a stage holds: how JAX made it, its note, its program text, its figures, and
+    with the call recorded with values, each equation's values."""
     parts = []
     if stage.method:
         parts.append(f'<p class="dim">{h(stage.method)}</p>')
@@ -48,11 +51,27 @@ def stage_body(stage: Stage, budget: Budget = DEFAULT) -> str:
     if stage.histogram:
         bars = ", ".join(f"{h(b.primitive)} ×{b.count}" for b in stage.histogram[:12])
         parts.append(f'<p class="dim">primitives: {bars}</p>')
+    values = stage_values(call, stage.name) if call is not None else None
+    if values is not None:
+        parts.append(values_html(stage, values, budget))
     return "".join(parts)
 
 
-def stage_html(stage: Stage, budget: Budget = DEFAULT, *, opened: bool = False) -> str:
-    return details(stage_summary(stage), stage_body(stage, budget), opened=opened)
+def values_html(stage: Stage, values: StageValues, budget: Budget = DEFAULT) -> str:
+    """Each equation with its outputs' values (record(values=True)), or why there are none."""
+    if not values.outputs:
+        return f'<p class="dim">values: {h(values.note or "none")}</p>'
+    note = f" ({h(values.note)})" if values.note else ""
+    rows = [(str(i), h(eqn_text(eqn)), h(values_text(outs), budget.line_chars))
+            for i, (eqn, outs) in enumerate(zip(stage.eqns, values.outputs[:budget.stage_lines]))]
+    return (f'<p class="dim">values, each equation evaluated again{note}</p>'
+            + table(["#", "equation", "values"], rows)
+            + more(len(values.outputs) - budget.stage_lines, "equations"))
+
+
+def stage_html(stage: Stage, budget: Budget = DEFAULT, *, opened: bool = False,
+               call: Call | None = None) -> str:
+    return details(stage_summary(stage), stage_body(stage, budget, call), opened=opened)
 
 
 def diff_html(diff: StageDiff, before: Stage | None = None, after: Stage | None = None,
@@ -100,10 +119,11 @@ def _rows(diff: StageDiff, before: Stage | None, after: Stage | None, budget: Bu
             + more(len(shown) - budget.diff_rows, "rows"))
 
 
-def stage_pair_html(before: Stage, after: Stage, budget: Budget = DEFAULT) -> str:
+def stage_pair_html(before: Stage, after: Stage, budget: Budget = DEFAULT,
+                    call: Call | None = None) -> str:
     """Before and after side by side, the diff below."""
-    side = (f'<div class="side"><div>{stage_html(before, budget, opened=True)}</div>'
-            f'<div>{stage_html(after, budget, opened=True)}</div></div>')
+    side = (f'<div class="side"><div>{stage_html(before, budget, opened=True, call=call)}'
+            f'</div><div>{stage_html(after, budget, opened=True, call=call)}</div></div>')
     try:
         diff = diff_html(diff_stages(before, after), before, after, budget)
     except ValueError as e:  # a stage without a jaxpr: said in place of the diff

@@ -151,6 +151,11 @@ def _cell(tree: TreeRecord, index: int | None) -> Text:
         text = Text(_t(node.aval) or short_type(node.type_name), style="cyan")
         if node.traced:
             text.append(" traced")
+        value, origin = leaf_value_text(node)
+        if value is not None:  # as the tree view shows it: NumPy's print, or statistics
+            text.append(f" = {_t(value)}")
+            if origin:
+                text.append(f"  ({_t(origin)})", style="dim")
         return text
     return node_label(node)
 

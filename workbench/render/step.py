@@ -18,6 +18,7 @@ from rich.tree import Tree
 from transforms.model import SourceLocation, Step, ValueRecord, tracer_kind
 
 from .. import _safe_text as safe_text
+from ..analysis import StepValue
 from ._safe import safe
 
 _CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}
@@ -133,13 +134,15 @@ class StepView:
 
     def __init__(self, step: Step, labels: Mapping[int, str] | None = None,
                  source: RenderableType | None = None, caused: Sequence[Step] = (),
-                 cause: Step | None = None, phased: bool = True):
+                 cause: Step | None = None, values: Sequence[StepValue] = (),
+                 phased: bool = True):
         self.step = step
         self.phased = phased  # the call has a backward pass: the step's phase is shown
         self.labels = labels or {}
         self.source = source
         self.caused = caused
         self.cause = cause
+        self.values = values  # the equations it was staged as, with their values
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield safe(self._render, f"step {getattr(self.step, 'index', '?')}")
@@ -168,6 +171,8 @@ class StepView:
                              if isinstance(v, ValueRecord) else Text(f"  <{type(v).__name__}>"))
             if len(values) > 64:
                 parts.append(Text(f"  … {len(values) - 64} more", style="dim"))
+        if self.values:
+            parts.append(_values(self.values))
         if s.subjaxprs:
             parts.append(Text("sub-jaxprs", style="bold underline"))
             for j in s.subjaxprs[:16]:
@@ -205,6 +210,27 @@ def _title(step: Step) -> str:
         return step.title
     except (AttributeError, TypeError, ValueError):  # odd params (not pairs of text)
         return str(step.primitive)
+
+
+# Equations listed with their values in a step view, at most.
+MAX_STEP_VALUES = 16
+
+
+def _values(values: Sequence[StepValue]) -> RenderableType:
+    """The equations the step was staged as (record(values=True)), each with its values."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for v in values[:MAX_STEP_VALUES]:
+        table.add_row(Text(f"{_clip(v.stage, 60)} #{v.eqn}"), Text(_clip(v.primitive, 60)),
+                      Text(f"= {_clip(v.text, 600)}"))
+    more = len(values) - MAX_STEP_VALUES
+    rows: list[RenderableType] = [Text("values (its equations, evaluated again)",
+                                       style="bold underline"), table]
+    if more > 0:
+        rows.append(Text(f"  … {more} more", style="dim"))
+    return Group(*rows)
 
 
 def _params(step: Step) -> Table:

@@ -70,9 +70,9 @@ def test_failure_panel_without_a_call_and_with_a_mismatch():
         "│     path     primal (primal_out)   tangent (tangent_out)             │\n"
         "│ ────────────────────────────────────────────────────────             │\n"
         "│ >   (root)   Primal                Tangent                           │\n"
-        "│ -   .x       float32[]             -                                 │\n"
-        "│ +   .sign    -                     float32[]                         │\n"
-        "│ +   .norm    -                     float32[]                         │\n"
+        "│ -   .x       float32[] = 0.0       -                                 │\n"
+        "│ +   .sign    -                     float32[] = 0.0                   │\n"
+        "│ +   .norm    -                     float32[] = 0.0                   │\n"
         "╰──────────────────────────────────────────────────────────────────────╯\n")
 
 
@@ -137,11 +137,11 @@ def test_failure_panel_of_a_wrong_cotangent_shows_both_trees():
         "│ primal output vs its cotangent                                               │\n"
         "│ first difference at the root: the primal output has a dict with children     │\n"
         "│ ['p'], ['q']; the cotangent has a dict with children ['p']                   │\n"
-        "│     path     primal_out   cotangent                                          │\n"
-        "│ ────────────────────────────────────                                         │\n"
-        "│ >   (root)   dict         dict                                               │\n"
-        "│     ['p']    float32[2]   float32[2]                                         │\n"
-        "│ -   ['q']    float32[2]   -                                                  │\n"
+        "│     path     primal_out             cotangent                                │\n"
+        "│ ────────────────────────────────────────────────────────                     │\n"
+        "│ >   (root)   dict                   dict                                     │\n"
+        "│     ['p']    float32[2] = [1. 1.]   float32[2] = [1. 1.]                     │\n"
+        "│ -   ['q']    float32[2] = [2. 2.]   -                                        │\n"
         "╰──────────────────────────────────────────────────────────────────────────────╯\n")
 
 

@@ -64,7 +64,8 @@ def test_pair_view_inputs_against_gradients():
         "    (root)   NTContainer                   NTContainer                  \n"
         "             [name='composite-container'   [name='composite-container', \n"
         "             , flag=0]                     flag=0]                      \n"
-        "    .array   float32[3,2]                  float32[3,2]                 \n")
+        "    .array   float32[3,2] = [[0. 1.] [2.   float32[3,2] = [[1. 1.] [1.  \n"
+        "             3.] [4. 5.]]                  1.] [1. 1.]]                 \n")
 
 
 def test_pair_view_marks_the_seed002_difference():
@@ -81,9 +82,9 @@ def test_pair_view_marks_the_seed002_difference():
         "    path     primal (primal_out)   tangent (tangent_out)\n"
         "────────────────────────────────────────────────────────\n"
         ">   (root)   Primal                Tangent              \n"
-        "-   .x       float32[]             -                    \n"
-        "+   .sign    -                     float32[]            \n"
-        "+   .norm    -                     float32[]            \n")
+        "-   .x       float32[] = 0.0       -                    \n"
+        "+   .sign    -                     float32[] = 0.0      \n"
+        "+   .norm    -                     float32[] = 0.0      \n")
 
 
 def test_deep_tree_renders():
@@ -108,15 +109,28 @@ def test_pair_view_of_a_hessian_shows_each_block_by_path():
     assert text(PairView(pair)) == (
         "p vs its hessian\n"
         "p ⊗ p and its hessian have the same structure\n"
-        "    path         p ⊗ p (expected)   p (hessian) \n"
-        "────────────────────────────────────────────────\n"
-        "    (root)       dict               dict        \n"
-        "    ['a']        dict               dict        \n"
-        "    ['a']['a']   float32[2,2]       float32[2,2]\n"
-        "    ['a']['b']   float32[2]         float32[2]  \n"
-        "    ['b']        dict               dict        \n"
-        "    ['b']['a']   float32[2]         float32[2]  \n"
-        "    ['b']['b']   float32[]          float32[]   \n")
+        "    path         p ⊗ p (expected)   p (hessian)                     \n"
+        "────────────────────────────────────────────────────────────────────\n"
+        "    (root)       dict               dict                            \n"
+        "    ['a']        dict               dict                            \n"
+        "    ['a']['a']   float32[2,2]       float32[2,2] = [[6. 0.] [0. 6.]]\n"
+        "    ['a']['b']   float32[2]         float32[2] = [2. 2.]            \n"
+        "    ['b']        dict               dict                            \n"
+        "    ['b']['a']   float32[2]         float32[2] = [2. 2.]            \n"
+        "    ['b']['b']   float32[]          float32[] = 0.                  \n")
+
+
+def test_pair_view_of_a_jit_gradient_has_its_replayed_values():
+    # a jit's gradient is made of its output's leaves: it takes their replayed values
+    with T.record() as session:
+        T.jit(T.grad(lambda w: jnp.sum(w * w)))(jnp.array([1.0, -2.0]))
+    (pair,) = session.calls[0].pairs
+    assert text(PairView(pair), width=90) == (
+        "w vs its gradient\n"
+        "the input w and its gradient have the same structure\n"
+        "    path     w (input)                       w (gradient)                             \n"
+        "──────────────────────────────────────────────────────────────────────────────────────\n"
+        "    (root)   float32[2] traced = [ 1. -2.]   float32[2] traced = [ 2. -4.]  (replayed)\n")
 
 
 def test_pair_view_of_a_vjp_cotangent():
@@ -127,13 +141,13 @@ def test_pair_view_of_a_vjp_cotangent():
     assert text(PairView(pairs[0])) == (
         "primal output vs its cotangent\n"
         "the primal output and the cotangent have the same structure\n"
-        "    path     primal_out   cotangent \n"
-        "────────────────────────────────────\n"
-        "    (root)   dict         dict      \n"
-        "    ['p']    float32[2]   float32[2]\n")
+        "    path     primal_out             cotangent           \n"
+        "────────────────────────────────────────────────────────\n"
+        "    (root)   dict                   dict                \n"
+        "    ['p']    float32[2] = [2. 2.]   float32[2] = [1. 1.]\n")
     assert text(PairView(pairs[2])) == (
         "y vs its cotangent\n"
         "the input y and its cotangent have the same structure\n"
-        "    path     y (input)   y (cotangent)\n"
-        "──────────────────────────────────────\n"
-        "    (root)   float32[]   float32[]    \n")
+        "    path     y (input)         y (cotangent) \n"
+        "─────────────────────────────────────────────\n"
+        "    (root)   float32[] = 2.0   float32[] = 2.\n")

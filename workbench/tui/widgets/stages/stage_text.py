@@ -9,6 +9,7 @@ from textual.cache import LRUCache
 
 from transforms.model import Call, Stage
 
+from ....analysis import eqn_values, values_text
 from ....render.stages import highlight_compiled, highlight_jaxpr
 from ...messages import EquationChosen
 from ...navigation import StageMap, sanitize
@@ -77,8 +78,7 @@ class StageText(LineList):
         stage = self.stage
         self.eqn_values, self.alerts = (), {}
         if call is not None and stage is not None:
-            self.eqn_values = next((v.outputs for v in call.values if v.stage == stage.name),
-                                   ())
+            self.eqn_values = eqn_values(call, stage.name)
             self.alerts = {f.eqn: f.kind for f in call.nonfinite
                            if f.stage == stage.name and f.eqn >= 0}
         self._cache.clear()
@@ -130,8 +130,7 @@ class StageText(LineList):
         """After an equation's first line: the values its outputs had, and a finding's mark."""
         text = Text()
         if eqn < len(self.eqn_values):
-            values = ", ".join(v.describe() if v is not None else "?"
-                               for v in self.eqn_values[eqn])
+            values = values_text(self.eqn_values[eqn])
             text.append(f"  = {sanitize(values)[:_VALUES_WIDTH]}", style="dim")
         kind = self.alerts.get(eqn)
         if kind is not None:

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from transforms.model import Call, level_rows
 
-from ....analysis import nothing_recorded
+from ....analysis import nothing_recorded, step_values
 from ....render.step import SourceView, StepView
 from ...guard import guarded
 from ...navigation import CallIndex, Outline, Selection, composed_label, source_context
@@ -59,7 +59,8 @@ def _step_view(call: Call, index: CallIndex, pos: int) -> StepView:
     cause = call.steps[cause_pos] if cause_pos is not None else None
     caused = [call.steps[p] for p in index.caused_by(step.index)[:8]]
     source = SourceView(step.source, source_context(step.source, roots=index.source_roots))
-    return StepView(step, labels, source, caused=caused, cause=cause, phased=index.phased)
+    return StepView(step, labels, source, caused=caused, cause=cause,
+                    values=step_values(call, step.index), phased=index.phased)
 
 
 def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
