@@ -5,7 +5,9 @@ A call while it runs is _call.py's (CallBuilder); it adds itself here when it fi
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import weakref
 from typing import Any
 
@@ -43,7 +45,7 @@ class SessionRecorder:
         self.stop_at_nan = stop_at_nan  # raise NonFiniteFound where that call returns
         self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
-        self._next_index = 0
+        self._indices = itertools.count()  # NB: next() of a count is atomic: threads share it
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
         # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
@@ -79,12 +81,18 @@ class SessionRecorder:
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""
-        index = self._next_index
-        self._next_index += 1
-        return index
+        return next(self._indices)
+
+    def count_unrecorded(self) -> None:
+        """A call made in a thread after this block ended: counted, as it is not recorded."""
+        self.session.unrecorded_calls += 1
 
     def add(self, call: Call) -> None:
-        self.session.calls.append(call)
+        calls = self.session.calls
+        if calls and calls[-1].index > call.index:  # threads' calls finish out of order
+            calls.insert(bisect.bisect(calls, call.index, key=lambda c: c.index), call)
+        else:
+            calls.append(call)
         if self._bound is not None:
             self._bound.added(call)
 

@@ -14,7 +14,7 @@ import types
 from typing import Any, Callable
 
 from .. import _jax as _i
-from .._capture import Options, TransformSpec, Wrapper
+from .._capture import Options, TransformSpec, Wrapper, count_if_unrecorded
 from .._jax import jax_own
 from .._recording import build, invoke, level_entry, state
 from ._jit import jit
@@ -53,6 +53,7 @@ class _Transformed(Wrapper):
     @property
     def __call__(self) -> Callable:
         if state.session is None:
+            count_if_unrecorded()
             return self._plain
         self._recording_transform()
         return types.MethodType(_invoke_star, self)
@@ -108,6 +109,7 @@ class _Dispatch:
     @property
     def __call__(self) -> Callable:
         if state.session is None:
+            count_if_unrecorded()
             return getattr(jax_own, self._name)
         return self._recording
 

@@ -313,6 +313,8 @@ def _run(args: argparse.Namespace) -> int:
         what += " (up to the script's failure)"
     if session.dropped_calls:
         what += f"; {session.dropped_note()} (--max-steps)"
+    if session.unrecorded_calls:
+        what += f"; {session.unrecorded_note()}"
     if args.output is not None:
         from ..run import dump_path
         try:

@@ -84,6 +84,8 @@ def show_command(args: argparse.Namespace) -> int:
         print_lines([f"title: {_t(session.title)}"])
     if session.dropped_calls:
         print_lines([f"dropped: {session.dropped_note()}"])
+    if session.unrecorded_calls:
+        print_lines([f"not recorded: {session.unrecorded_note()}"])
     first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
         print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))

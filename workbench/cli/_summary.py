@@ -51,6 +51,8 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     """Plain-text lines describing one call: its levels, step counts and errors."""
     status = "ok" if call.ok else "FAILED"
     where = f" at {_t(call.source)}" if call.source else ""
+    if call.thread and call.thread != "MainThread":
+        where += f" in thread {_t(call.thread)}"
     lines = [f"call {call.index}: {call_label(call, _t)}{where}  [{status}]"]
     by_level = steps_by_level(call)
     # Levels nest by parent (a root at its own depth: jit#1 below where eval#0 would be);
