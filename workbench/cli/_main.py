@@ -21,6 +21,7 @@ what every handler shares `_shared.py`; demo and run/dump stay here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -278,7 +279,12 @@ def _run(args: argparse.Namespace) -> int:
             error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
                   f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
-    if args.output is not None:
+    to_stdout = args.output is not None and run.is_stdout(args.output)
+    if to_stdout and args.processes is not None:
+        error(f"-o {args.output} streams one dump to stdout; --processes writes one a process: "
+              f"give a folder (-o DIR/) or a file name")
+        return EXIT_BAD_INPUT
+    if args.output is not None and not to_stdout:
         from ..run import is_folder, usable_output
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
         problem = usable_folder(args.output) if is_folder(args.output) and \
@@ -295,12 +301,14 @@ def _run(args: argparse.Namespace) -> int:
         from ._process_commands import run_processes
         return run_processes(args, note, error, open_tui)
     try:
-        result = run.run_script(args.script, args.args, stages=args.stages,
-                                   inline_jnp=args.inline_jnp,
-                                   max_steps=args.max_steps or None,
-                                   note=lambda message: note(args, message),
-                                   find_nans=args.find_nans, keep_going=args.keep_going,
-                                   values=args.values)
+        # NB: with the dump on stdout, what the script prints goes to stderr meanwhile.
+        with run.stdout_to_stderr() if to_stdout else contextlib.nullcontext():
+            result = run.run_script(args.script, args.args, stages=args.stages,
+                                    inline_jnp=args.inline_jnp,
+                                    max_steps=args.max_steps or None,
+                                    note=lambda message: note(args, message),
+                                    find_nans=args.find_nans, keep_going=args.keep_going,
+                                    values=args.values)
     except run.ScriptError as e:
         error(str(e))
         return EXIT_BAD_INPUT
@@ -315,6 +323,9 @@ def _run(args: argparse.Namespace) -> int:
         what += f"; {session.dropped_note()} (--max-steps)"
     if session.unrecorded_calls:
         what += f"; {session.unrecorded_note()}"
+    if to_stdout:
+        _save(args, session, what, args.output, "wrote the dump to stdout")
+        return exit_code
     if args.output is not None:
         from ..run import dump_path
         try:

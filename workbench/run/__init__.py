@@ -19,7 +19,9 @@ from ._runner import (
 )
 from ._saving import (
     fallback_paths as fallback_paths,
+    is_stdout as is_stdout,
     save_recording as save_recording,
+    stdout_to_stderr as stdout_to_stderr,
     usable_output as usable_output,
 )
 from ._watch import Recording as Recording, Watch as Watch
