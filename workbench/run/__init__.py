@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ._distributed_launch import (
     MAX_PROCESSES as MAX_PROCESSES,
+    NotOneJob as NotOneJob,
     dump_path as dump_path,
     is_folder as is_folder,
     launch as launch,
