@@ -14,7 +14,7 @@ from typing import Any
 import jax
 
 from .._capture import recording_off
-from ..model import Call, Growth, Session
+from ..model import Call, Growth, Journal, Session
 from ._step_bound import StepBound
 from ._summaries import shared_summaries
 
@@ -28,7 +28,7 @@ class SessionRecorder:
 
     def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default",
                  max_steps: int | None = None, find_nans: bool = False,
-                 stop_at_nan: bool = False, values: bool = False):
+                 stop_at_nan: bool = False, values: bool = False, journal: Journal | None = None):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
         if max_steps is not None and (isinstance(max_steps, bool) or
@@ -45,6 +45,9 @@ class SessionRecorder:
         self.stop_at_nan = stop_at_nan  # raise NonFiniteFound where that call returns
         self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
+        # record(journal=...): each call's start and record appended as it happens (a crash
+        # keeps them); None once a write failed (said in the session's metadata).
+        self.journal = journal
         self._indices = itertools.count()  # NB: next() of a count is atomic: threads share it
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
@@ -95,6 +98,22 @@ class SessionRecorder:
             calls.append(call)
         if self._bound is not None:
             self._bound.added(call)
+        if self.journal is not None:
+            self._journal_write(self.journal.call, call)
+
+    def began(self, index: int, label: str, thread: str) -> None:
+        """A call began: the journal says so (after a crash: the call in progress)."""
+        if self.journal is not None:
+            self._journal_write(self.journal.begin, index, label, thread)
+
+    def _journal_write(self, write: Any, *args: Any) -> None:
+        try:
+            write(*args)
+        except OSError as e:  # a full disk: the recording goes on in memory, and says so
+            self.session.metadata["journal"] = (
+                f"stopped after {len(self.session.calls)} calls: "
+                f"{e.strerror or type(e).__name__}; a crash after it would have lost the calls since")
+            self.journal = None
 
     def call_by_index(self, index: int) -> Call | None:
         """The recorded call with this index; None when it was dropped (max_steps)."""

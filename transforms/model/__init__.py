@@ -60,6 +60,13 @@ from ._kinds import (
     tracer_kind as tracer_kind,
 )
 from ._layout import SCHEMA_NAME as SCHEMA_NAME, SCHEMA_VERSION as SCHEMA_VERSION, gc_paused as gc_paused
+from ._journal import (
+    JOURNAL_SUFFIX as JOURNAL_SUFFIX,
+    Journal as Journal,
+    Recovered as Recovered,
+    journal_of as journal_of,
+    read_journal as read_journal,
+)
 from ._lazy import Lazy as Lazy, is_decoded as is_decoded
 from ._level_rows import LevelRow as LevelRow, level_rows as level_rows
 from ._load import (

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    supervised = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["graph"]:
         return _graph(argv[1:])
@@ -59,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _html(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    # run/dump as the command (not called in-process): a parent process watches the script's
+    # and says how it ended if it dies (workbench/run/_supervise.py)
+    args.supervised = supervised
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -300,6 +304,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.processes is not None:
         from ._process_commands import run_processes
         return run_processes(args, note, error, open_tui)
+    # The journal: what is recorded reaches a file as each call finishes (a hard death of
+    # the script keeps it). NB: not in a process of `--processes`: its launcher watches it.
+    journal_file = None if os.environ.get(run.ENV_CONTROL_FD) else run.journal_path(args.output)
+    if journal_file is not None and getattr(args, "supervised", False):
+        death = run.watch_in_parent(journal_file)
+        if death is not None:
+            return _after_child(args, death, journal_file)
+    journal, problem = run.open_journal(journal_file, args.script, args.args) \
+        if journal_file is not None else (None, "")
+    if problem:
+        note(args, problem)
     try:
         # NB: with the dump on stdout, what the script prints goes to stderr meanwhile.
         with run.stdout_to_stderr() if to_stdout else contextlib.nullcontext():
@@ -308,10 +323,14 @@ def _run(args: argparse.Namespace) -> int:
                                     max_steps=args.max_steps or None,
                                     note=lambda message: note(args, message),
                                     find_nans=args.find_nans, keep_going=args.keep_going,
-                                    values=args.values)
+                                    values=args.values, journal=journal)
     except run.ScriptError as e:
+        if journal is not None:
+            journal.remove()
         error(str(e))
         return EXIT_BAD_INPUT
+    if journal is not None:
+        journal.close()
     session = result.session
     exit_code = _nonfinite_exit(args, result)
     what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
@@ -324,7 +343,7 @@ def _run(args: argparse.Namespace) -> int:
     if session.unrecorded_calls:
         what += f"; {session.unrecorded_note()}"
     if to_stdout:
-        _save(args, session, what, args.output, "wrote the dump to stdout")
+        _save(args, session, what, args.output, "wrote the dump to stdout", journal_file)
         return exit_code
     if args.output is not None:
         from ..run import dump_path
@@ -332,8 +351,10 @@ def _run(args: argparse.Namespace) -> int:
             path, where = dump_path(args.output, session)
         except OSError:  # a folder that cannot be made: the save falls back, and says so
             path, where = os.path.join(args.output, "process-0.json"), ""
-        _save(args, session, what, path, where)
+        _save(args, session, what, path, where, journal_file)
         return exit_code
+    if journal_file is not None:  # the session is whole in memory: the journal is not needed
+        _remove(journal_file)
     note(args, f"recorded {what}")
     code = open_tui(session, session.title or args.script, "use -o trace.json",
                     export_dir=args.export_dir)
@@ -385,8 +406,35 @@ def _watch(args: argparse.Namespace) -> int:
     return code
 
 
+def _after_child(args: argparse.Namespace, death: Any, journal_file: str) -> int:
+    """The parent, once the script's process ended: its exit code when it saved; else what
+    its journal holds, saved (or shown) with how it ended."""
+    if isinstance(death, int):
+        return death
+    if death.recovered is None:
+        error(f"{death.how}; its journal {journal_file} could not be read ({death.problem})")
+        return death.exit_code
+    session = death.recovered.as_session()
+    what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
+    error(f"{_t(session.metadata['ended'])}; recovered {what} from its journal")
+    if session.metadata.get("journal_notes"):
+        error(_t(session.metadata["journal_notes"]))
+    if args.output is not None:
+        _save(args, session, what + " (recovered)", args.output, "", journal_file)
+        return death.exit_code
+    _remove(journal_file)
+    code = open_tui(session, session.title or args.script, "use -o trace.json",
+                    export_dir=args.export_dir)
+    return death.exit_code if code == EXIT_OK else code
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 def _save(args: argparse.Namespace, session: Session, what: str, path: str,
-          where: str = "") -> None:
+          where: str = "", journal_file: str | None = None) -> None:
     """Save the recording to `path`, saying where it went; the exit code stays the script's.
 
     `where`: what to say when it was written there (a process's dump in a folder).
@@ -394,6 +442,8 @@ def _save(args: argparse.Namespace, session: Session, what: str, path: str,
     recording is."""
     from ..run import fallback_paths, save_recording
     outcome = save_recording(session, path, lambda message: note(args, message))
+    if journal_file is not None and outcome.path is not None:  # the dump holds it all now
+        _remove(journal_file)
     if outcome.path == path:
         note(args, f"recorded {what}; " + (where or f"wrote {path}"))
     elif outcome.path is not None:
