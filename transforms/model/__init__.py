@@ -46,6 +46,12 @@ from ._files import (
     write_atomically as write_atomically,
 )
 from ._jaxpr_text import eqn_line_spans as eqn_line_spans, summary_frame as summary_frame
+from ._journal import (
+    JOURNAL_SUFFIX as JOURNAL_SUFFIX,
+    Journal as Journal,
+    Recovered as Recovered,
+    journal_of as journal_of,
+)
 from ._kinds import (
     CONCRETE_VALUE_KINDS as CONCRETE_VALUE_KINDS,
     KINDS as KINDS,
@@ -60,13 +66,6 @@ from ._kinds import (
     tracer_kind as tracer_kind,
 )
 from ._layout import SCHEMA_NAME as SCHEMA_NAME, SCHEMA_VERSION as SCHEMA_VERSION, gc_paused as gc_paused
-from ._journal import (
-    JOURNAL_SUFFIX as JOURNAL_SUFFIX,
-    Journal as Journal,
-    Recovered as Recovered,
-    journal_of as journal_of,
-    read_journal as read_journal,
-)
 from ._lazy import Lazy as Lazy, is_decoded as is_decoded
 from ._level_rows import LevelRow as LevelRow, level_rows as level_rows
 from ._load import (
@@ -74,6 +73,7 @@ from ._load import (
     SessionLoadError as SessionLoadError,
     load as load,
     loads as loads,
+    read_journal as read_journal,
 )
 from ._records import (
     Call as Call,

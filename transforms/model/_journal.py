@@ -5,7 +5,7 @@ the process vanished at any instant (killed, a segfault, os._exit).
     journal.begin(7, "grad(loss) at train.py:41")   # a call starts
     journal.call(call)                               # it finished: its record
     journal.close(); journal.remove()                # the dump was saved: not needed
-    recovered = read_journal("t.json.journal")       # after a crash: the Session, notes
+    recovered = read_journal("t.json.journal")       # after a crash (_load.py): the Session
 
 A file of frames, each `length (4 bytes) + crc32 (4 bytes) + payload`, appended with one
 write as each happens (the way a database's write-ahead log or TensorBoard's event files
@@ -32,7 +32,7 @@ from ._layout import SCHEMA_VERSION
 from ._records import Call
 from ._session import RECORD_TYPES, Session
 
-__all__ = ["JOURNAL_SUFFIX", "Journal", "Recovered", "journal_of", "read_journal"]
+__all__ = ["JOURNAL_SUFFIX", "Journal", "Recovered", "journal_of", "read_frames"]
 
 JOURNAL_SUFFIX = ".journal"
 _HEADER = struct.Struct("<II")  # payload length, crc32 of the payload
@@ -149,11 +149,11 @@ class Recovered:
         return text
 
 
-def read_journal(path: str) -> Recovered:
-    """The journal's session; a frame cut short or corrupt is dropped (with what follows it,
-    which cannot be framed) with a note. Raises OSError when the file cannot be read, and
-    SessionLoadError when what it holds is not a session; never for a bad last frame."""
-    from ._load import SessionLoadError, loads  # NB: _load reads journals beside dumps
+def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
+    """The dump's data the journal holds (None: no header frame) and what happened; a frame
+    cut short or corrupt is dropped (with what follows it, which cannot be framed) with a
+    note. Raises OSError when the file cannot be read; never for its content. `_load`'s
+    read_journal makes the Session of it."""
     with open(path, "rb") as f:
         data = f.read()
     recovered = Recovered(Session())
@@ -190,17 +190,13 @@ def read_journal(path: str) -> Recovered:
             except (KeyError, TypeError, ValueError) as e:
                 recovered.notes.append(f"a frame of kind {kind!r} could not be read ({e}): "
                                        f"dropped")
-    if head is None:
-        raise SessionLoadError(f"{path}: not a workbench journal (no header frame)")
-    head["calls"] = rows
-    session = loads(_layout._dumps(head), source=path)
-    session.calls.sort(key=lambda c: c.index)
-    recovered.session = session
     if begun:
         index = max(begun)
         recovered.in_progress = f"{index} ({begun[index]})"
         recovered.last_step = steps.get(index, "")
-    return recovered
+    if head is not None:
+        head["calls"] = rows
+    return head, recovered
 
 
 def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, str],

@@ -17,12 +17,13 @@ import stat
 from typing import Any
 
 from . import _check, _codec, _jaxpr_text, _v1 as _dump_v1
-from ._journal import journal_of, read_journal
+from ._journal import Recovered, journal_of, read_frames
 from ._layout import (
     LAZY_FIELDS as LAZY_FIELDS,
     SCHEMA_NAME,
     SCHEMA_VERSION,
     Indexed,
+    _dumps as _layout_dumps,
     gc_paused,
     layouts,
     split_indexed,
@@ -32,7 +33,8 @@ from ._records import Call, EqnRecord, Stage
 from ._session import RECORD_TYPES, Session
 from ._source_location import SourceLocation
 
-__all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "recovered_session", "save"]
+__all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "read_journal",
+           "recovered_session", "save"]
 
 
 def save(session: Session, path: str | os.PathLike) -> None:
@@ -93,6 +95,18 @@ def _journal_is_newer(journal: str, path: str) -> bool:
         return written >= os.stat(path).st_mtime_ns
     except OSError:
         return True
+
+
+def read_journal(path: str) -> Recovered:
+    """What a journal holds (its Session, the call in progress, how the process ended);
+    OSError when it cannot be read, SessionLoadError when it holds no session."""
+    head, recovered = read_frames(path)
+    if head is None:
+        raise SessionLoadError(f"{_echo(path, 200)}: not a workbench journal (no header frame)")
+    session = loads(_layout_dumps(head), source=path)
+    session.calls.sort(key=lambda c: c.index)
+    recovered.session = session
+    return recovered
 
 
 def recovered_session(journal: str) -> Session:
