@@ -179,6 +179,11 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                    help="write the dump here (atomically); `-` or /dev/stdout: to stdout, "
                         "with the script's own stdout sent to stderr"
                         + ("; required" if output_required else ""))
+    p.add_argument("--no-journal", dest="journal", action="store_false",
+                   help="write no journal while the script runs (by default each call is "
+                        "appended to TRACE.json.journal as it finishes, so that a script that "
+                        "is killed, segfaults or calls os._exit leaves the calls it finished, "
+                        "with how it ended; the dump replaces it at the end)")
     p.add_argument("--no-stages", dest="stages", action="store_false",
                    help="keep no jaxprs before/after each transformation (by default each "
                         "call keeps them, captured once per signature from what the call "

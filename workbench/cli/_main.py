@@ -306,7 +306,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_processes(args, note, error, open_tui)
     # The journal: what is recorded reaches a file as each call finishes (a hard death of
     # the script keeps it). NB: not in a process of `--processes`: its launcher watches it.
-    journal_file = None if os.environ.get(run.ENV_CONTROL_FD) else run.journal_path(args.output)
+    journal_file = None if os.environ.get(run.ENV_CONTROL_FD) or not args.journal else \
+        run.journal_path(args.output)
     if journal_file is not None and getattr(args, "supervised", False):
         death = run.watch_in_parent(journal_file)
         if death is not None:

@@ -7,20 +7,21 @@ Why a parent: a process that is killed (SIGKILL, the OOM killer), segfaults in n
 aborts or calls os._exit runs none of its own code again, so nothing inside it can say how
 it ended; only its parent can (waitpid). The command forks once before the script runs (no
 JAX is imported yet, so nothing of JAX's is forked): the child runs the script as before
-and saves the dump; the parent waits, ignoring Ctrl-C (the terminal sends it to the child
-too) and passing SIGTERM and SIGHUP on. When the child ended without saving (its journal
-is still there), the parent appends how it ended to the journal and reads the recording
-back from it. Only the command itself forks (`workbench.cli.main()` with no argv): called
-in-process (tests, a notebook) the journal is written and `load` reads it, but the ending
-reads "unknown".
+and saves the dump; the parent waits, passing on SIGINT, SIGTERM and SIGHUP sent to it
+alone (Ctrl-C at the terminal reaches the child by itself: not passed on twice). When the
+child ended without saving (its journal is still there), the parent appends how it ended
+to the journal and reads the recording back from it. Only the command itself forks
+(`workbench.cli.main()` with no argv): called in-process (tests, a notebook) the journal is
+written and `load` reads it, but the ending reads "unknown".
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 from transforms.model import (
     Journal,
@@ -72,15 +73,7 @@ def watch_in_parent(path: str) -> Death | int | None:
     pid = os.fork()
     if pid == 0:
         return None
-    previous = {s: signal.signal(s, _passing_on(pid)) for s in (signal.SIGTERM, signal.SIGHUP)}
-    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        _, status = os.waitpid(pid, 0)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        signal.signal(signal.SIGINT, interrupt)
-    code = os.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(_wait_passing_signals_on(pid))
     shell = 128 - code if code < 0 else code
     if not os.path.exists(path):
         return shell
@@ -93,10 +86,29 @@ def watch_in_parent(path: str) -> Death | int | None:
         return Death(shell, how, None, str(e))
 
 
-def _passing_on(pid: int) -> Callable[[int, object], None]:
-    def handler(signum: int, _frame: object) -> None:
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-    return handler
+# A signal the kernel sent (si_code SI_KERNEL): Ctrl-C or a hangup of the terminal, sent to
+# the whole foreground process group, so the child has it already; one that a process sent
+# to us alone (`kill -TERM`, a CI's timeout) is passed on.
+_SI_KERNEL = 0x80
+_PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _wait_passing_signals_on(pid: int) -> int:
+    """The child's wait status; meanwhile each stop signal sent to this process alone is
+    passed on to it (the child stops, and saves, as if it had been sent there).
+
+    NB: signals are blocked and taken with sigwaitinfo, which says who sent each; SIGCHLD
+    too, so one loop waits for both."""
+    waited = {*_PASSED_ON, signal.SIGCHLD}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status
+            info = signal.sigwaitinfo(waited)
+            if info.si_signo != signal.SIGCHLD and info.si_code != _SI_KERNEL:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, info.si_signo)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
