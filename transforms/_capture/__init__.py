@@ -59,6 +59,7 @@ from ._state import (
     active_session as active_session,
     any_block_open as any_block_open,
     check_retrace as check_retrace,
+    count_if_unrecorded as count_if_unrecorded,
     enter_block as enter_block,
     entering_frame as entering_frame,
     leave_block as leave_block,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import itertools
 import sys
 import threading
@@ -26,11 +27,12 @@ OpenLevel = TypeVar("OpenLevel")  # a level open in it (LevelState)
 
 
 class _Block:
-    """One open `record()` block: its recorder (and its serial) and the frame that entered it."""
-    __slots__ = ("recorder", "frame", "serial")
+    """One `record()` block: its recorder (and its serial), the frame that entered it, whether
+    it has ended (a thread started inside it may outlive it)."""
+    __slots__ = ("recorder", "frame", "serial", "closed")
 
     def __init__(self, recorder: Any, frame: FrameType | None):
-        self.recorder, self.frame = recorder, frame
+        self.recorder, self.frame, self.closed = recorder, frame, False
         self.serial = getattr(recorder, "serial", None)
 
 
@@ -61,6 +63,10 @@ class RecordingState(Generic[Recorder, OpenCall, OpenLevel]):
         blocks = _blocks.get()
         if not blocks:
             return None
+        if blocks[-1].closed:  # a thread that outlived the block it was started in
+            blocks = tuple(b for b in blocks if not b.closed)
+            if not blocks:
+                return None
         if len(blocks) == 1:
             return blocks[0].recorder
         frames = {id(b.frame) for b in blocks}
@@ -114,6 +120,15 @@ def active_session() -> Any:
     """The recorder of the block recording in this context, else None."""
     return state.session
 
+
+def count_if_unrecorded() -> None:
+    """A transformation is called with no block recording here: when this thread was started
+    in a block that has ended since, that block's recorder counts the call it cannot record."""
+    blocks = _blocks.get()
+    if blocks and blocks[-1].closed:
+        blocks[-1].recorder.count_unrecorded()
+
+
 class Entered(NamedTuple):
     """What entering a record() block replaced: leave_block puts it back."""
     block: _Block
@@ -127,6 +142,8 @@ def enter_block(recorder: Any, frame: FrameType | None) -> Entered:
     """Open a record() block: calls in this context now record into `recorder`."""
     with _open_blocks_lock:
         _open_blocks[0] += 1
+        if _open_blocks[0] == 1:
+            threading.Thread.start = _start_in_this_context  # type: ignore[method-assign, assignment]
     block = _Block(recorder, frame)
     prev = (_call.get(), _levels.get())
     _set_blocks((*_blocks.get(), block))
@@ -146,12 +163,38 @@ def leave_block(entered: Entered) -> None:
         _call.set(entered.call)
         _levels.set(entered.levels)
     entered.block.frame = None
+    entered.block.closed = True
 
 
 def reset_block_key(entered: Entered) -> None:
     _block_key.reset(entered.key_token)
     with _open_blocks_lock:
         _open_blocks[0] -= 1
+        if _open_blocks[0] == 0:
+            threading.Thread.start = _plain_start  # type: ignore[method-assign]
+
+
+# Threads do not inherit context variables (before Python 3.14), so a thread the program
+# starts inside a block would record nothing. While any block is open, Thread.start runs
+# the thread in a copy of the starting context: its calls record into the block it was
+# started in, as calls of their own (no call or level of the starter's is open there).
+# NB: the starter's block only: a thread started outside every block is left as it is, and
+# a thread that enters a record() block of its own records there (the innermost).
+_plain_start = threading.Thread.start
+
+
+def _start_in_this_context(thread: threading.Thread) -> None:
+    if _blocks.get():
+        context = contextvars.copy_context()
+        run = thread.run
+        thread.run = functools.partial(context.run, _run_as_new_thread, run)  # type: ignore[method-assign]
+    _plain_start(thread)
+
+
+def _run_as_new_thread(run: Any) -> None:
+    _call.set(None)
+    _levels.set([])
+    run()
 
 
 # How many record() blocks are open, in every thread: while none is, a jitted call

@@ -4,6 +4,7 @@ by `finish`. Builders are mutable while a call runs; only what the model defines
 """
 from __future__ import annotations
 
+import threading
 from functools import partial
 from typing import Any, cast
 
@@ -58,6 +59,10 @@ class CallBuilder:
         self.options = options
         self.parent = parent
         self.source = user_location(2)
+        self.thread = threading.current_thread().name
+        if recorder.journal is not None:
+            where = f" at {self.source}" if self.source else ""
+            recorder.began(index, f"{transform}({self.function}){where}", self.thread)
         self.steps = CallSteps(recorder.summaries, recorder.inline_jnp)
         describer = self.steps.describer
         # Trees and the pre-trace check of custom pytree nodes, once per call.
@@ -153,7 +158,7 @@ class CallBuilder:
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=self.shardings.of_call(stages), nonfinite=nonfinite,
-                    values=values)
+                    values=values, thread=self.thread)
         call = with_levels(call)  # after the search: its equations' levels, from the steps
         steps.level_states.clear()  # drops the JAX traces they hold
         self.recorder.add(call)

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from .._capture import enter_block, entering_frame, leave_block, reset_block_key
 from .._jax import jax_own
-from ..model import NOTHING_RECORDED, NothingRecordedWarning, Session
+from ..model import NOTHING_RECORDED, Journal, NothingRecordedWarning, Session
 from ._compiles import listen
 from ._recorder import SessionRecorder
 
@@ -21,7 +21,7 @@ _warned_nothing = [False]
 def record(*, inline_jnp: bool = False, stages: bool = True,
            detail: str = "default", max_steps: int | None = None,
            find_nans: bool = False, stop_at_nan: bool = False,
-           values: bool = False) -> Iterator[Session]:
+           values: bool = False, journal: Journal | None = None) -> Iterator[Session]:
     """Record every transformation call made inside the block into a Session.
 
     Outside such a block the transforms behave exactly as `jax.*` and record
@@ -49,11 +49,15 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
     transformed program with its forward and backward equations, a jit's jaxpr) are
     evaluated again after it returns, and each equation's outputs summarised
     (`Call.values`).
+    With `journal=Journal.open(path, metadata)` each call's start and record are appended
+    to that journal as they happen, so that a process that dies (killed, a segfault,
+    os._exit) leaves what finished before (`transforms.model.read_journal`, or `load` of
+    the dump it stands beside); the caller closes or removes it.
     """
     listen()  # JAX's compile events, heard once per process
     recorder = SessionRecorder(inline_jnp=inline_jnp, stages=stages, detail=detail,
                                max_steps=max_steps, find_nans=find_nans,
-                               stop_at_nan=stop_at_nan, values=values)
+                               stop_at_nan=stop_at_nan, values=values, journal=journal)
     frame = entering_frame()
     entered = enter_block(recorder, frame)
     try:

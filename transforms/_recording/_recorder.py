@@ -5,6 +5,7 @@ A call while it runs is _call.py's (CallBuilder); it adds itself here when it fi
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import weakref
@@ -13,7 +14,7 @@ from typing import Any
 import jax
 
 from .._capture import recording_off
-from ..model import Call, Growth, Session
+from ..model import Call, Growth, Journal, Session
 from ._compiles import CompileLog
 from ._step_bound import StepBound
 from ._summaries import shared_summaries
@@ -29,7 +30,7 @@ class SessionRecorder:
 
     def __init__(self, inline_jnp: bool = False, stages: bool = True, detail: str = "default",
                  max_steps: int | None = None, find_nans: bool = False,
-                 stop_at_nan: bool = False, values: bool = False):
+                 stop_at_nan: bool = False, values: bool = False, journal: Journal | None = None):
         if detail not in ("default", "full"):
             raise ValueError(f"record(detail=...) must be 'default' or 'full', got {detail!r}")
         if max_steps is not None and (isinstance(max_steps, bool) or
@@ -47,8 +48,12 @@ class SessionRecorder:
         self.stop_at_nan = stop_at_nan  # raise NonFiniteFound where that call returns
         self.values = values and stages  # every replayable stage's equations evaluated
         self.session = Session(jax_version=jax.__version__, max_steps=max_steps)
-        self._next_index = 0
         self.compiles = CompileLog(self.session.compiles)  # every jit's traces and compiles
+        # record(journal=...): each call's start and record appended as it happens (a crash
+        # keeps them); None once a write failed (said in the session's metadata).
+        self.journal = journal
+        self._indices = itertools.count()  # NB: next() of a count is atomic: threads share it
+        self._next_index = 0  # what next_index says (the compile log's guess, in threads too)
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
         # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
@@ -88,14 +93,38 @@ class SessionRecorder:
 
     def new_index(self) -> int:
         """The next call's index: calls keep their index when earlier ones are dropped."""
-        index = self._next_index
-        self._next_index += 1
+        index = next(self._indices)
+        self._next_index = index + 1
         return index
 
+    def count_unrecorded(self) -> None:
+        """A call made in a thread after this block ended: counted, as it is not recorded."""
+        self.session.unrecorded_calls += 1
+
     def add(self, call: Call) -> None:
-        self.session.calls.append(call)
+        calls = self.session.calls
+        if calls and calls[-1].index > call.index:  # threads' calls finish out of order
+            calls.insert(bisect.bisect(calls, call.index, key=lambda c: c.index), call)
+        else:
+            calls.append(call)
         if self._bound is not None:
             self._bound.added(call)
+        if self.journal is not None:
+            self._journal_write(self.journal.call, call)
+
+    def began(self, index: int, label: str, thread: str) -> None:
+        """A call began: the journal says so (after a crash: the call in progress)."""
+        if self.journal is not None:
+            self._journal_write(self.journal.begin, index, label, thread)
+
+    def _journal_write(self, write: Any, *args: Any) -> None:
+        try:
+            write(*args)
+        except OSError as e:  # a full disk: the recording goes on in memory, and says so
+            self.session.metadata["journal"] = (
+                f"stopped after {len(self.session.calls)} calls: "
+                f"{e.strerror or type(e).__name__}; a crash after it would have lost the calls since")
+            self.journal = None
 
     def call_by_index(self, index: int) -> Call | None:
         """The recorded call with this index; None when it was dropped (max_steps)."""

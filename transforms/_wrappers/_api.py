@@ -14,7 +14,7 @@ import types
 from typing import Any, Callable
 
 from .. import _jax as _i
-from .._capture import Options, TransformSpec, Wrapper
+from .._capture import Options, TransformSpec, Wrapper, count_if_unrecorded
 from .._common import bracket
 from .._jax import jax_own
 from .._recording import build, level_entry, open_invoke, state
@@ -54,6 +54,7 @@ class _Transformed(Wrapper):
     @property
     def __call__(self) -> Callable:
         if state.session is None:
+            count_if_unrecorded()
             return self._plain
         # NB: made per call, not kept (it would hold the wrapper: a reference cycle).
         return bracket(self._open_call, self._plain)
@@ -106,6 +107,7 @@ class _Dispatch:
     @property
     def __call__(self) -> Callable:
         if state.session is None:
+            count_if_unrecorded()
             return getattr(jax_own, self._name)
         return self._recording
 

@@ -62,6 +62,12 @@ from ._files import (
     write_atomically as write_atomically,
 )
 from ._jaxpr_text import eqn_line_spans as eqn_line_spans, summary_frame as summary_frame
+from ._journal import (
+    JOURNAL_SUFFIX as JOURNAL_SUFFIX,
+    Journal as Journal,
+    Recovered as Recovered,
+    journal_of as journal_of,
+)
 from ._kinds import (
     CONCRETE_VALUE_KINDS as CONCRETE_VALUE_KINDS,
     KINDS as KINDS,
@@ -83,6 +89,7 @@ from ._load import (
     SessionLoadError as SessionLoadError,
     load as load,
     loads as loads,
+    read_journal as read_journal,
 )
 from ._records import (
     Call as Call,

@@ -17,11 +17,13 @@ import stat
 from typing import Any
 
 from . import _check, _codec, _jaxpr_text, _v1 as _dump_v1
+from ._journal import Recovered, journal_of, read_frames
 from ._layout import (
     LAZY_FIELDS as LAZY_FIELDS,
     SCHEMA_NAME,
     SCHEMA_VERSION,
     Indexed,
+    _dumps as _layout_dumps,
     gc_paused,
     layouts,
     split_indexed,
@@ -31,7 +33,8 @@ from ._records import Call, EqnRecord, Stage
 from ._session import RECORD_TYPES, Session
 from ._source_location import SourceLocation
 
-__all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "save"]
+__all__ = ["LAZY_FIELDS", "SessionLoadError", "load", "loads", "read_journal",
+           "recovered_session", "save"]
 
 
 def save(session: Session, path: str | os.PathLike) -> None:
@@ -50,9 +53,16 @@ def load(path: str | os.PathLike, lazy: bool = False) -> Session:
     and no more of it than its size when opened. With `lazy=True` each call's steps,
     trees and pairs are decoded (and checked) when first read (`Lazy`): a million-step
     dump opens in a fraction of the time, holding about its text's size; a malformed
-    part then raises SessionLoadError when it is read."""
+    part then raises SessionLoadError when it is read.
+
+    When a journal stands beside the file (`PATH.journal`, newer than it, or without it):
+    the process recording it died before saving, and the session is the journal's, with
+    how the run ended in its metadata (`ended`, `journal_notes`)."""
     path = os.fspath(path)
     shown = _echo(path, 200)
+    journal = journal_of(path)
+    if _journal_is_newer(journal, path):
+        return recovered_session(journal)
     try:
         # NB: O_NONBLOCK, so that opening a FIFO does not wait for a writer.
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
@@ -74,6 +84,38 @@ def load(path: str | os.PathLike, lazy: bool = False) -> Session:
     except OSError as e:
         raise SessionLoadError(f"{shown}: cannot read ({e.strerror})") from None
     return loads(text, source=path, lazy=lazy)
+
+
+def _journal_is_newer(journal: str, path: str) -> bool:
+    try:
+        written = os.stat(journal).st_mtime_ns
+    except OSError:
+        return False
+    try:
+        return written >= os.stat(path).st_mtime_ns
+    except OSError:
+        return True
+
+
+def read_journal(path: str) -> Recovered:
+    """What a journal holds (its Session, the call in progress, how the process ended);
+    OSError when it cannot be read, SessionLoadError when it holds no session."""
+    head, recovered = read_frames(path)
+    if head is None:
+        raise SessionLoadError(f"{_echo(path, 200)}: not a workbench journal (no header frame)")
+    session = loads(_layout_dumps(head), source=path)
+    session.calls.sort(key=lambda c: c.index)
+    recovered.session = session
+    return recovered
+
+
+def recovered_session(journal: str) -> Session:
+    """The session a journal holds, said to be recovered (metadata `ended`, `journal_notes`)."""
+    try:
+        recovered = read_journal(journal)
+    except OSError as e:
+        raise SessionLoadError(f"{_echo(journal, 200)}: cannot read ({e.strerror})") from None
+    return recovered.as_session()
 
 
 def loads(text: str | bytes, source: str = "<string>", lazy: bool = False) -> Session:

@@ -377,6 +377,7 @@ class Call(Displayed):
     growth: tuple[Growth, ...] = ()  # program size against batch size, measured for this call
     nonfinite: tuple[NonFiniteRecord, ...] = ()  # where its NaN/Inf came from (find_nans)
     values: tuple[StageValues, ...] = ()  # its stages' equations evaluated (values=True)
+    thread: str = ""  # the name of the thread that made it ("": recorded before threads were)
 
     @property
     def ok(self) -> bool:

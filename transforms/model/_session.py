@@ -89,6 +89,8 @@ class Session(Displayed):
     max_steps: int | None = None  # record(max_steps=N): the bound it was recorded with
     dropped_calls: int = 0    # calls let go between the first and the latest (max_steps)
     dropped_steps: int = 0    # their steps
+    # Calls made in a thread after the block it was started in had ended: not recorded.
+    unrecorded_calls: int = 0
     # A process of a jax.distributed job: which one, its devices, how it ended.
     process: ProcessInfo | None = None
     # A merged multi-process run: one record per process (the top-level calls are then
@@ -112,6 +114,13 @@ class Session(Displayed):
         bound = f"max_steps={self.max_steps:,}: " if self.max_steps else ""
         return (f"{bound}{self.dropped_calls:,} calls{where} with {self.dropped_steps:,} steps "
                 f"were dropped; the first and the latest calls are kept")
+
+    def unrecorded_note(self) -> str:
+        """The calls that could not be recorded, in words; "" for none."""
+        if not self.unrecorded_calls:
+            return ""
+        return (f"{self.unrecorded_calls:,} calls were not recorded: they were made in threads "
+                f"after the record() block they were started in had ended")
 
     def to_json_dict(self) -> dict[str, Any]:
         """The dump as JSON data (without the lazy_at index save() adds): see

@@ -66,7 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         "unchanged; workbench's own notes go to stderr, prefixed `workbench:`. A script that "
         "raises, or Ctrl-C (or SIGTERM, SIGHUP), still leaves the dump of what was recorded; "
         "a single Ctrl-C during the final save does not stop it. -o may name a symlink (its "
-        "target is written), a FIFO or a device (streamed into, never replaced).")
+        "target is written), a FIFO or a device (streamed into, never replaced). `-o -` (or "
+        "-o /dev/stdout) streams the dump to stdout, a pipe included (`workbench dump "
+        "SCRIPT.py -o - | jq .calls[0]`); the script's own stdout then goes to stderr, so that "
+        "stdout holds the dump alone.")
     run = command("run", "run a JAX script unchanged, recording its transformations",
                   run_description + " Without -o, opens the terminal UI on the recording; "
                   "with --watch, records again whenever SCRIPT.py changes and shows the new "
@@ -179,8 +182,14 @@ def _export_dir_argument(p: argparse.ArgumentParser) -> None:
 
 def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None:
     p.add_argument("-o", "--output", metavar="TRACE.json",
-                   help="write the dump here (atomically)"
+                   help="write the dump here (atomically); `-` or /dev/stdout: to stdout, "
+                        "with the script's own stdout sent to stderr"
                         + ("; required" if output_required else ""))
+    p.add_argument("--no-journal", dest="journal", action="store_false",
+                   help="write no journal while the script runs (by default each call is "
+                        "appended to TRACE.json.journal as it finishes, so that a script that "
+                        "is killed, segfaults or calls os._exit leaves the calls it finished, "
+                        "with how it ended; the dump replaces it at the end)")
     p.add_argument("--no-stages", dest="stages", action="store_false",
                    help="keep no jaxprs before/after each transformation (by default each "
                         "call keeps them, captured once per signature from what the call "

@@ -21,6 +21,7 @@ what every handler shares `_shared.py`; demo and run/dump stay here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    supervised = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["graph"]:
         return _graph(argv[1:])
@@ -60,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _html(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    # run/dump as the command (not called in-process): a parent process watches the script's
+    # and says how it ended if it dies (workbench/run/_supervise.py)
+    args.supervised = supervised
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -320,7 +325,12 @@ def _run(args: argparse.Namespace) -> int:
             error(f"{reason}; use `workbench run -o trace.json {args.script} ...` or "
                   f"`workbench dump` to write the dump instead")
             return EXIT_BAD_INPUT
-    if args.output is not None:
+    to_stdout = args.output is not None and run.is_stdout(args.output)
+    if to_stdout and args.processes is not None:
+        error(f"-o {args.output} streams one dump to stdout; --processes writes one a process: "
+              f"give a folder (-o DIR/) or a file name")
+        return EXIT_BAD_INPUT
+    if args.output is not None and not to_stdout:
         from ..run import is_folder, usable_output
         # NB: a folder (DIR/) takes one dump per process of a jax.distributed job.
         problem = usable_folder(args.output) if is_folder(args.output) and \
@@ -342,19 +352,38 @@ def _run(args: argparse.Namespace) -> int:
         from ._process_commands import run_processes
         return run_processes(args, note, error, open_tui)
     if sys.stderr.isatty():  # a person waits: say what happens until the script ends
-        then = "the terminal UI opens" if args.output is None else f"{args.output} is written"
+        then = "the terminal UI opens" if args.output is None else \
+            "the dump is written to stdout" if to_stdout else f"{args.output} is written"
         note(args, f"running {args.script}, recording its jax.grad, vmap, jit, ... calls; "
                    f"{then} when it ends")
+    # The journal: what is recorded reaches a file as each call finishes (a hard death of
+    # the script keeps it). NB: not in a process of `--processes`: its launcher watches it.
+    journal_file = None if os.environ.get(run.ENV_CONTROL_FD) or not args.journal else \
+        run.journal_path(args.output)
+    if journal_file is not None and getattr(args, "supervised", False):
+        death = run.watch_in_parent(journal_file)
+        if death is not None:
+            return _after_child(args, death, journal_file)
+    journal, problem = run.open_journal(journal_file, args.script, args.args) \
+        if journal_file is not None else (None, "")
+    if problem:
+        note(args, problem)
     try:
-        result = run.run_script(args.script, args.args, stages=args.stages,
-                                   inline_jnp=args.inline_jnp,
-                                   max_steps=args.max_steps or None,
-                                   note=lambda message: note(args, message),
-                                   find_nans=args.find_nans, keep_going=args.keep_going,
-                                   values=args.values)
+        # NB: with the dump on stdout, what the script prints goes to stderr meanwhile.
+        with run.stdout_to_stderr() if to_stdout else contextlib.nullcontext():
+            result = run.run_script(args.script, args.args, stages=args.stages,
+                                    inline_jnp=args.inline_jnp,
+                                    max_steps=args.max_steps or None,
+                                    note=lambda message: note(args, message),
+                                    find_nans=args.find_nans, keep_going=args.keep_going,
+                                    values=args.values, journal=journal)
     except run.ScriptError as e:
+        if journal is not None:
+            journal.remove()
         error(str(e))
         return EXIT_BAD_INPUT
+    if journal is not None:
+        journal.close()
     session = result.session
     exit_code = _nonfinite_exit(args, result)
     if exit_code == EXIT_OK:
@@ -366,14 +395,21 @@ def _run(args: argparse.Namespace) -> int:
         what += " (up to the script's failure)"
     if session.dropped_calls:
         what += f"; {session.dropped_note()} (--max-steps)"
+    if session.unrecorded_calls:
+        what += f"; {session.unrecorded_note()}"
+    if to_stdout:
+        _save(args, session, what, args.output, "wrote the dump to stdout", journal_file)
+        return exit_code
     if args.output is not None:
         from ..run import dump_path
         try:
             path, where = dump_path(args.output, session)
         except OSError:  # a folder that cannot be made: the save falls back, and says so
             path, where = os.path.join(args.output, "process-0.json"), ""
-        _save(args, session, what, path, where)
+        _save(args, session, what, path, where, journal_file)
         return exit_code
+    if journal_file is not None:  # the session is whole in memory: the journal is not needed
+        _remove(journal_file)
     note(args, f"recorded {what}")
     code = open_tui(session, session.title or args.script, "use -o trace.json",
                     export_dir=args.export_dir)
@@ -444,8 +480,35 @@ def _watch(args: argparse.Namespace) -> int:
     return code
 
 
+def _after_child(args: argparse.Namespace, death: Any, journal_file: str) -> int:
+    """The parent, once the script's process ended: its exit code when it saved; else what
+    its journal holds, saved (or shown) with how it ended."""
+    if isinstance(death, int):
+        return death
+    if death.recovered is None:
+        error(f"{death.how}; its journal {journal_file} could not be read ({death.problem})")
+        return death.exit_code
+    session = death.recovered.as_session()
+    what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
+    error(f"{_t(session.metadata['ended'])}; recovered {what} from its journal")
+    if session.metadata.get("journal_notes"):
+        error(_t(session.metadata["journal_notes"]))
+    if args.output is not None:
+        _save(args, session, what + " (recovered)", args.output, "", journal_file)
+        return death.exit_code
+    _remove(journal_file)
+    code = open_tui(session, session.title or args.script, "use -o trace.json",
+                    export_dir=args.export_dir)
+    return death.exit_code if code == EXIT_OK else code
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 def _save(args: argparse.Namespace, session: Session, what: str, path: str,
-          where: str = "") -> None:
+          where: str = "", journal_file: str | None = None) -> None:
     """Save the recording to `path`, saying where it went; the exit code stays the script's.
 
     `where`: what to say when it was written there (a process's dump in a folder).
@@ -453,6 +516,8 @@ def _save(args: argparse.Namespace, session: Session, what: str, path: str,
     recording is."""
     from ..run import fallback_paths, save_recording
     outcome = save_recording(session, path, lambda message: note(args, message))
+    if journal_file is not None and outcome.path is not None:  # the dump holds it all now
+        _remove(journal_file)
     if outcome.path == path:
         note(args, f"recorded {what}; " + (where or f"wrote {path}"))
     elif outcome.path is not None:

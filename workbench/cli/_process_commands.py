@@ -27,10 +27,14 @@ def run_processes(args: argparse.Namespace, note: Callable[[argparse.Namespace, 
         error(str(e))
         return EXIT_BAD_INPUT
     workdir = os.path.dirname(os.path.abspath(args.output)) if args.output else None
-    result = run.launch(
-        os.path.abspath(args.script), args.args, args.processes, timeout=args.timeout,
-        devices=args.devices_per_process, stages=args.stages, inline_jnp=args.inline_jnp,
-        note=lambda text: note(args, text), workdir=workdir)
+    try:
+        result = run.launch(
+            os.path.abspath(args.script), args.args, args.processes, timeout=args.timeout,
+            devices=args.devices_per_process, stages=args.stages, inline_jnp=args.inline_jnp,
+            note=lambda text: note(args, text), workdir=workdir)
+    except run.NotOneJob as e:
+        error(str(e))
+        return e.exit_code or EXIT_BAD_INPUT
     session = result.session
     session.title = next((p.title for p in session.processes if p.title), "") or \
         os.path.basename(args.script)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def open_command(args: argparse.Namespace) -> int:
     reason = no_terminal()
-    if reason or not os.path.exists(args.trace):
+    if reason or not (os.path.exists(args.trace) or os.path.exists(args.trace + ".journal")):
         # No terminal, or no such file: say what is wrong with the file first, as `show` does.
         session = load_or_report(args.trace, lazy=True)
         if session is None:
@@ -89,6 +89,11 @@ def show_command(args: argparse.Namespace) -> int:
     empty = nothing_recorded(session)
     if empty is not None:
         print_lines([empty])
+    if session.unrecorded_calls:
+        print_lines([f"not recorded: {session.unrecorded_note()}"])
+    for key in ("ended", "journal_notes", "journal"):
+        if session.metadata.get(key):
+            print_lines([f"{key.replace('_', ' ')}: {_t(session.metadata[key])}"])
     first_with: dict[int, int] = {}  # id of a stages tuple -> the first call holding it
     for call in calls:
         print_lines(summarize_call(call, with_steps=args.steps, expand=args.expand))

@@ -55,6 +55,8 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
     if call.ok and missing:  # the call ran, but not every stage was captured: say so here
         status += f"; {missing} of {plural(len(call.stages), 'stage')} unavailable"
     where = f" at {_t(call.source)}" if call.source else ""
+    if call.thread and call.thread != "MainThread":
+        where += f" in thread {_t(call.thread)}"
     lines = [f"call {call.index}: {call_label(call, _t)}{where}  [{status}]"]
     by_level = steps_by_level(call)
     with_phase = with_steps and phased(call)

@@ -5,7 +5,9 @@ imports no JAX: a script's run does."""
 from __future__ import annotations
 
 from ._distributed_launch import (
+    ENV_CONTROL_FD as ENV_CONTROL_FD,
     MAX_PROCESSES as MAX_PROCESSES,
+    NotOneJob as NotOneJob,
     dump_path as dump_path,
     is_folder as is_folder,
     launch as launch,
@@ -19,7 +21,15 @@ from ._runner import (
 )
 from ._saving import (
     fallback_paths as fallback_paths,
+    is_stdout as is_stdout,
     save_recording as save_recording,
+    stdout_to_stderr as stdout_to_stderr,
     usable_output as usable_output,
+)
+from ._supervise import (
+    Death as Death,
+    journal_path as journal_path,
+    open_journal as open_journal,
+    watch_in_parent as watch_in_parent,
 )
 from ._watch import Recording as Recording, Watch as Watch

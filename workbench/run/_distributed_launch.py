@@ -270,6 +270,7 @@ def launch(script: str, args: Sequence[str], count: int, *, timeout: float | Non
             for t in child.threads:
                 t.join(timeout=5)
         infos, sessions = _collect(children, count, note)
+        _check_one_job(script, sessions, code)
     finally:
         for child in children:
             _kill(child)
@@ -280,6 +281,28 @@ def launch(script: str, args: Sequence[str], count: int, *, timeout: float | Non
     if divergence is not None:
         note("WARNING: " + divergence.describe())
     return LaunchResult(merged, code, infos, divergence)
+
+
+class NotOneJob(Exception):
+    """The processes never joined one jax.distributed job: each ran alone, as process 0."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code  # the first non-zero exit code of a process, else 0
+
+
+def _check_one_job(script: str, sessions: list[Session], code: int) -> None:
+    """NotOneJob when two processes recorded the same index: the script never called
+    jax.distributed.initialize(), so their recordings are not one run's."""
+    indices = [s.process.index for s in sessions if s.process is not None and s.process.recorded]
+    if len(set(indices)) == len(indices):
+        return
+    raise NotOneJob(
+        f"{os.path.basename(script)} never called jax.distributed.initialize(), so each of its "
+        f"{len(sessions)} processes ran alone (as process 0 of 1) and their recordings are not "
+        f"one run's. Call jax.distributed.initialize() before the script's first JAX "
+        f"computation (with no arguments: workbench gives each process the coordinator, the "
+        f"count and its index), or run the script without --processes", code)
 
 
 def _start(index: int, count: int, coordinator: str, devices: int | None, folder: str,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import transforms
-from transforms.model import PUBLIC_KINDS, Session
+from transforms.model import PUBLIC_KINDS, Journal, Session
 
 from . import _saving as saving
 from ._distributed_launch import describe_run, process_recording
@@ -87,12 +87,13 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
                max_steps: int | None = None,
                note: Callable[[str], None] | None = None,
                find_nans: bool = False, keep_going: bool = False,
-               values: bool = False) -> RunResult:
+               values: bool = False, journal: Journal | None = None) -> RunResult:
     """Run path as `python path args...` would, recording; never raises for the script's faults.
 
     A traceback is printed to stderr as Python prints it (via sys.excepthook),
     and Ctrl-C (or SIGTERM, SIGHUP) stops the script but keeps what was recorded.
     `note` is told once when the recording grows past SIZE_NOTICE_STEPS steps.
+    `journal`: each call is appended to it as it finishes (transforms.record(journal=...)).
     """
     code_object = check_script(path)
     script = os.path.abspath(path)
@@ -104,7 +105,7 @@ def run_script(path: str, args: Sequence[str] = (), *, stages: bool = True,
         with jax_patched(), transforms.record(
                 stages=stages, inline_jnp=inline_jnp, detail=detail, max_steps=max_steps,
                 find_nans=find_nans, stop_at_nan=find_nans and not keep_going,
-                values=values) as session:
+                values=values, journal=journal) as session:
             with process_recording(session, path, args), _size_notice(session, note):
                 try:
                     exec(code_object, namespace)

@@ -12,13 +12,16 @@ meanwhile, a read-only file system or an impatient Ctrl-C would waste the run. S
 - while saving, a first Ctrl-C (or SIGTERM, SIGHUP) only says that the save goes
   on; a second one abandons it (the old file, if any, is kept);
 - `-o` names what is written: a symlink's target, a FIFO or a device (streamed into,
-  never replaced); a folder is refused up front (`usable_output`).
+  never replaced); a folder is refused up front (`usable_output`);
+- `-o -` (or /dev/stdout) streams the dump to stdout, a pipe included; while the script
+  runs its own stdout goes to stderr (`stdout_to_stderr`), so only the dump is on stdout.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -57,6 +60,38 @@ def usable_output(path: str) -> str:
     return ""
 
 
+# The -o names of this process's stdout. NB: /dev/stdout is a link to the descriptor: into a
+# pipe it names no file (`pipe:[123]`), so it is written through descriptor 1, not opened.
+STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+STDOUT_FALLBACK = "trace.json"  # the name fallback paths take when stdout cannot be written
+
+
+def is_stdout(output: str) -> bool:
+    """`-o -` or `-o /dev/stdout`: the dump streams to stdout."""
+    return output in STDOUT_NAMES
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Inside, descriptor 1 (and so sys.stdout, and what native code prints) is stderr; the
+    real stdout comes back after, for the dump alone."""
+    _flush_standard_streams()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        _flush_standard_streams()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a stream the script closed or replaced
+            stream.flush()
+
+
 def fallback_paths(target: str) -> list[str]:
     """Where a dump goes when its target cannot be written: other folders, the same name."""
     stem = os.path.splitext(os.path.basename(target))[0] or "trace"
@@ -71,16 +106,21 @@ def fallback_paths(target: str) -> list[str]:
 
 
 def save_recording(session: Session, target: str, note: Callable[[str], None]) -> SaveOutcome:
-    """Encode and write the dump (see the module's docstring); never raises for the disk."""
+    """Encode and write the dump (see the module's docstring); never raises for the disk.
+
+    A target of STDOUT_NAMES is written to descriptor 1 (a reader that left: the fallback)."""
     try:
         with _stops_deferred(note):
             text = session.to_json_text()
             try:
-                write_atomically(target, text)
+                if is_stdout(target):
+                    _write_stdout(text.encode("utf-8"))
+                else:
+                    write_atomically(target, text)
                 return SaveOutcome(target)
             except OSError as e:
                 problem = _reason(e)
-            for path in fallback_paths(target):
+            for path in fallback_paths(STDOUT_FALLBACK if is_stdout(target) else target):
                 try:
                     write_atomically(path, text)
                     return SaveOutcome(path, problem)
@@ -89,6 +129,12 @@ def save_recording(session: Session, target: str, note: Callable[[str], None]) -
             return SaveOutcome(None, problem)
     except KeyboardInterrupt:
         return SaveOutcome(None, "the save was stopped (Ctrl-C twice)", abandoned=True)
+
+
+def _write_stdout(data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # NB: a write into a pipe may take less than asked
+        view = view[os.write(1, view):]
 
 
 def _reason(e: OSError) -> str:
@@ -151,6 +197,7 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-__all__ = ["STOP_SIGNALS", "SaveOutcome", "fallback_paths", "save_recording", "signal_name",
-           "stops_as_ctrl_c", "usable_output"]
+__all__ = ["STDOUT_NAMES", "STOP_SIGNALS", "SaveOutcome", "fallback_paths", "is_stdout",
+           "save_recording", "signal_name", "stdout_to_stderr", "stops_as_ctrl_c",
+           "usable_output"]
 

@@ -192,3 +192,21 @@ def test_processes_started_by_the_users_own_launcher_write_a_folder_read_as_one_
     merged = workbench("merge", str(tmp_path / "merged.json"), str(folder))
     assert merged.returncode == 0, merged.stderr
     assert [p.info.index for p in load(tmp_path / "merged.json").processes] == [0, 1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exit_code", [0, 5])
+def test_a_script_that_never_joins_the_job_is_told_how_to(tmp_path, exit_code):
+    script = tmp_path / "alone.py"
+    script.write_text("import sys, jax, jax.numpy as jnp\nprint(jax.grad(jnp.tanh)(1.0))\n"
+                      f"sys.exit({exit_code})\n")
+    done = workbench("dump", "--processes", "2", "-o", str(tmp_path / "run.json"), str(script),
+                     cwd=tmp_path)
+    assert done.returncode == (exit_code or 2)
+    assert "Traceback" not in done.stderr and not (tmp_path / "run.json").exists()
+    assert done.stderr.splitlines()[-1] == (
+        "workbench: alone.py never called jax.distributed.initialize(), so each of its 2 "
+        "processes ran alone (as process 0 of 1) and their recordings are not one run's. Call "
+        "jax.distributed.initialize() before the script's first JAX computation (with no "
+        "arguments: workbench gives each process the coordinator, the count and its index), "
+        "or run the script without --processes")

@@ -591,14 +591,3 @@ async def test_l_and_right_unfold_a_call_folded_with_h():
                                                  "    ▾ jit#1  10"]
         await pilot.press("h", "right")
         assert shown(steps).splitlines()[0] == "▾   jit(convolve)  10 steps"
-
-
-@sync
-async def test_a_vmap_only_call_shows_no_phase_on_its_steps():
-    """Issue 39, item 7: [forward] means something only where a call has a backward pass."""
-    app = build_app(seed_convolve())
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("down")
-        await pilot.pause()
-        body = text_of(app.screen.query_one("#step-body"))
-    assert body.startswith("#") and "[forward]" not in body

@@ -1,0 +1,227 @@
+"""The journal: what a recording has so far, on disk while the program runs, readable after
+the process vanished at any instant (killed, a segfault, os._exit).
+
+    journal = Journal.open("t.json.journal", {"script": "train.py"})
+    journal.begin(7, "grad(loss) at train.py:41")   # a call starts
+    journal.call(call)                               # it finished: its record
+    journal.close(); journal.remove()                # the dump was saved: not needed
+    recovered = read_journal("t.json.journal")       # after a crash (_load.py): the Session
+
+A file of frames, each `length (4 bytes) + crc32 (4 bytes) + payload`, appended with one
+write as each happens (the way a database's write-ahead log or TensorBoard's event files
+survive crashes): a process that dies mid-write leaves a last frame that is cut short or
+fails its checksum, and the reader drops it with a note. Written with os.write (no buffer of
+ours to lose) and not fsync'd: the kernel keeps what a dead process wrote; a machine that
+loses power is another matter. The payload is a kind letter and JSON: S the dump's head
+(an empty session with the run's metadata), B a call began, C a call finished (its row and
+the shared table entries it added: the reader puts them together as the dump a save would
+have written), P the latest step of a call in progress, E how the process ended (written
+by the process that watched it die: workbench's supervisor).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _codec, _layout
+from ._layout import SCHEMA_VERSION
+from ._records import Call
+from ._session import RECORD_TYPES, Session
+
+__all__ = ["JOURNAL_SUFFIX", "Journal", "Recovered", "journal_of", "read_frames"]
+
+JOURNAL_SUFFIX = ".journal"
+_HEADER = struct.Struct("<II")  # payload length, crc32 of the payload
+_MAX_FRAME = 1 << 31
+
+
+def journal_of(dump: str) -> str:
+    """The journal written beside `dump` while it is recorded."""
+    return dump + JOURNAL_SUFFIX
+
+
+def frame(kind: str, payload: bytes) -> bytes:
+    body = kind.encode("ascii") + payload
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
+
+
+class Journal:
+    """The writing side: one frame per event, appended with one write.
+
+    A call frame holds the call's row and what it added to the dump's shared tables: one
+    encoder for the whole run (as one save has), so what calls share (their stages, texts,
+    step shapes) is written once, and the reader rebuilds the dump a save would write."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd, self.path = fd, path
+        self._writer = _codec.Writer(RECORD_TYPES, _layout.layouts(SCHEMA_VERSION),
+                                     _layout.inline_tables(SCHEMA_VERSION),
+                                     _layout.repeated_parts(RECORD_TYPES, SCHEMA_VERSION))
+        self._written = dict.fromkeys(self._writer.tables, 0)  # entries in earlier frames
+
+    @classmethod
+    def open(cls, path: str, metadata: dict[str, str], jax_version: str = "") -> Journal:
+        """A new journal at path (an old one there is replaced); OSError if it cannot be."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        journal = cls(fd, path)
+        head = _layout.json_data(Session(jax_version=jax_version, metadata=dict(metadata)),
+                                 RECORD_TYPES)
+        journal._write("S", _layout._dumps(head).encode())
+        return journal
+
+    def _write(self, kind: str, payload: bytes) -> None:
+        data = frame(kind, payload)
+        view = memoryview(data)
+        while view:  # NB: one write almost always; a short one is continued
+            view = view[os.write(self.fd, view):]
+
+    def begin(self, index: int, label: str, thread: str) -> None:
+        self._write("B", json.dumps({"index": index, "label": label, "thread": thread}).encode())
+
+    def step(self, index: int, step: str) -> None:
+        self._write("P", json.dumps({"index": index, "step": step}).encode())
+
+    def call(self, call: Call) -> None:
+        """A finished call: its row, and the shared table entries it added."""
+        with _layout.gc_paused():
+            row = self._writer.encode("list[Call]", [[call]])[0][0]
+            added = {}
+            for name, entries in self._writer.tables.items():
+                if len(entries) > self._written[name]:
+                    added[name] = entries[self._written[name]:]
+                    self._written[name] = len(entries)
+            self._write("C", _layout._dumps({"call": row, "tables": added}).encode())
+
+    @staticmethod
+    def append_end(path: str, how: str) -> None:
+        """Say how the process ended in the journal it left (its supervisor's frame)."""
+        with open(path, "ab") as f:
+            f.write(frame("E", json.dumps({"how": how}).encode()))
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+            self._writer.close()
+
+    def remove(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+@dataclass
+class Recovered:
+    """What a journal holds: the session of the calls that finished, and what happened."""
+    session: Session
+    in_progress: str = ""       # the call that had begun and not finished ("" for none)
+    last_step: str = ""         # its latest step recorded (primitive, level, line)
+    how: str = ""               # how the process ended ("" when nobody saw it end)
+    notes: list[str] = field(default_factory=list)  # frames dropped, and why
+
+    def as_session(self) -> Session:
+        """The session, its metadata saying how the run ended and what was dropped."""
+        session = self.session
+        session.metadata["ended"] = self.ending()
+        if self.notes:
+            session.metadata["journal_notes"] = "; ".join(self.notes)
+        title = session.title or session.metadata.get("title", "")
+        session.title = f"{title} (recovered: {self.ending()})" if title else \
+            f"recovered: {self.ending()}"
+        return session
+
+    def ending(self) -> str:
+        """`the process died by SIGSEGV during call 7 (...), after dot_general ...`."""
+        how = self.how or "the process ended without saving its recording (how is unknown)"
+        text = how
+        if self.in_progress:
+            text += f", during call {self.in_progress}"
+            if self.last_step:
+                text += f", after {self.last_step}"
+        elif self.session.calls:
+            text += f", after call {self.session.calls[-1].index} finished"
+        return text
+
+
+def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
+    """The dump's data the journal holds (None: no header frame) and what happened; a frame
+    cut short or corrupt is dropped (with what follows it, which cannot be framed) with a
+    note. Raises OSError when the file cannot be read; never for its content. `_load`'s
+    read_journal makes the Session of it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    recovered = Recovered(Session())
+    head: dict[str, Any] | None = None
+    rows: list[Any] = []
+    begun: dict[int, str] = {}
+    steps: dict[int, str] = {}
+    position = 0
+    while position < len(data):
+        kind, payload, end, problem = _next_frame(data, position)
+        if problem:
+            recovered.notes.append(f"the journal's frame at byte {position} {problem}: it and "
+                                   f"the {len(data) - position} bytes from it were dropped")
+            break
+        try:
+            value = json.loads(payload)
+        except ValueError as e:
+            recovered.notes.append(f"the frame at byte {position} is not JSON ({e}): dropped")
+            value = None
+        position = end
+        if not isinstance(value, dict):
+            continue
+        if kind == "S" and head is None:
+            head = value
+        elif kind == "C" and head is not None and isinstance(value.get("tables"), dict):
+            for name, entries in value["tables"].items():
+                head["tables"].setdefault(name, []).extend(entries)
+            rows.append(value.get("call"))
+            index = rows[-1][0] if isinstance(rows[-1], list) and rows[-1] else None
+            begun.pop(index, None)  # type: ignore[arg-type]
+        else:
+            try:
+                _apply(kind, value, recovered, begun, steps)
+            except (KeyError, TypeError, ValueError) as e:
+                recovered.notes.append(f"a frame of kind {kind!r} could not be read ({e}): "
+                                       f"dropped")
+    if begun:
+        index = max(begun)
+        recovered.in_progress = f"{index} ({begun[index]})"
+        recovered.last_step = steps.get(index, "")
+    if head is not None:
+        head["calls"] = rows
+    return head, recovered
+
+
+def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, str],
+           steps: dict[int, str]) -> None:
+    if kind == "B":
+        thread = value.get("thread", "")
+        where = f" in thread {thread}" if thread and thread != "MainThread" else ""
+        begun[int(value["index"])] = str(value.get("label", "")) + where
+    elif kind == "P":
+        steps[int(value["index"])] = str(value.get("step", ""))
+    elif kind == "E":
+        recovered.how = str(value.get("how", ""))
+    else:
+        recovered.notes.append(f"a frame of unknown kind {kind!r}: dropped")
+
+
+def _next_frame(data: bytes, position: int) -> tuple[str, bytes, int, str]:
+    """(kind, payload, where the next frame starts, "") or a problem with this one."""
+    if len(data) - position < _HEADER.size:
+        return "", b"", 0, "is cut short (its header)"
+    length, crc = _HEADER.unpack_from(data, position)
+    start = position + _HEADER.size
+    if length < 1 or length > _MAX_FRAME or start + length > len(data):
+        return "", b"", 0, "is cut short"
+    body = data[start:start + length]
+    if zlib.crc32(body) != crc:
+        return "", b"", 0, "fails its checksum"
+    return chr(body[0]), body[1:], start + length, ""
