@@ -52,10 +52,20 @@ def open_journal(path: str, script: str, args: Sequence[str]) -> tuple[Journal |
     import shlex
     try:
         return Journal.open(path, {"title": shlex.join([os.path.basename(script), *args]),
-                                   "script": os.path.abspath(script), "pid": str(os.getpid())}
-                            ), ""
+                                   "script": os.path.abspath(script), "pid": str(os.getpid())},
+                            jax_version=_installed_jax()), ""
     except OSError as e:
         return None, f"no journal at {path} ({e.strerror}): a crash would lose the recording"
+
+
+def _installed_jax() -> str:
+    """The installed jax's version, read from its package metadata: JAX is not imported yet
+    (the journal opens before the script runs), and a recovered dump still says it."""
+    from importlib import metadata
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 @dataclass

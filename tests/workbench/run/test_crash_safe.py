@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -55,6 +56,7 @@ def test_a_hard_death_under_dump_keeps_every_finished_call_and_says_how(tmp_path
     assert [c.index for c in session.calls] == [0, 1, 2] and all(c.ok for c in session.calls)
     assert session.metadata["ended"] == f"{said}, after call 2 finished"
     assert session.title == f"dies.py {how} (recovered: {said}, after call 2 finished)"
+    assert session.jax_version == jax.__version__  # from the package's metadata, not imported
 
 
 RECORDED = """\
