@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .._safe_text import html as h
+from .._words import plural
 
 __all__ = ["DEFAULT", "Budget", "badge", "details", "h", "more", "pre", "table"]
 
@@ -59,12 +60,15 @@ def pre(text: str, max_lines: int, line_chars: int) -> str:
     """Recorded text (a jaxpr, HLO) as a <pre>: escaped, at most `max_lines` lines."""
     lines = text.split("\n")
     shown = h("\n".join(lines[:max_lines]), line_chars, lines=True)
-    return f"<pre>{shown}</pre>" + more(len(lines) - max_lines, "lines")
+    return f"<pre>{shown}</pre>" + more(len(lines) - max_lines, "line")
 
 
-def more(count: int, what: str) -> str:
-    """What a bounded list left out ("" when nothing was)."""
-    return f'<p class="more">… {count:,} more {what} not shown</p>' if count > 0 else ""
+def more(count: int, what: str, rest: str = "") -> str:
+    """What a bounded list left out ("" when nothing was): `what` a singular noun, counted
+    as the one count rule does (`1 more call`); `rest` after it ("in detail")."""
+    if count <= 0:
+        return ""
+    return f'<p class="more">… {plural(count, "more " + what)}{rest} not shown</p>'
 
 
 def badge(text: str, kind: str) -> str:

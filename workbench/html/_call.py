@@ -45,7 +45,7 @@ def call_html(call: Call, budget: Budget = DEFAULT, *, graph: bool = True,
              f'<p class="dim">{len(call.levels):,} levels, {len(call.steps):,} steps, '
              f"{len(call.stages):,} stages</p>"]
     parts += [failure_html(e, call, budget) for e in call.errors[:budget.failures]]
-    parts.append(more(len(call.errors) - budget.failures, "failures"))
+    parts.append(more(len(call.errors) - budget.failures, "failure"))
     parts.append(details("levels", _levels(call, by_level, budget), opened=True))
     if call.steps:
         parts.append(details(f"steps ({len(call.steps):,})", _steps(call, budget)))
@@ -70,7 +70,7 @@ def _levels(call: Call, by_level: dict, budget: Budget) -> str:
         count = len(by_level.get(level.index, ()))
         rows.append((label, h(level.trace_type), h(level.function), f"{count:,}{repeats}"))
     return table(["level", "trace", "function", "steps"], rows) \
-        + more(len(listed) - budget.levels, "levels")
+        + more(len(listed) - budget.levels, "level")
 
 
 def _step_row(step: Step, call: Call, failed: set[int], budget: Budget) -> tuple[str, ...]:
@@ -86,7 +86,7 @@ def _steps(call: Call, budget: Budget) -> str:
     failed = failing_steps(call)
     rows = [_step_row(s, call, failed, budget) for s in call.steps[:budget.steps]]
     return table(["#", "level", "primitive", "phase", "inputs", "outputs"], rows) \
-        + more(len(call.steps) - budget.steps, "steps")
+        + more(len(call.steps) - budget.steps, "step")
 
 
 def _stages(call: Call, budget: Budget) -> str:
@@ -101,7 +101,7 @@ def _stages(call: Call, budget: Budget) -> str:
     shown = call.stages[:budget.stages]
     parts.append(details(f"all {len(call.stages)} stages",
                          "".join(stage_html(s, budget, call=call) for s in shown)
-                         + more(len(call.stages) - len(shown), "stages")))
+                         + more(len(call.stages) - len(shown), "stage")))
     return "".join(parts)
 
 
@@ -111,7 +111,7 @@ def _trees(call: Call, budget: Budget) -> str:
     parts = [pair_html(p, budget) for p in call.pairs]
     parts += [tree_html(t, budget) for t in call.trees if (t.role, t.name) not in paired]
     shown = parts[:budget.trees]
-    shown.append(more(len(parts) - budget.trees, "pytrees"))
+    shown.append(more(len(parts) - budget.trees, "pytree"))
     parts = shown
     if call.diagnostics:
         parts.append(details("diagnostics", diagnostics_html(call.diagnostics, budget),

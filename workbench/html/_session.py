@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from transforms.model import Call, Session
 
+from .._words import plural
 from ..analysis import process_label, process_sessions
 from ._blocks import DEFAULT, Budget, details, h, more, table
 from ._call import call_head, call_html, call_label, call_status
@@ -20,7 +21,7 @@ def _calls(session: Session, budget: Budget) -> str:
     calls = session.calls
     rows = [_call_row(c) for c in calls[:budget.calls_listed]]
     parts = [table(["call", "function", "levels", "steps", "stages", "status"], rows),
-             more(len(calls) - budget.calls_listed, "calls")]
+             more(len(calls) - budget.calls_listed, "call")]
     graphs = budget.graphs
     first_failed = next((c.index for c in calls if not c.ok), None)
     for call in calls[:budget.calls_detailed]:
@@ -30,13 +31,13 @@ def _calls(session: Session, budget: Budget) -> str:
         opened = len(calls) <= 2 or call.index == first_failed
         parts.append(details(call_head(call), call_html(call, budget, graph=drawn,
                                                         heading=False), opened=opened))
-    parts.append(more(len(calls) - budget.calls_detailed, "calls in detail"))
+    parts.append(more(len(calls) - budget.calls_detailed, "call", " in detail"))
     return "".join(parts)
 
 
 def _header(session: Session) -> str:
     title = h(session.title) if session.title else "session"
-    facts = [f"{len(session.calls):,} calls", f"{session.step_count:,} steps"]
+    facts = [plural(len(session.calls), "call"), plural(session.step_count, "step")]
     if session.jax_version:
         facts.append(f"jax {h(session.jax_version)}")
     failed = sum(not c.ok for c in session.calls)

@@ -66,7 +66,7 @@ def values_html(stage: Stage, values: StageValues, budget: Budget = DEFAULT) -> 
             for i, (eqn, outs) in enumerate(zip(stage.eqns, values.outputs[:budget.stage_lines]))]
     return (f'<p class="dim">values, each equation evaluated again{note}</p>'
             + table(["#", "equation", "values"], rows)
-            + more(len(values.outputs) - budget.stage_lines, "equations"))
+            + more(len(values.outputs) - budget.stage_lines, "equation"))
 
 
 def stage_html(stage: Stage, budget: Budget = DEFAULT, *, opened: bool = False,
@@ -116,7 +116,7 @@ def _rows(diff: StageDiff, before: Stage | None, after: Stage | None, budget: Bu
                      _eqn(after, row.after) + details_text))
         kinds.append(row.kind)
     return (table(["#", h(diff.before), "", "#", h(diff.after)], rows, kinds)
-            + more(len(shown) - budget.diff_rows, "rows"))
+            + more(len(shown) - budget.diff_rows, "row"))
 
 
 def stage_pair_html(before: Stage, after: Stage, budget: Budget = DEFAULT,

@@ -42,7 +42,7 @@ def session_text(session: Session) -> str:
         f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
     lines = [head, *(call_text(c) for c in session.calls[:LISTED_CALLS])]
     if len(session.calls) > LISTED_CALLS:
-        lines.append(f"… {len(session.calls) - LISTED_CALLS:,} more calls")
+        lines.append(f"… {plural(len(session.calls) - LISTED_CALLS, 'more call')}")
     if session.processes:
         lines.append(plural(len(session.processes), "process", "processes"))
     return "\n".join(lines)

@@ -41,7 +41,7 @@ def tree_html(tree: TreeRecord, budget: Budget = DEFAULT) -> str:
     """One pytree, a row per node in preorder, indented by depth."""
     rows = [(f'<span style="padding-left:{min(n.depth, 20)}em">{h(n.path) or "(root)"}</span>',
              node_html(n, budget)) for n in tree.nodes[:budget.tree_rows]]
-    body = table(["path", "value"], rows) + more(len(tree.nodes) - budget.tree_rows, "nodes")
+    body = table(["path", "value"], rows) + more(len(tree.nodes) - budget.tree_rows, "node")
     if tree.note:
         body += f'<p class="dim">({h(tree.note)})</p>'
     summary = f"<b>{h(tree_header(tree, tree.role))}</b> <span class=\"dim\">{h(tree.treedef, 200)}</span>"
@@ -67,7 +67,7 @@ def pair_html(pair: TreePair, budget: Budget = DEFAULT) -> str:
     kinds = [r[4] for r in rows]
     headers = ["path", h(tree_header(pair.left, "left")), h(tree_header(pair.right, "right")), ""]
     body = table(headers, cells, kinds)
-    body += more(len(pair.rows) - budget.tree_rows, "rows")
+    body += more(len(pair.rows) - budget.tree_rows, "row")
     status = "ok" if pair.same_structure else "failed"
     summary = (f"<b>{h(pair.title)}</b> <span class=\"{status}\">{h(pair.summary)}</span>")
     return details(summary, body, opened=True)

@@ -15,7 +15,7 @@ NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
 
 # What each output cell shows (in its HTML), in the notebook's order.
 EXPECTED = [
-    ("session", ["1 calls", "vmap(grad(loss))", "levels", "<svg"]),
+    ("session", ["1 call, ", "vmap(grad(loss))", "levels", "<svg"]),
     ("call", ["call 0", "vmap(grad(loss))", "<code>f</code> against <code>vmap(grad(f))</code>", "<svg",
               "x (input)"]),
     ("stage", ["<code>f</code>", "equations", "tanh"]),
