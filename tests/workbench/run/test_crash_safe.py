@@ -47,12 +47,13 @@ def test_a_hard_death_under_dump_keeps_every_finished_call_and_says_how(tmp_path
                            how], capture_output=True, text=True, cwd=tmp_path, timeout=240)
     code, said = ENDINGS[how]
     assert done.returncode == code, done.stderr
-    assert f"workbench: {said}, after call 2 finished; recovered 3 calls, 45 steps from its " \
-           f"journal\n" in done.stderr
-    assert done.stderr.endswith(f"workbench: recorded 3 calls, 45 steps (recovered); "
-                                f"wrote {out}\n")
     assert not os.path.exists(journal_of(str(out)))
     session = load(out)
+    steps = session.step_count  # JAX's releases bind different primitives: as recorded
+    assert f"workbench: {said}, after call 2 finished; recovered 3 calls, {steps} steps from " \
+           f"its journal\n" in done.stderr
+    assert done.stderr.endswith(f"workbench: recorded 3 calls, {steps} steps (recovered); "
+                                f"wrote {out}\n")
     assert [c.index for c in session.calls] == [0, 1, 2] and all(c.ok for c in session.calls)
     assert session.metadata["ended"] == f"{said}, after call 2 finished"
     assert session.title == f"dies.py {how} (recovered: {said}, after call 2 finished)"
