@@ -385,8 +385,10 @@ def test_a_folder_made_read_only_or_deleted_during_the_run_keeps_the_recording(t
     with tmpfs(tmp_path / "ro") as ro:
         remounts = RECORDS + (f"\nimport subprocess; subprocess.run(['mount', '-o', "
                               f"'remount,ro', {str(ro)!r}], check=True)\nraise SystemExit(3)\n")
-        done = run("dump", script(tmp_path, remounts, "ro.py"), "-o", str(ro / "t.json"),
-                   env_extra={"TMPDIR": str(spare)})
+        # NB: --no-journal: the kernel refuses to remount a folder read-only while a file in
+        # it is open for writing (the journal beside the dump), so the case needs none.
+        done = run("dump", "--no-journal", script(tmp_path, remounts, "ro.py"), "-o",
+                   str(ro / "t.json"), env_extra={"TMPDIR": str(spare)})
         assert done.returncode == 3, done.stderr  # the script's own exit code
         assert "Read-only file system" in done.stderr
         assert len(transforms.load(_fallback(done.stderr)).calls) == 3
