@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -49,7 +50,9 @@ def test_the_dump_streams_to_stdout_and_the_script_prints_to_stderr(tmp_path, ou
     data = json.loads(done.stdout)  # stdout holds the dump alone
     assert [row[data["fields"]["Call"].index("transform")] for row in data["calls"]] == ["grad"]
     assert "printed by the script\nwritten to descriptor 1\n0.41997" in done.stderr
-    assert done.stderr.endswith("workbench: recorded 1 call, 6 steps; wrote the dump to stdout\n")
+    steps = len(data["calls"][0][data["fields"]["Call"].index("steps")])  # as JAX bound them
+    assert done.stderr.endswith(f"workbench: recorded 1 call, {steps} steps; wrote the dump to "
+                                f"stdout\n")
     assert not (tmp_path / "-").exists()
 
 
@@ -63,8 +66,8 @@ def test_a_reader_that_leaves_early_gets_the_dump_saved_elsewhere(tmp_path):
     done = _dump(tmp_path, "-", "pass")  # gone before the dump is written
     assert done.returncode == 0
     said = done.stderr.splitlines()[-1]
-    assert said.startswith("workbench: recorded 1 call, 6 steps; could not write - (Broken pipe), "
-                           "so the recording was saved to ")
+    assert re.match(r"workbench: recorded 1 call, \d+ steps; could not write - \(Broken pipe\), "
+                    r"so the recording was saved to ", said), said
     saved = said.rsplit(" ", 1)[1]
     assert saved.startswith(str(tmp_path / "tmp" / "trace.workbench-")) and saved.endswith(".json")
     with open(saved) as f:
