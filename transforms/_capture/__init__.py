@@ -79,6 +79,7 @@ from ._step_core import (
     LEVEL as LEVEL,
     NONE as NONE,
     OUTPUTS as OUTPUTS,
+    PRIMITIVE as PRIMITIVE,
     RUNNING as RUNNING,
     STRIDE as STRIDE,
     built_steps as built_steps,

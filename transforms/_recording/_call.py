@@ -80,6 +80,7 @@ class CallBuilder:
         self.stages = CallStages(recorder, index, transform, parent, args, kwargs, self.shardings,
                                  self.trees.note_lost)
         self.live = (args, kwargs) if recorder.replays else None  # while it runs: replays
+        recorder.running_call(index, self)
 
     # -- levels (LevelCall: what its levels ask of it) -------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,

@@ -65,6 +65,7 @@ def record(*, inline_jnp: bool = False, stages: bool = True,
             yield recorder.session
         finally:
             leave_block(entered)
+            recorder.stop_progress()
             recorder.finish_stages()  # a top-level jit's stages, now that its traces are over
             recorder.forget_jit_traces()
     finally:

@@ -16,6 +16,7 @@ import jax
 from .._capture import recording_off
 from ..model import Call, Growth, Journal, Session
 from ._compiles import CompileLog
+from ._progress import Progress
 from ._step_bound import StepBound
 from ._summaries import shared_summaries
 
@@ -52,6 +53,12 @@ class SessionRecorder:
         # record(journal=...): each call's start and record appended as it happens (a crash
         # keeps them); None once a write failed (said in the session's metadata).
         self.journal = journal
+        # The calls in progress (index -> weakref to the builder), for the progress frames
+        # a thread writes while they run (_progress); kept only with a journal.
+        self.running: dict[int, Any] = {}
+        self.progress = Progress(journal, self.running) if journal is not None else None
+        if self.progress is not None:
+            self.progress.start()
         self._indices = itertools.count()  # NB: next() of a count is atomic: threads share it
         self._next_index = 0  # what next_index says (the compile log's guess, in threads too)
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
@@ -110,12 +117,24 @@ class SessionRecorder:
         if self._bound is not None:
             self._bound.added(call)
         if self.journal is not None:
+            self.running.pop(call.index, None)
             self._journal_write(self.journal.call, call)
 
     def began(self, index: int, label: str, thread: str) -> None:
         """A call began: the journal says so (after a crash: the call in progress)."""
         if self.journal is not None:
             self._journal_write(self.journal.begin, index, label, thread)
+
+    def running_call(self, index: int, builder: Any) -> None:
+        """Call `index` runs: the progress thread watches its steps until it is added."""
+        if self.journal is not None:
+            self.running[index] = weakref.ref(builder)
+
+    def stop_progress(self) -> None:
+        """The block ended: no more progress frames."""
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
 
     def _journal_write(self, write: Any, *args: Any) -> None:
         try:

@@ -15,8 +15,10 @@ ours to lose) and not fsync'd: the kernel keeps what a dead process wrote; a mac
 loses power is another matter. The payload is a kind letter and JSON: S the dump's head
 (an empty session with the run's metadata), B a call began, C a call finished (its row and
 the shared table entries it added: the reader puts them together as the dump a save would
-have written), P the latest step of a call in progress, E how the process ended (written
-by the process that watched it die: workbench's supervisor).
+have written), P the latest step of a call in progress (its number, primitive, level and
+line: a thread looks every few ms and writes one when it moved, `_recording/_progress.py`),
+E how the process ended (written by the process that watched it die: workbench's
+supervisor).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from ._layout import SCHEMA_VERSION
 from ._records import Call
 from ._session import RECORD_TYPES, Session
 
-__all__ = ["JOURNAL_SUFFIX", "Journal", "Recovered", "journal_of", "read_frames"]
+__all__ = ["JOURNAL_SUFFIX", "Journal", "Recovered", "journal_of", "read_frames", "step_text"]
 
 JOURNAL_SUFFIX = ".journal"
 _HEADER = struct.Struct("<II")  # payload length, crc32 of the payload
@@ -82,8 +84,10 @@ class Journal:
     def begin(self, index: int, label: str, thread: str) -> None:
         self._write("B", json.dumps({"index": index, "label": label, "thread": thread}).encode())
 
-    def step(self, index: int, step: str) -> None:
-        self._write("P", json.dumps({"index": index, "step": step}).encode())
+    def step(self, index: int, step: dict[str, Any]) -> None:
+        """The latest step call `index` began: {"step": its number, "primitive", "level"
+        (its label), "source" (the user's line)} (written by _recording's progress thread)."""
+        self._write("P", json.dumps({"index": index, **step}).encode())
 
     def call(self, call: Call) -> None:
         """A finished call: its row, and the shared table entries it added."""
@@ -121,7 +125,8 @@ class Recovered:
     """What a journal holds: the session of the calls that finished, and what happened."""
     session: Session
     in_progress: str = ""       # the call that had begun and not finished ("" for none)
-    last_step: str = ""         # its latest step recorded (primitive, level, line)
+    last_step: dict[str, Any] = field(default_factory=dict)  # its latest step recorded:
+    # {"step", "primitive", "level", "source"} as the progress frame said
     how: str = ""               # how the process ended ("" when nobody saw it end)
     notes: list[str] = field(default_factory=list)  # frames dropped, and why
 
@@ -143,7 +148,7 @@ class Recovered:
         if self.in_progress:
             text += f", during call {self.in_progress}"
             if self.last_step:
-                text += f", after {self.last_step}"
+                text += f", after {step_text(self.last_step)}"
         elif self.session.calls:
             text += f", after call {self.session.calls[-1].index} finished"
         return text
@@ -160,7 +165,7 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
     head: dict[str, Any] | None = None
     rows: list[Any] = []
     begun: dict[int, str] = {}
-    steps: dict[int, str] = {}
+    steps: dict[int, dict[str, Any]] = {}
     position = 0
     while position < len(data):
         kind, payload, end, problem = _next_frame(data, position)
@@ -193,24 +198,38 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
     if begun:
         index = max(begun)
         recovered.in_progress = f"{index} ({begun[index]})"
-        recovered.last_step = steps.get(index, "")
+        recovered.last_step = steps.get(index, {})
     if head is not None:
         head["calls"] = rows
     return head, recovered
 
 
 def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, str],
-           steps: dict[int, str]) -> None:
+           steps: dict[int, dict[str, Any]]) -> None:
     if kind == "B":
         thread = value.get("thread", "")
         where = f" in thread {thread}" if thread and thread != "MainThread" else ""
         begun[int(value["index"])] = str(value.get("label", "")) + where
     elif kind == "P":
-        steps[int(value["index"])] = str(value.get("step", ""))
+        steps[int(value["index"])] = {"step": int(value["step"]),
+                                      **{k: str(value.get(k, "")) for k in _STEP_TEXTS}}
     elif kind == "E":
         recovered.how = str(value.get("how", ""))
     else:
         recovered.notes.append(f"a frame of unknown kind {kind!r}: dropped")
+
+
+_STEP_TEXTS = ("primitive", "level", "source")
+
+
+def step_text(step: dict[str, Any]) -> str:
+    """The step as an ending says it: `dot_general` (step 12) at t.py:41 (loss) under jit#1."""
+    text = f"`{step.get('primitive', '')}` (step {step.get('step', '?')})"
+    if step.get("source"):
+        text += f" at {step['source']}"
+    if step.get("level"):
+        text += f" under {step['level']}"
+    return text
 
 
 def _next_frame(data: bytes, position: int) -> tuple[str, bytes, int, str]:

@@ -100,9 +100,11 @@ def test_os_exit_at_points_of_a_run_keeps_every_call_finished_before(tmp_path, d
         assert "is cut short: it and the " in dropped
     else:
         assert dropped == ""
-    assert session.metadata["ended"] == (
-        f"the process ended without saving its recording (how is unknown), during call "
-        f"{die_after} (grad(<lambda>) at {script}:18 (<module>))")
+    said = (f"the process ended without saving its recording (how is unknown), during call "
+            f"{die_after} (grad(<lambda>) at {script}:18 (<module>))")
+    ended = session.metadata["ended"]
+    # The progress thread writes the call's latest step when it looked while the call ran.
+    assert ended == said or ended.startswith(f"{said}, after `")
 
 
 def _journal_of_three(tmp_path) -> str:

@@ -1,0 +1,67 @@
+"""A death in the middle of a call (issue 37): the journal's progress frames say after which
+step it died (primitive, step number, user line, level), under `workbench dump`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from transforms.model import Journal, load, read_journal
+
+pytestmark = pytest.mark.timeout(300)
+
+MID_CALL = """\
+import ctypes, os, signal, sys, time
+import jax, jax.numpy as jnp
+def f(x):
+    y = jnp.sin(x) * x
+    time.sleep(0.3)  # the progress thread looks every 20 ms
+    how = sys.argv[1]
+    if how == "segv": ctypes.string_at(0)
+    if how == "exit": os._exit(4)
+    if how == "kill": os.kill(os.getpid(), signal.SIGKILL)
+    return y
+jax.grad(jnp.tanh)(1.0)
+jax.jit(f)(1.0)
+"""
+
+ENDINGS = {"kill": (137, "the process died by SIGKILL"),
+           "segv": (139, "the process died by SIGSEGV"),
+           "exit": (4, "the process exited with code 4 without saving its recording (os._exit?)")}
+
+
+@pytest.mark.parametrize("how", list(ENDINGS))
+def test_a_death_mid_call_says_the_latest_step_recorded(tmp_path, how):
+    script = tmp_path / "mid.py"
+    script.write_text(MID_CALL)
+    out = tmp_path / "t.json"
+    done = subprocess.run([sys.executable, "-m", "workbench", "dump", "-o", str(out), str(script),
+                           how], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    code, said = ENDINGS[how]
+    assert done.returncode == code, done.stderr
+    # `jnp.sin(x) * x` binds two jnp wrappers (jit steps 0 and 1) at the jit's level.
+    ended = (f"{said}, during call 1 (jit(f) at {script}:12 (<module>)), after `jit` (step 1) "
+             f"at {script}:4 (f) under jit#1")
+    assert f"workbench: {ended}; recovered 1 call, " in done.stderr
+    session = load(out)
+    assert [c.index for c in session.calls] == [0]
+    assert session.metadata["ended"] == ended
+
+
+def test_the_latest_progress_frame_of_the_call_in_progress_is_the_one_said(tmp_path):
+    path = str(tmp_path / "t.json.journal")
+    journal = Journal.open(path, {"title": "by hand"})
+    journal.begin(0, "grad(f) at t.py:9 (<module>)", "MainThread")
+    journal.begin(1, "jit(g) at t.py:10 (<module>)", "worker")
+    journal.step(0, {"step": 4, "primitive": "sin", "level": "jvp#1", "source": "t.py:3 (f)"})
+    journal.step(1, {"step": 2, "primitive": "dot_general", "level": "jit#1",
+                     "source": "t.py:41 (g)"})
+    journal.step(1, {"step": 7, "primitive": "add", "level": "jit#1", "source": ""})
+    journal.close()
+    Journal.append_end(path, "the process died by SIGSEGV")
+    recovered = read_journal(path)
+    assert recovered.ending() == ("the process died by SIGSEGV, during call 1 (jit(g) at "
+                                  "t.py:10 (<module>) in thread worker), after `add` (step 7) "
+                                  "under jit#1")
+    assert recovered.last_step == {"step": 7, "primitive": "add", "level": "jit#1", "source": ""}
