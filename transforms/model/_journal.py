@@ -70,7 +70,9 @@ class Journal:
         """A new journal at path (an old one there is replaced); OSError if it cannot be."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         journal = cls(fd, path)
-        head = _layout.json_data(Session(jax_version=jax_version, metadata=dict(metadata)),
+        # pid: a reader tells a process still writing from one that ended without a word
+        head = _layout.json_data(Session(jax_version=jax_version,
+                                         metadata={**metadata, "pid": str(os.getpid())}),
                                  RECORD_TYPES)
         journal._write("S", _layout._dumps(head).encode())
         return journal
@@ -128,6 +130,8 @@ class Recovered:
     last_step: dict[str, Any] = field(default_factory=dict)  # its latest step recorded:
     # {"step", "primitive", "level", "source"} as the progress frame said
     how: str = ""               # how the process ended ("" when nobody saw it end)
+    pid: int | None = None      # the process that wrote it (None: an older journal)
+    running: bool = False       # that process was alive when the journal was read
     notes: list[str] = field(default_factory=list)  # frames dropped, and why
 
     def as_session(self) -> Session:
@@ -137,14 +141,14 @@ class Recovered:
         if self.notes:
             session.metadata["journal_notes"] = "; ".join(self.notes)
         title = session.title or session.metadata.get("title", "")
-        session.title = f"{title} (recovered: {self.ending()})" if title else \
-            f"recovered: {self.ending()}"
+        what = "so far" if self.running else "recovered"
+        session.title = f"{title} ({what}: {self.ending()})" if title else \
+            f"{what}: {self.ending()}"
         return session
 
     def ending(self) -> str:
-        """`the process died by SIGSEGV during call 7 (...), after dot_general ...`."""
-        how = self.how or "the process ended without saving its recording (how is unknown)"
-        text = how
+        """`the process died by SIGSEGV, during call 7 (...), after `dot_general` ...`."""
+        text = self.how or self._unseen_end()
         if self.in_progress:
             text += f", during call {self.in_progress}"
             if self.last_step:
@@ -152,6 +156,26 @@ class Recovered:
         elif self.session.calls:
             text += f", after call {self.session.calls[-1].index} finished"
         return text
+
+    def _unseen_end(self) -> str:
+        """What is known when nobody saw the process end (no ending frame)."""
+        if self.pid is None:
+            return "the process ended without saving its recording (how is unknown)"
+        if self.running:
+            return f"still running (pid {self.pid})"
+        return (f"the process (pid {self.pid}) ended without a word: no dump saved, and "
+                f"nobody saw how it ended")
+
+
+def _alive(pid: int) -> bool:
+    """Whether process pid is alive (signal 0 checks without sending one)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
@@ -201,7 +225,17 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
         recovered.last_step = steps.get(index, {})
     if head is not None:
         head["calls"] = rows
+        _note_writer(head, recovered)
     return head, recovered
+
+
+def _note_writer(head: dict[str, Any], recovered: Recovered) -> None:
+    """The writer's pid (the header's), and whether it runs still, when no ending was said."""
+    metadata = head.get("metadata")
+    pid = metadata.get("pid") if isinstance(metadata, dict) else None
+    if isinstance(pid, str) and pid.isdigit() and int(pid) > 0:
+        recovered.pid = int(pid)
+        recovered.running = not recovered.how and _alive(recovered.pid)
 
 
 def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, str],

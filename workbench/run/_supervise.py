@@ -12,7 +12,8 @@ alone (Ctrl-C at the terminal reaches the child by itself: not passed on twice).
 child ended without saving (its journal is still there), the parent appends how it ended
 to the journal and reads the recording back from it. Only the command itself forks
 (`workbench.cli.main()` with no argv): called in-process (tests, a notebook) the journal is
-written and `load` reads it, but the ending reads "unknown".
+written and `load` reads it, but nobody sees how the process ended: a reader says "still
+running (pid N)" while the writer lives, "ended without a word" after.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def open_journal(path: str, script: str, args: Sequence[str]) -> tuple[Journal |
     import shlex
     try:
         return Journal.open(path, {"title": shlex.join([os.path.basename(script), *args]),
-                                   "script": os.path.abspath(script), "pid": str(os.getpid())},
+                                   "script": os.path.abspath(script)},
                             jax_version=_installed_jax()), ""
     except OSError as e:
         return None, f"no journal at {path} ({e.strerror}): a crash would lose the recording"

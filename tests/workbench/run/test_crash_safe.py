@@ -100,8 +100,9 @@ def test_os_exit_at_points_of_a_run_keeps_every_call_finished_before(tmp_path, d
         assert "is cut short: it and the " in dropped
     else:
         assert dropped == ""
-    said = (f"the process ended without saving its recording (how is unknown), during call "
-            f"{die_after} (grad(<lambda>) at {script}:18 (<module>))")
+    pid = session.metadata["pid"]  # the writer's, dead: nobody saw how it ended
+    said = (f"the process (pid {pid}) ended without a word: no dump saved, and nobody saw how "
+            f"it ended, during call {die_after} (grad(<lambda>) at {script}:18 (<module>))")
     ended = session.metadata["ended"]
     # The progress thread writes the call's latest step when it looked while the call ran.
     assert ended == said or ended.startswith(f"{said}, after `")
@@ -166,3 +167,11 @@ def test_signals_that_stop_the_script_still_save_normally(tmp_path):
                            str(script)], capture_output=True, text=True, timeout=240)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert "recovered" not in done.stderr and len(load(out).calls) == 1
+
+
+def test_a_journal_whose_writer_runs_still_says_so(tmp_path):
+    path = _journal_of_three(tmp_path)  # written by this process, alive
+    session = read_journal(path).as_session()
+    assert session.metadata["ended"] == f"still running (pid {os.getpid()}), after call 2 finished"
+    assert session.title == f"three (so far: still running (pid {os.getpid()}), after call 2 " \
+                            f"finished)"
