@@ -43,6 +43,7 @@ from .texts import (
     plural as plural,
     sanitize as sanitize,
     session_description as session_description,
+    session_ending as session_ending,
     session_output as session_output,
     session_summary as session_summary,
     step_haystack as step_haystack,

@@ -99,6 +99,20 @@ def session_description(session: Session) -> str:
     return sanitize(session.metadata.get("description", "")) if session.metadata else ""
 
 
+def session_ending(session: Session) -> str:
+    """How a run that did not save its own recording ended (read back from its journal:
+    `the process died by SIGSEGV, during call 7 ...`), and what the reader dropped; "" for a
+    recording saved normally."""
+    ended = session.metadata.get("ended", "") if session.metadata else ""
+    if not ended:
+        return ""
+    text = f"{ended[:1].upper()}{ended[1:]}."
+    notes = session.metadata.get("journal_notes", "")
+    if notes:
+        text += f" Read from its journal, which had a bad end: {notes}."
+    return sanitize(text)
+
+
 def session_output(session: Session) -> str | None:
     """What the recorded program printed, when that was kept (None: not kept)."""
     return session.metadata.get("output") if session.metadata else None

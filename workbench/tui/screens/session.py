@@ -23,7 +23,15 @@ from transforms.model import Call, Session
 from ... import _safe_text as safe_text
 from .. import export
 from ..messages import CallChosen, EquationChosen, FailureChosen, Status, StepSelected, ViewChosen
-from ..navigation import CALL, Outline, Selection, pack, session_description, session_summary
+from ..navigation import (
+    CALL,
+    Outline,
+    Selection,
+    pack,
+    session_description,
+    session_ending,
+    session_summary,
+)
 from ..widgets.common.key_bar import KeyBar
 from ..widgets.common.line_list import LineList
 from ..widgets.common.pane_stack import PaneStack
@@ -99,11 +107,12 @@ class SessionScreen(Screen):
         self.has_devices = has_devices(session)
         self.has_compiles = has_compiles(session)  # the compiles view: when some were recorded
         self.description = session_description(session)
+        self.ending = session_ending(session)  # a run that died: how, said first
 
     def compose(self) -> ComposeResult:
         yield Header()
-        if self.description:
-            yield Static(Text(self.description), id="story")
+        if self.description or self.ending:
+            yield Static(self._banner(), id="story")
         with Horizontal(id="body"):
             yield Navigator(self.outline, id="navigator")
             with Vertical(id="views"):
@@ -115,6 +124,13 @@ class SessionScreen(Screen):
         yield SearchBar(id="search")
         yield StatusBar(id="status")
         yield KeyBar(id="keys")
+
+    def _banner(self) -> Text:
+        """Above the views: how the run ended (when it died), then what the recording shows."""
+        text = Text(self.ending, style="bold red") if self.ending else Text()
+        if self.description:
+            text.append(("\n" if self.ending else "") + self.description)
+        return text
 
     def _views(self) -> list[SelectionView]:
         outline = self.outline

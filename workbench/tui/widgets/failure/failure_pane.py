@@ -24,6 +24,7 @@ from ...navigation import (
     Outline,
     Selection,
     composed_label,
+    session_ending,
     source_context,
     step_title,
 )
@@ -62,17 +63,19 @@ class FailurePane(VerticalScroll, SelectionView, can_focus=True):
         failing = tuple((call.index, outline.call_label(i))
                         for i, call in enumerate(outline.session.calls)
                         if call.errors or call.nonfinite)
-        self.show(c, outline.session.calls[c], outline.index(c), outline.call_label(c), failing)
+        self.show(c, outline.session.calls[c], outline.index(c), outline.call_label(c), failing,
+                  session_ending(outline.session))
 
     def compose(self):
         yield Static(id="failure-body")
 
     def show(self, call_index: int, call: Call, index: CallIndex, label: str = "",
-             failing: tuple[tuple[int, str], ...] = ()) -> None:
-        """`failing`: (index, label) of the session's calls that failed, to point at."""
+             failing: tuple[tuple[int, str], ...] = (), ending: str = "") -> None:
+        """`failing`: (index, label) of the session's calls that failed, to point at;
+        `ending`: how the run ended when it died (texts.session_ending), said first."""
         self.call_index, self.call = call_index, call
         self.query_one("#failure-body", Static).update(
-            guarded(lambda: failure_view(call, index, label, failing), "failure"))
+            guarded(lambda: failure_view(call, index, label, failing, ending), "failure"))
 
     def action_jump(self) -> None:
         if self.call is not None and self.call.errors:
@@ -80,8 +83,10 @@ class FailurePane(VerticalScroll, SelectionView, can_focus=True):
 
 
 def failure_view(call: Call, index: CallIndex, label: str = "",
-                 failing: tuple[tuple[int, str], ...] = ()) -> RenderableType:
-    view = _failure_view(call, index, label, failing)
+                 failing: tuple[tuple[int, str], ...] = (), ending: str = "") -> RenderableType:
+    view = _failure_view(call, index, label, failing, bool(ending))
+    if ending:  # the run's own failure, whichever call is selected
+        view = Group(Text(ending, style="bold red"), Text(""), view)
     lost = lost_diagnostics(call)
     if not lost:
         return view
@@ -90,13 +95,16 @@ def failure_view(call: Call, index: CallIndex, label: str = "",
 
 
 def _failure_view(call: Call, index: CallIndex, label: str,
-                  failing: tuple[tuple[int, str], ...]) -> RenderableType:
+                  failing: tuple[tuple[int, str], ...], died: bool = False) -> RenderableType:
     if not call.errors and call.nonfinite:
         return _nonfinite_view(call, index, label)
     if not call.errors:
         text = Text(f"{label or composed_label(call)} ran without error.",
                     style="green")
-        if not failing:
+        if not failing and died:
+            text.append("\nNo call that finished failed: how the run ended is said above.",
+                        style="dim")
+        elif not failing:
             text.append("\nNo call of this session failed: nothing to show here.", style="dim")
         else:
             names = ", ".join(f"{i} {name}" for i, name in failing[:6])

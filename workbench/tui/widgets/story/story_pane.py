@@ -5,7 +5,7 @@ from __future__ import annotations
 from transforms.model import Session
 
 from .... import _safe_text as safe_text
-from ...navigation import Selection, session_description, session_output
+from ...navigation import Selection, session_description, session_ending, session_output
 from ..common.selection_view import SelectionView
 from ..common.text_lines import TextLines
 
@@ -24,14 +24,19 @@ class StoryPane(TextLines, SelectionView):
 
     def show_selection(self, selection: Selection) -> None:
         lines, headings = story_lines(session_description(self.session),
-                                      session_output(self.session))
+                                      session_output(self.session), session_ending(self.session))
         self.set_lines(lines, headings=headings)
 
 
-def story_lines(description: str, output: str | None) -> tuple[list[str], set[int]]:
-    """The story's lines, and which of them are headings."""
+def story_lines(description: str, output: str | None,
+                ending: str = "") -> tuple[list[str], set[int]]:
+    """The story's lines, and which of them are headings; `ending`: how a run that died
+    ended (texts.session_ending), said first."""
     lines: list[str] = []
     headings: set[int] = set()
+    if ending:
+        headings.add(len(lines))
+        lines += ["How it ended", ending, ""]
     if description:
         headings.add(len(lines))
         lines += ["What it shows", description, ""]
