@@ -148,15 +148,16 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
 
 def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
                 args: tuple, kwargs: dict | None, forward: int | None = None, late: Any = None,
-                wrap: Callable[[Any], Any] | None = None) -> tuple | None:
+                wrap: Callable[[Any, int], Any] | None = None) -> tuple | None:
     """A recorded call of `transformed` opened, as a Bracket's run: None when no record()
     block is open, else `(transformed, args, kwargs, returned, raised)`. A Call is opened
     when none is open; inside one, the call is nested in it. JAX's traceback filtering is
     done as JAX would (FilteredRun).
 
     `forward` is the index of the call a backward call belongs to (a vjp's); `late`, that
-    call's stages waiting for the rules this one runs (_stages.PendingStages); `wrap`, what
-    the caller gets of the result (vjp's pullback wrapped, say).
+    call's stages waiting for the rules this one runs (_stages.PendingStages); `wrap(out,
+    index)`, what the caller gets of the result (vjp's pullback wrapped, say), given the
+    index of the call that returned it (the call's own: threads record calls at once).
     """
     session = state.session
     if session is None:
@@ -186,13 +187,13 @@ class _OpenCall:
         self.call = call
         self.run: LevelRun | None = None
         self.filtered: Any = None
-        self.wrap: Callable[[Any], Any] | None = None
+        self.wrap: Callable[[Any, int], Any] | None = None
 
     def returned(self, out: Any) -> Any:
         try:
             out = self._returned(out)
             if self.wrap is not None:
-                out = self.wrap(out)
+                out = self.wrap(out, self.call.index)
         except BaseException as e:
             self.filtered.raised(e)
             raise

@@ -69,11 +69,10 @@ def open_keeping_origin(kind: str, fun: Any, options: Options, run: Callable, pr
     if session is None or state.call is not None:
         return open_invoke(kind, fun, options, run, primals, kwargs)
 
-    def keeping_origin(out: Any) -> Any:
-        calls = session.session.calls
-        pending = session.take_handed(calls[-1].index) if calls else None
-        wrap(out[1], _Origin(weakref.ref(session), len(calls) - 1, _FunctionRef(fun), options,
-                             pending))
+    def keeping_origin(out: Any, index: int) -> Any:
+        # NB: by the call's own index: another thread's call may have finished since
+        pending = session.take_handed(index)
+        wrap(out[1], _Origin(weakref.ref(session), index, _FunctionRef(fun), options, pending))
         return out
     return open_invoke(kind, fun, options, run, primals, kwargs, wrap=keeping_origin)
 

@@ -4,6 +4,7 @@ records there; a call a thread makes after its block ended is counted, not lost 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 
 import jax.numpy as jnp
@@ -125,3 +126,26 @@ def test_workbench_dump_records_every_thread(tmp_path, capsys):
     assert workbench_main(["dump", str(script), "-o", str(out)]) == 0
     session = load(out)
     assert sorted(c.thread for c in session.calls) == ["MainThread", "w0", "w1", "w2"]
+
+
+def test_vjp_pullbacks_in_threads_belong_to_their_own_forward_call():
+    """The pullback vjp returns records its calls with the forward call that made it, taken
+    from that call itself: another thread's call may finish between the two."""
+    def work(i):
+        for k in range(6):
+            _, pullback = T.vjp(lambda x: jnp.sin(x) * (i + k), jnp.ones(3))
+            pullback(jnp.ones(3))
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: calls interleave
+    try:
+        with T.record() as session:
+            _in_threads(work, 4)
+    finally:
+        sys.setswitchinterval(switch)
+    by_index = {c.index: c for c in session.calls}
+    backward = [c for c in session.calls if c.transform == "vjp_backward"]
+    assert len(backward) == 24 and len(session.calls) == 48
+    for call in backward:
+        forward = by_index[call.parent]
+        assert (forward.transform, forward.thread) == ("vjp", call.thread)
