@@ -120,6 +120,12 @@ class SessionRecorder:
             self.running.pop(call.index, None)
             self._journal_write(self.journal.call, call)
 
+    def _journal_again(self, call: Call) -> None:
+        """A recorded call changed (its stages read at last, growth added): journaled again,
+        the reader keeping the latest record of each index."""
+        if self.journal is not None:
+            self._journal_write(self.journal.call, call)
+
     def began(self, index: int, label: str, thread: str) -> None:
         """A call began: the journal says so (after a crash: the call in progress)."""
         if self.journal is not None:
@@ -168,6 +174,7 @@ class SessionRecorder:
         for position, call in enumerate(calls):
             if call.stages is old:
                 calls[position] = dataclasses.replace(call, stages=new)
+                self._journal_again(calls[position])
 
     def add_growth(self, growth: Growth) -> bool:
         """Keep growth on the call recorded last; False when no call was recorded yet."""
@@ -175,6 +182,7 @@ class SessionRecorder:
         if not calls:
             return False
         calls[-1] = dataclasses.replace(calls[-1], growth=calls[-1].growth + (growth,))
+        self._journal_again(calls[-1])
         return True
 
     def finish_stages(self, key: Any = _EVERY) -> None:
@@ -182,7 +190,9 @@ class SessionRecorder:
         if not self.stages.later:  # nothing waits (always so with stages off)
             return
         with recording_off():
-            self.stages.resolve(self.session.calls, key)
+            fixed = self.stages.resolve(self.session.calls, key)
+        for call in fixed:  # a top-level jit's: its stages, now that its trace is over
+            self._journal_again(call)
 
     def watch_deferred(self, fun: Any, key: Any) -> None:
         """Read key's waiting stages as soon as the program drops fun.
@@ -239,12 +249,14 @@ class _SharedStages:
         self.later[key] = (deferred, [(index, fix)])
         return key
 
-    def resolve(self, calls: list, only: Any = _EVERY) -> None:
-        """Capture the stages waiting (all, or only's) and hand them to their calls."""
+    def resolve(self, calls: list, only: Any = _EVERY) -> list:
+        """Capture the stages waiting (all, or only's) and hand them to their calls; the
+        calls that took them, as they are now."""
+        fixed: list = []
         while self.later:
             key = next(iter(self.later)) if only is _EVERY else only
             if key not in self.later:
-                return
+                return fixed
             deferred, waiting = self.later.pop(key)
             self.watches.pop(key, None)
             stages = deferred.finish()
@@ -255,8 +267,10 @@ class _SharedStages:
                 position = _position_of(calls, index)
                 if position is not None:
                     calls[position] = fix(calls[position], stages)
+                    fixed.append(calls[position])
             if only is not _EVERY:
-                return
+                return fixed
+        return fixed
 
 
 def _position_of(calls: list, index: int) -> int | None:

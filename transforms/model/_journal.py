@@ -15,7 +15,8 @@ ours to lose) and not fsync'd: the kernel keeps what a dead process wrote; a mac
 loses power is another matter. The payload is a kind letter and JSON: S the dump's head
 (an empty session with the run's metadata), B a call began, C a call finished (its row and
 the shared table entries it added: the reader puts them together as the dump a save would
-have written), P the latest step of a call in progress (its number, primitive, level and
+have written; a call written again, a top-level jit's stages read at last, replaces its
+earlier row), P the latest step of a call in progress (its number, primitive, level and
 line: a thread looks every few ms and writes one when it moved, `_recording/_progress.py`),
 E how the process ended (written by the process that watched it die: workbench's
 supervisor).
@@ -188,6 +189,7 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
     recovered = Recovered(Session())
     head: dict[str, Any] | None = None
     rows: list[Any] = []
+    positions: dict[Any, int] = {}  # call index -> its row's position
     begun: dict[int, str] = {}
     steps: dict[int, dict[str, Any]] = {}
     position = 0
@@ -210,8 +212,13 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
         elif kind == "C" and head is not None and isinstance(value.get("tables"), dict):
             for name, entries in value["tables"].items():
                 head["tables"].setdefault(name, []).extend(entries)
-            rows.append(value.get("call"))
-            index = rows[-1][0] if isinstance(rows[-1], list) and rows[-1] else None
+            row = value.get("call")
+            index = row[0] if isinstance(row, list) and row else None
+            if index in positions:  # the call again, changed (a jit's stages read at last)
+                rows[positions[index]] = row
+            else:
+                positions[index] = len(rows)
+                rows.append(row)
             begun.pop(index, None)  # type: ignore[arg-type]
         else:
             try:

@@ -175,3 +175,21 @@ def test_a_journal_whose_writer_runs_still_says_so(tmp_path):
     assert session.metadata["ended"] == f"still running (pid {os.getpid()}), after call 2 finished"
     assert session.title == f"three (so far: still running (pid {os.getpid()}), after call 2 " \
                             f"finished)"
+
+
+def test_a_top_level_jits_stages_read_at_the_blocks_end_reach_the_journal(tmp_path):
+    path = str(tmp_path / "t.json.journal")
+    journal = Journal.open(path, {"title": "jit"})
+    def scaled(x):
+        return jnp.sin(x) * 2
+
+    with T.record(journal=journal) as session:
+        T.jit(scaled)(jnp.ones(3))
+        T.grad(jnp.tanh)(1.0)
+    journal.close()
+    names = [s.name for s in session.calls[0].stages]
+    assert "hlo(jit(f))" in names  # read from JAX's caches when the block ended
+    recovered = read_journal(path).session
+    assert [c.index for c in recovered.calls] == [0, 1]
+    assert [s.name for s in recovered.calls[0].stages] == names
+    assert [s.text for s in recovered.calls[0].stages] == [s.text for s in session.calls[0].stages]
