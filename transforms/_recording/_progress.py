@@ -39,7 +39,7 @@ class Progress:
         self._thread.start()
 
     def stop(self) -> None:
-        """The block ended: one last look, then the thread ends."""
+        """The block ended: the thread ends (its next look does not come)."""
         self._stopped.set()
         if self._thread.is_alive():
             self._thread.join()
