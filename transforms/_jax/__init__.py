@@ -93,6 +93,7 @@ from ._replay import (
     inner_jaxprs as inner_jaxprs,
     input_types as input_types,
     values_by_var as values_by_var,
+    watching_vars as watching_vars,
     with_consts as with_consts,
 )
 from ._sources import (

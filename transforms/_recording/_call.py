@@ -137,6 +137,7 @@ class CallBuilder:
             self.trees.finish(outputs)
             if self.stages.replay is not None:  # a jit's gradient takes its replayed values
                 self.stages.replay.leaf_links = self.trees.leaf_links
+                self.stages.replay.leaf_vars = self.trees.leaf_vars
             self.shardings.note_outputs(outputs)
         parts = steps.core.parts()
         if describer.leaked:

@@ -18,7 +18,14 @@ import numpy as np
 
 from .. import _jax as _i
 from .._capture import lost_diagnostic, summarize_array
-from ..model import Call, NonFiniteRecord, StageValues, TreeRecord, ValueSummary
+from ..model import (
+    Call,
+    NonFiniteRecord,
+    StageValues,
+    TreeRecord,
+    ValueSummary,
+    stage_function,
+)
 from ._find_nans import search_nonfinite, with_levels
 from ._stage_values import call_values, stage_values
 
@@ -88,6 +95,23 @@ def with_argument_values(trees: list[TreeRecord], values: tuple) -> list[TreeRec
     return out
 
 
+def _jits_own_stage(call: Call) -> str:
+    """The stage of the jit's own trace: the last jaxpr stage of the function it compiles
+    (jit(f): f; jit(grad(f)): grad(f)), not one of a transformation called inside it."""
+    compiled = next((s.name for s in call.stages if s.role == "stablehlo"), "jit(f)")
+    own = [s.name for s in call.stages if s.jaxpr is not None
+           and stage_function(s.name) == stage_function(compiled)]
+    return own[-1] if own else _JIT_STAGE
+
+
+def _replayed(x: Any) -> ValueSummary | None:
+    """A value the replay computed, summarised (None: none, or no numbers to show)."""
+    try:
+        return summarize_array(x, origin="replayed") if x is not None else None
+    except (TypeError, ValueError):  # a token or key: no values to show
+        return None
+
+
 def _filled(tree: TreeRecord, summaries: tuple) -> TreeRecord:
     leaves = [n for n in tree.nodes if n.is_leaf]
     if len(leaves) != len(summaries):
@@ -123,6 +147,10 @@ class JitReplay:
         self.stage_values: tuple = ()
         # trees made of the output's leaves (a gradient): their leaves' places in it
         self.leaf_links: dict[tuple[str, str], tuple[int, ...]] = {}
+        # a grad's trees inside the jit: their leaves' variables in JAX's trace of it, and
+        # once its jaxpr is evaluated (record(values=True)), their leaves' summaries
+        self.leaf_vars: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.nested: dict[tuple[str, str], tuple[ValueSummary | None, ...]] = {}
 
     def evaluate_later(self, kept: dict, spec: Any) -> None:
         """record(values=True): the call's stages, evaluated on the copies once its stages
@@ -153,7 +181,12 @@ class JitReplay:
             self._find_nans(traced, leaves)
             recorder = self.recorder()
             if recorder is not None and recorder.values:
-                self.values = stage_values(_JIT_STAGE, traced.jaxpr, leaves)
+                wanted = {v: None for found in self.leaf_vars.values() for v in found
+                          if v is not None}
+                self.values = stage_values(_JIT_STAGE, traced.jaxpr, leaves, wanted=wanted)
+                self.nested = {key: tuple(_replayed(wanted.get(v)) for v in found)
+                               for key, found in self.leaf_vars.items()}
+                self.leaf_vars = {}
         except Exception as e:  # a fault of ours: noted on the call (apply)
             self.fault = e
 
@@ -180,10 +213,7 @@ class JitReplay:
 
     def apply(self, call: Call) -> Call:
         """The call with its output trees' traced leaves given the replayed results."""
-        # the jit's own jaxpr stage, or the program it holds (jit(grad(f)): grad(f))
-        jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
-        stage = next((n for n in jaxprs if n.startswith("jit(")),
-                     jaxprs[-1] if jaxprs else _JIT_STAGE)
+        stage = _jits_own_stage(call)
         later, self._stages = self._stages, None
         copies, self._copies = self._copies, None
         if self.values is not None:
@@ -214,8 +244,11 @@ class JitReplay:
         filled = {id(outputs[0]): _filled(outputs[0], results)}
         for tree in call.trees:
             links = self.leaf_links.get((tree.role, tree.name))
+            nested = self.nested.get((tree.role, tree.name))
             if links is not None and tree is not outputs[0]:
                 filled[id(tree)] = _filled(tree, tuple(results[i] for i in links))
+            elif nested is not None:
+                filled[id(tree)] = _filled(tree, nested)
         trees = tuple(filled.get(id(t), t) for t in call.trees)
         pairs = tuple(dataclasses.replace(p, left=filled.get(id(p.left), p.left),
                                           right=filled.get(id(p.right), p.right))

@@ -25,15 +25,19 @@ VALUES_MAX_SIZE = 1_000_000
 
 
 def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_SIZE,
-                 note: str = "") -> StageValues:
-    """Each top-level equation of `closed` evaluated at args, its outputs summarised."""
+                 note: str = "", wanted: dict | None = None) -> StageValues:
+    """Each top-level equation of `closed` evaluated at args, its outputs summarised; the
+    variables in `wanted` (var: None) given their values as they are met."""
     outputs: list[tuple] = []
 
     def visit(index: int, eqn: Any, inputs: list, results: list) -> None:
         outputs.append(tuple(_summary(x, max_size) for x in results))
+    host = [np.asarray(a) for a in args]
+    if wanted:
+        visit = _i.watching_vars(closed, host, wanted, visit)
     try:
         with recording_off():
-            _i.eval_equations(closed, [np.asarray(a) for a in args], visit)
+            _i.eval_equations(closed, host, visit)
     except Exception as e:  # in the record: the equations before it keep their values
         stopped = f"stopped at equation {len(outputs)}: {type(e).__name__}: {e}"
         return StageValues(name, tuple(outputs), note="; ".join(x for x in (note, stopped) if x))
