@@ -146,6 +146,7 @@ from ._tracers import (
     _Var as _Var,
     autodiff_parts as autodiff_parts,
     batched_parts as batched_parts,
+    is_variable as is_variable,
     staged_var as staged_var,
     trace_key as trace_key,
     trace_of as trace_of,

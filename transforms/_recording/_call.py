@@ -189,7 +189,7 @@ class CallBuilder:
             return call_values(kept, stages, live, spec)
         replay = self.stages.replay
         if replay is not None:
-            replay.evaluate_later(kept, spec)
+            replay.evaluate_later(kept, spec, self.stages.nested_inputs)
             return ()
         return tuple(StageValues(s.name, note=f"not evaluated: {JIT_NOT_COPIED}")
                      for s in stages if s.jaxpr is not None and s.available)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _jax as _i
 from .._capture import lost_diagnostic, summarize_array
+from .._stages import Untraced
 from ..model import (
     Call,
     NonFiniteRecord,
@@ -104,6 +105,22 @@ def _jits_own_stage(call: Call) -> str:
     return own[-1] if own else _JIT_STAGE
 
 
+def _valued(inputs: tuple, values: dict) -> tuple | None:
+    """A nested transformation's (args, kwargs) with each variable's value; None when one is
+    missing (not a top-level equation's output) or a leaf was another trace's."""
+    leaves, tree = jax.tree_util.tree_flatten(inputs)
+    out = []
+    for x in leaves:
+        if _i.is_variable(x):
+            x = values.get(x)
+            if x is None:
+                return None
+        elif isinstance(x, Untraced):
+            return None
+        out.append(x)
+    return jax.tree_util.tree_unflatten(tree, out)
+
+
 def _replayed(x: Any) -> ValueSummary | None:
     """A value the replay computed, summarised (None: none, or no numbers to show)."""
     try:
@@ -143,6 +160,7 @@ class JitReplay:
         self.nonfinite: tuple = ()
         self.values: Any = None  # record(values=True): its jaxpr's equations' values
         self._stages: tuple | None = None  # ... and the call's other stages (evaluate_later)
+        self._nested: list = []  # ... and those of the transformations inside it
         self._copies: tuple | None = copies
         self.stage_values: tuple = ()
         # trees made of the output's leaves (a gradient): their leaves' places in it
@@ -151,11 +169,18 @@ class JitReplay:
         # once its jaxpr is evaluated (record(values=True)), their leaves' summaries
         self.leaf_vars: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.nested: dict[tuple[str, str], tuple[ValueSummary | None, ...]] = {}
+        # The jaxpr of the trace that was recorded, when it is not JAX's own (a trace JAX
+        # had cached before the block, traced again to record it): its variables are the
+        # ones the recording saw, so its equations are the ones evaluated for values.
+        self.recorded_jaxpr: Any = None
 
-    def evaluate_later(self, kept: dict, spec: Any) -> None:
+    def evaluate_later(self, kept: dict, spec: Any, nested: list | None = None) -> None:
         """record(values=True): the call's stages, evaluated on the copies once its stages
-        are known (apply); the live jaxprs are held until then, as the copies are."""
+        are known (apply); the live jaxprs are held until then, as the copies are. The
+        stages of the transformations called inside it (`nested`: function, spec, inputs
+        as the jit's variables) take those variables' values from its jaxpr's evaluation."""
         self._stages = (kept, spec)
+        self._nested = list(nested or ())
 
     def __call__(self, traced: Any, compiled: Any) -> None:
         """The replay, handed JAX's trace of the call and the executable the stages compiled
@@ -183,12 +208,32 @@ class JitReplay:
             if recorder is not None and recorder.values:
                 wanted = {v: None for found in self.leaf_vars.values() for v in found
                           if v is not None}
-                self.values = stage_values(_JIT_STAGE, traced.jaxpr, leaves, wanted=wanted)
+                wanted.update((v, None) for _, _, inputs in self._nested
+                              for v in jax.tree_util.tree_leaves(inputs) if _i.is_variable(v))
+                program = traced.jaxpr if self.recorded_jaxpr is None else self.recorded_jaxpr
+                self.recorded_jaxpr = None
+                self.values = stage_values(_JIT_STAGE, program, leaves, wanted=wanted)
                 self.nested = {key: tuple(_replayed(wanted.get(v)) for v in found)
                                for key, found in self.leaf_vars.items()}
                 self.leaf_vars = {}
+                self._nested = [(expr, spec, _valued(inputs, wanted))
+                                for expr, spec, inputs in self._nested]
         except Exception as e:  # a fault of ours: noted on the call (apply)
             self.fault = e
+
+    def _evaluated(self, call: Call, later: tuple, copies: Any) -> tuple:
+        """The call's stages evaluated on the copies, and the stages of each transformation
+        inside it on its inputs' values in the jit's evaluation (where all were found)."""
+        kept, spec = later
+        nested, self._nested = self._nested, []
+        by_function = {expr: (inner, live) for expr, inner, live in nested}
+        found = {v.stage: v for v in call_values(kept, call.stages, copies, spec)}
+        for expr, (inner, live) in by_function.items():
+            if live is None:
+                continue
+            own = tuple(s for s in call.stages if stage_function(s.name) == expr)
+            found.update((v.stage, v) for v in call_values(kept, own, live, inner, function=expr))
+        return tuple(found.values())
 
     def _all_values(self, call: Call, stage: str) -> tuple:
         """The stages' values, in the call's order of stages; the jit's own jaxpr's (JAX's
@@ -218,7 +263,7 @@ class JitReplay:
         copies, self._copies = self._copies, None
         if self.values is not None:
             if later is not None:
-                self.stage_values = call_values(later[0], call.stages, copies, later[1])
+                self.stage_values = self._evaluated(call, later, copies)
             call = dataclasses.replace(call, values=self._all_values(call, stage))
         elif later is not None:  # values wanted, none made: why, per stage
             why = self.reason or "the jit's results were not replayed"

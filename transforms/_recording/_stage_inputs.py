@@ -70,8 +70,9 @@ class StageInputs:
     returned function's call (`pulled`), from its forward call's and what it was given."""
 
     def __init__(self, kept: dict, live: Any, spec: Any, pulled: Pulled | None = None,
-                 roles: dict | None = None):
+                 roles: dict | None = None, function: str = "f"):
         self.kept, self.live = kept, live
+        self.function = function  # whose stages these inputs are for
         self.pulled, self.roles = pulled, roles or {}
         self.chain = chain_of(spec) if spec is not None else []
         ad = next((s for s in self.chain if s.entry.ad_stages), None)
@@ -82,7 +83,7 @@ class StageInputs:
         self.point, self.point_note, self.point_why = self._inner_point()
 
     def of(self, stage: Any, closed: Any) -> Inputs:
-        if stage_function(stage.name) != "f":
+        if stage_function(stage.name) != self.function:
             return Inputs(why="a transformation called inside the call: its inputs are "
                               "values the call computed, which are not kept")
         if self.live is None:

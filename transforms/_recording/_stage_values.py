@@ -30,11 +30,10 @@ def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_
     variables in `wanted` (var: None) given their values as they are met."""
     outputs: list[tuple] = []
 
-    def visit(index: int, eqn: Any, inputs: list, results: list) -> None:
+    def summarized(index: int, eqn: Any, inputs: list, results: list) -> None:
         outputs.append(tuple(_summary(x, max_size) for x in results))
     host = [np.asarray(a) for a in args]
-    if wanted:
-        visit = _i.watching_vars(closed, host, wanted, visit)
+    visit = _i.watching_vars(closed, host, wanted, summarized) if wanted else summarized
     try:
         with recording_off():
             _i.eval_equations(closed, host, visit)
@@ -45,11 +44,12 @@ def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_
 
 
 def call_values(kept: dict, stages: tuple, live: Any, spec: Any = None,
-                max_size: int = VALUES_MAX_SIZE) -> tuple[StageValues, ...]:
-    """The values of every jaxpr stage of the call; a stage whose inputs cannot be derived
-    from the call's gets a note saying why, and no values."""
-    return _evaluated(StageInputs(kept, live, spec, roles=roles_of(stages)), kept, stages,
-                      max_size)
+                max_size: int = VALUES_MAX_SIZE, function: str = "f") -> tuple[StageValues, ...]:
+    """The values of every jaxpr stage of the call (of `function`'s stages, given its
+    inputs: a transformation called inside the call); a stage whose inputs cannot be
+    derived from the call's gets a note saying why, and no values."""
+    inputs = StageInputs(kept, live, spec, roles=roles_of(stages), function=function)
+    return _evaluated(inputs, kept, stages, max_size)
 
 
 def forward_of(index: int, kept: dict, stages: tuple, live: Any, spec: Any) -> Forward:

@@ -89,6 +89,7 @@ class _JitEntry:
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
+        self._retraced_replay: Any = None  # the JitReplay of the call a retrace records
         # The block every trace of this entry was made in (its recorder's serial), else
         # _MIXED (a trace outside it, or JAX's cache held one already): a call in that
         # block may go straight to JAX (Jitted.__call__), as every trace it can hit was
@@ -157,8 +158,12 @@ class _JitEntry:
         # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
         # arguments' (a leaked tracer becomes an input), so the avals alone can miss it.
         if first_run and not recorded and self._traces == traces:
+            self._retraced_replay = None
             with retracing_to_record():
-                jitted.trace(*args, **kwargs)
+                retraced = jitted.trace(*args, **kwargs)
+            replay, self._retraced_replay = self._retraced_replay, None
+            if replay is not None:  # the jaxpr whose variables the recording saw
+                replay.recorded_jaxpr = retraced.jaxpr
 
     def _open_trace(self, args: tuple, kwargs: dict | None) -> tuple:
         """JAX traces f (a miss of its cache): the trace recorded, as a Bracket's run (no
@@ -189,6 +194,8 @@ class _JitEntry:
             call.trees.inputs = with_argument_values(call.trees.inputs, values)
             if values[2] is not None:  # small enough: its results replayed once traced
                 call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
+                if retracing_now():  # JAX runs its own trace: the replay is told this one
+                    self._retraced_replay = call.stages.replay
         call.stages.plan(self.transform_spec())
         return open_call_level(call, fun, "jit", self._options, args, kwargs)
 
