@@ -34,6 +34,23 @@ def enclosing_traces(trace: Any) -> set[int]:
     return ids
 
 
+
+def traced_for(trace: Any) -> tuple[str, str]:
+    """What JAX traces a jaxpr trace for, and the function it traces: ("while_body", "body"),
+    ("scan", "step"), ("custom_root solve", "solve"), ("jit", "loss"); ("", "") if unknown.
+
+    NB: jax._src.interpreters.partial_eval: a DynamicJaxprTrace's `frame.debug_info`
+    (core.DebugInfo: `traced_for`, `func_name`), made by the control-flow primitive that
+    traces it (lax.while_loop: "while_body", "while_cond"; lax.scan: "scan").
+    """
+    info = getattr(getattr(trace, "frame", None), "debug_info", None)
+    purpose = getattr(info, "traced_for", "")
+    try:
+        name = getattr(info, "func_name", "") if info is not None else ""
+    except Exception:  # a DebugInfo whose source text will not parse
+        name = ""
+    return (purpose if isinstance(purpose, str) else "", name if isinstance(name, str) else "")
+
 def trace_has_ended(trace: Any) -> bool:
     """A trace whose transformation has returned: its tracers have leaked.
 
