@@ -348,13 +348,18 @@ def newton_loss(a):
     return newton_sqrt(a) ** 2
 
 
+# JAX 0.10's lax.custom_root is a custom_jvp; from 0.11 a primitive of its own.
+CUSTOM_JVP_ROOT = "custom_jvp_call" in str(jax.make_jaxpr(newton_loss)(2.0))
+
+
 def test_custom_root_stages_replay_the_rules_that_ran():
     """The body and _root_jvp ran (levels custom_jvp_fun#3, custom_jvp_rule#3): every
     jaxpr stage is JAX's own, none says a rule did not run."""
     with transforms.record() as session:
         transforms.grad(transforms.jit(newton_loss))(2.0)
     call = session.calls[0]
-    assert {lv.kind for lv in call.levels} >= {"custom_jvp_fun", "custom_jvp_rule"}
+    if CUSTOM_JVP_ROOT:
+        assert {lv.kind for lv in call.levels} >= {"custom_jvp_fun", "custom_jvp_rule"}
     stages = call.stages
     assert find_stage(stages, "f").jaxpr.text == str(jax.make_jaxpr(newton_loss)(2.0))
     assert find_stage(stages, "grad(jit(f))").jaxpr.text == str(
@@ -364,6 +369,7 @@ def test_custom_root_stages_replay_the_rules_that_ran():
         [(s.name, s.reason) for s in stages if not s.available]
 
 
+@pytest.mark.skipif(not CUSTOM_JVP_ROOT, reason="this JAX's lax.custom_root has no custom rule")
 def test_a_rule_the_recorder_could_not_key_is_not_said_not_to_have_run(monkeypatch):
     monkeypatch.setattr("transforms._stages._tape._i.rule_identity", lambda fun: None)
     with transforms.record() as session:
