@@ -54,7 +54,9 @@ def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int
     except CollectError as e:
         raise ExportError(str(e)) from None
     if view == "jaxpr" and stage is None:
-        drawn = _say_substitute(drawn, found)
+        drawn = _say_substitute(drawn, found, default_stage(found))
+    elif view == "stages" and stage is None and stage_b is None:
+        drawn = _say_substitute(drawn, found, _stage_pair(found, None, None)[1])
     cap = options.max_nodes
     if cap is not None and len(drawn.nodes) > cap:  # a promise: never more than asked
         hint = " (--focus draws a neighbourhood: use a smaller --radius)" \
@@ -171,8 +173,10 @@ def substitute_note(call: Call, drawn: Stage) -> str:
             f"unavailable ({_short(reason, 200)}); --stage NAME draws another")
 
 
-def _say_substitute(drawn: Graph, call: Call) -> Graph:
-    note = substitute_note(call, default_stage(call))
+def _say_substitute(drawn: Graph, call: Call, stage: Stage) -> Graph:
+    """`drawn` (of `stage`, chosen by default) saying so when it stands for the call's
+    outermost stage, which was not captured."""
+    note = substitute_note(call, stage)
     if not note:
         return drawn
     wanted = outermost_stage(call)

@@ -44,6 +44,15 @@ def test_a_graph_drawn_in_place_of_an_unavailable_outermost_stage_says_so():
     assert drawn.stage_note == NOTE and drawn.notes[0] == NOTE
 
 
+def test_the_stages_view_says_which_stage_stands_for_the_outermost():
+    drawn = collect(Session(calls=[_call(outermost_available=False)]), view="stages")
+    assert drawn.title.startswith("f -> transpose(linear(f)): ")
+    assert drawn.title.endswith(", in place of value_and_grad(f) (unavailable)")
+    assert drawn.stage_note == NOTE
+    both = collect(Session(calls=[_call(outermost_available=True)]), view="stages")
+    assert both.title.startswith("f -> value_and_grad(f): ") and both.stage_note == ""
+
+
 def test_the_outermost_stage_drawn_or_a_stage_named_has_no_note():
     assert collect(Session(calls=[_call(outermost_available=True)])).stage_note == ""
     named = collect(Session(calls=[_call(outermost_available=False)]), stage="jvp(f)")
