@@ -77,7 +77,7 @@ def _unwrapped(static: Any) -> Any:
         return static
     try:
         hash(static.val)
-    except Exception:  # a list, a dict: its object stands for it
+    except TypeError:  # a list, a dict: its object stands for it
         return _SameObject(static.val)
     return ("value", static.val)
 
