@@ -147,6 +147,26 @@ def test_a_rule_run_wrapped_by_two_traces_says_where_its_steps_are(program, line
     assert call.levels[empty.ran_as].label == lines[-1].split("steps are at ")[1].split(":")[0]
 
 
+def test_a_rule_level_holding_steps_of_its_own_is_no_pass_through():
+    """With a vmap inside, relu's rule opens at the vmap's level inside the rule's level below
+    it, before any step; the lower one then records what the vmap emitted: its own part."""
+    xs = jnp.arange(6.0).reshape(2, 3) - 2
+
+    def loss(w):
+        return jnp.sum(jax.vmap(lambda x: jax.nn.relu(w * x))(xs))
+    with T.record() as session, jax_patched():
+        jax.jit(jax.value_and_grad(loss))(jnp.ones(3))
+    assert level_lines(session.calls[0])[5:] == [
+        "        jit#1/value_and_grad#2/custom_jvp_rule#3 (custom_jvp.defjvps.<locals>.jvp)  "
+        "JaxprTrace  6 steps",
+        "          jit#1/value_and_grad#2/custom_jvp_rule#3/custom_jvp_fun#4 (relu)  "
+        "DynamicJaxprTrace  1 step",
+        "      jit#1/custom_jvp_fun#2 (relu)  DynamicJaxprTrace  0 steps (its run's steps are at "
+        "jit#1/value_and_grad#2/custom_jvp_rule#3/custom_jvp_fun#4: one run of relu, wrapped by "
+        "two traces)",
+    ]
+
+
 def test_a_rule_that_records_its_own_steps_has_no_note():
     @jax.custom_jvp
     def f(x):

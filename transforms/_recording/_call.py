@@ -165,8 +165,8 @@ class CallBuilder:
         nonfinite = search_call(self.recorder, self.trees, kept, stages, live) if search else ()
         values = self._values(kept, stages, live) if evaluate else ()
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
-                    tuple(steps.levels), lazy_steps, tuple(steps.errors), self.in_tree,
-                    self.out_tree, self.inputs, self.outputs, self.parent, stages,
+                    steps.settled_levels(cells, count), lazy_steps, tuple(steps.errors),
+                    self.in_tree, self.out_tree, self.inputs, self.outputs, self.parent, stages,
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=self.shardings.of_call(stages), nonfinite=nonfinite,

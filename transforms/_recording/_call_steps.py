@@ -74,6 +74,8 @@ class CallSteps:
                                       summaries.jit_summaries.entries)
         self._errors_seen: set[int] = set()
         self.opened_at: list[int] = []  # per level: how many steps the call had when it opened
+        # A rule's level -> the level opened inside it for the same run (see `ran_as`).
+        self._ran_as: dict[int, int] = {}
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, call: LevelCall, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -111,9 +113,21 @@ class CallSteps:
         return self.core.count == self.opened_at[level.index]
 
     def ran_as(self, outer: LevelState, inner: LevelState) -> None:
-        """`outer`'s body runs as `inner` (recorded at `inner`, the level opened last)."""
-        self.levels[outer.index] = shared_level(*_level_fields(self.levels[outer.index]),
-                                                inner.index)
+        """`outer`'s body runs as `inner`, opened inside it before any step: recorded on
+        `outer` (Level.ran_as) if `outer` ends with no step of its own (`settled_levels`);
+        one with steps (what a vmap inside emitted at its trace) holds its own part."""
+        self._ran_as[outer.index] = inner.index
+
+    def settled_levels(self, cells: Any, count: int) -> tuple[Level, ...]:
+        """The call's levels, each empty one whose run another level recorded saying which."""
+        if not self._ran_as:
+            return tuple(self.levels)
+        with_steps = {cells[i * STRIDE + LEVEL] for i in range(count)}
+        levels = list(self.levels)
+        for outer, inner in self._ran_as.items():
+            if outer not in with_steps:
+                levels[outer] = shared_level(*_level_fields(levels[outer]), inner)
+        return tuple(levels)
 
     # -- steps and errors -----------------------------------------------------
     def record_error(self, error: BaseException, level: LevelState | None,
