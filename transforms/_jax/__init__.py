@@ -122,6 +122,7 @@ from ._trace import (
     install as install,
     trace_base_names as trace_base_names,
     trace_has_ended as trace_has_ended,
+    traced_for as traced_for,
 )
 from ._tracebacks import (
     _MISMATCH_SITES as _MISMATCH_SITES,

@@ -85,16 +85,28 @@ class CallBuilder:
 
     # -- levels (LevelCall: what its levels ask of it) -------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
-                  function: str = "", options: Options | None = None) -> LevelState:
-        return self.steps.new_level(self, kind, jax_trace, parent, function, options)
+                  function: str = "", options: Options | None = None,
+                  segment: str = "") -> LevelState:
+        return self.steps.new_level(self, kind, jax_trace, parent, function, options, segment)
 
     def rule_level(self, kind: str, parent: LevelState, function: str, fun: Any,
                    args: tuple) -> tuple[LevelState, Any]:
         """A custom rule's body runs in this call: its level, and its tape (None: no stages)."""
+        enclosing = state.levels[-1] if state.levels else None
         level = self.new_level(kind, _i.current_trace(), parent, function)
+        if enclosing is not None and self._same_run(enclosing, kind, function):
+            self.steps.ran_as(enclosing, level)
         level.set_phase("rule")
         self.stages.watch_rule_level(level, self.steps.level_states[0].jax_trace)
         return level, self.stages.watch_rule(level, kind, fun, args)
+
+    def _same_run(self, enclosing: LevelState, kind: str, function: str) -> bool:
+        """The innermost open level is this rule's, opened for this same run and empty: a
+        custom call one trace forwarded to the trace below wraps the rule at each, and the
+        rule runs once, inside both wrappers (its steps go to the level opened last)."""
+        outer = self.steps.levels[enclosing.index]
+        return (outer.kind == kind and outer.function == function
+                and self.steps.empty_since_opened(enclosing))
 
     def late_rule(self, kind: str, fun: Any, function: str, args: tuple) -> tuple[Any, Any]:
         """A rule of the forward call runs in this pullback call: (its level, its tape), or
@@ -160,8 +172,8 @@ class CallBuilder:
             self.recorder.hand_over(self.index, forward_of(self.index, kept, stages, live,
                                                            self.stages.spec), "values")
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
-                    tuple(steps.levels), lazy_steps, tuple(steps.errors), self.in_tree,
-                    self.out_tree, self.inputs, self.outputs, self.parent, stages,
+                    steps.settled_levels(cells, count), lazy_steps, tuple(steps.errors),
+                    self.in_tree, self.out_tree, self.inputs, self.outputs, self.parent, stages,
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=self.shardings.of_call(stages), nonfinite=nonfinite,

@@ -284,8 +284,9 @@ class _OpenNested(_OpenCall):
         if not isinstance(current, _i.RecordingTrace):
             # A jax.* transformation sits between us and the enclosing recorder:
             # record its level too, so what it emits is seen.
-            level = call.new_level(level_kind(current), current, self.parent,
-                                   options=_JAX_ORIGIN)
+            purpose, traced = _i.traced_for(current)  # ("while_body", "body")
+            level = call.new_level(level_kind(current), current, self.parent, traced,
+                                   options=_JAX_ORIGIN, segment=purpose.replace(" ", "_"))
             self.run = LevelRun(level)
 
     def _returned(self, out: Any) -> Any:

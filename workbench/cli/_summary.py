@@ -8,7 +8,15 @@ from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
 from .._words import plural
-from ..analysis import call_label, no_stages_reason, phased, steps_by_level, values_text
+from ..analysis import (
+    call_label,
+    level_note,
+    level_title,
+    no_stages_reason,
+    phased,
+    steps_by_level,
+    values_text,
+)
 from ..render.stages import eqn_text
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
@@ -70,8 +78,9 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         depth = base + row.depth
         steps = [call.steps[p] for p in by_level.get(level.index, ())]
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
-        lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
-                     f"{plural(len(steps), 'step')}{repeats}")
+        note = level_note(call, level, _t)
+        lines.append(f"  {_indent(depth)}{level_title(call, level, _t)}  {_t(level.trace_type)}"
+                     f"  {plural(len(steps), 'step')}{repeats}{f' ({note})' if note else ''}")
         if with_steps:
             lines.extend(_step_lines(steps, depth, with_phase))
     lines.extend(value_lines(call))
