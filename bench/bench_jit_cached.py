@@ -5,8 +5,9 @@ Both are compiled first; then batches of calls alternate between the two
 (each call waited for with block_until_ready), and the ratio is
 median(per-call time, transforms) / median(per-call time, jax) over batches.
 Measured outside a record() block and inside one, for a function first traced in
-the block (as under `workbench run`): both with the target. Inside a block, a function
-JAX had traced before it asks JAX's `.trace` on each call (an informational figure).
+the block (as under `workbench run`) and for the jit jitted and called before the block:
+all three with the target. Inside a block, f jitted again (JAX answers it from the
+executables jax.jit(f) made) asks JAX's `.trace` on each call (informational).
 
     .venv/bin/python bench/bench_jit_cached.py [--calls N] [--batches B]
 """
@@ -34,6 +35,10 @@ def f(x):
 
 
 def g(x):  # f's twin, jitted first inside the block (as `workbench run` jits a script's)
+    return jnp.sin(x) * 2.0 + jnp.cos(x)
+
+
+def h(x):  # f's twin, jitted and called before the block (jax.jit(f) shares f's caches)
     return jnp.sin(x) * 2.0 + jnp.cos(x)
 
 
@@ -79,21 +84,41 @@ def main() -> None:
     print(f"  transforms.jit median {w * 1e6:7.2f} us/call")
     print(f"  ratio transforms/jax (outside record()): {ratio:.3f}")
 
-    # Inside a record() block: the first call of a fresh transforms.jit records
-    # its trace; later calls ask JAX's .trace (its cache) and record nothing.
+    # Inside a record() block, a jit jitted and called before it: its first call records
+    # the trace JAX cached before the block (traced once more, for the recording); once
+    # every trace JAX can answer its calls from is recorded, a call is JAX's own object.
+    earlier = transforms.jit(h)
+    for _ in range(200):
+        earlier(x).block_until_ready()
     with transforms.record() as session:
-        inside = transforms.jit(f)
         for _ in range(200):
-            inside(x).block_until_ready()
+            earlier(x).block_until_ready()
+        assert type(earlier.__call__) is type(plain), "a call in the block goes through ours"
         recorded_steps = session.step_count
-        ti = per_call_times({"jax.jit": plain, "transforms.jit": inside}, x,
+        ti = per_call_times({"jax.jit": plain, "transforms.jit": earlier}, x,
                             args.calls, args.batches)
         assert session.step_count == recorded_steps, "a cached call recorded steps"
         assert len(session.calls) == 1, "a cached call was recorded again"
     pi, wi = median(ti["jax.jit"]), median(ti["transforms.jit"])
+    before = wi / pi
     print(f"  inside record(), jitted and called before the block: jax.jit {pi * 1e6:.2f} us/call, "
-          f"transforms.jit {wi * 1e6:.2f} us/call, ratio {wi / pi:.3f} (informational: each call "
-          f"asks JAX's .trace)")
+          f"transforms.jit {wi * 1e6:.2f} us/call, ratio {before:.3f}")
+
+    # Inside a block, f jitted again: JAX answers its calls from the executables of
+    # jax.jit(f) and transforms.jit(f) above (its caches are shared between functions that
+    # compare equal), traces the entry never saw made, so each call asks JAX's .trace
+    # (an informational figure).
+    with transforms.record() as session:
+        again = transforms.jit(f)
+        for _ in range(200):
+            again(x).block_until_ready()
+        tj = per_call_times({"jax.jit": plain, "transforms.jit": again}, x,
+                            args.calls, args.batches)
+        assert len(session.calls) == 1, "a cached call was recorded again"
+    pj, wj = median(tj["jax.jit"]), median(tj["transforms.jit"])
+    print(f"  inside record(), jitted again in the block: jax.jit {pj * 1e6:.2f} us/call, "
+          f"transforms.jit {wj * 1e6:.2f} us/call, ratio {wj / pj:.3f} (informational: each "
+          f"call asks JAX's .trace)")
 
     # Inside a block, of a function first traced in it: every trace JAX can answer from
     # was recorded there, so a call is JAX's own (a property read, as outside).
@@ -112,6 +137,7 @@ def main() -> None:
 
     failed = verdict("cached-call ratio transforms.jit/jax.jit", ratio, TARGET)
     failed |= verdict("cached-call ratio inside record()", inside, TARGET)
+    failed |= verdict("cached-call ratio inside record(), jitted before it", before, TARGET)
     exit_with(failed)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import types
 import weakref
 from typing import Any, Callable
@@ -89,11 +90,11 @@ class _JitEntry:
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
-        # The block every trace of this entry was made in (its recorder's serial), else
-        # _MIXED (a trace outside it, or JAX's cache held one already): a call in that
-        # block may go straight to JAX (Jitted.__call__), as every trace it can hit was
-        # recorded in it.
+        # The block (its recorder's serial) that has recorded every trace JAX can answer
+        # this entry's calls from, else _MIXED (None: JAX never traced it): a call in that
+        # block may go straight to JAX (Jitted.__call__). See _TraceCount.
         self.owner: object = None
+        self.count = _TraceCount()
         self._options = options
         self._kwargs = kwargs
         self._function_id = new_function_id()  # the function object, in compile keys
@@ -120,7 +121,7 @@ class _JitEntry:
     @property
     def __call__(self) -> Callable:
         if state.session is None and not retrace_refused():
-            self.owner = _MIXED  # traced outside any block: a block's call may hit it
+            self.traced_outside()  # a block's call may hit it
             return self._fun()
         # NB: made per trace, not kept: the entry holds nothing that holds it back.
         return bracket(self._open_trace)
@@ -142,9 +143,24 @@ class _JitEntry:
     def check_cache(self, jitted: Any) -> None:
         """Before a call (or .trace) in a block, of an entry that never traced: JAX's dispatch
         cache holding entries already (made before by another jitted object of the same
-        function) makes it _MIXED, so its calls take the path that records cached traces."""
+        function) makes it _MIXED for good, so its calls take the path that records cached
+        traces."""
         if self.owner is None and _i.jit_cache_size(jitted) != 0:
             self.owner = _MIXED
+            self.count.uncountable()
+
+    def traced_outside(self) -> None:
+        """JAX traced f for the program outside any block (or in a context recording nothing)."""
+        self.owner = _MIXED
+        self.count.traced_in(None)
+
+    def traced_in_block(self, serial: int) -> None:
+        """JAX traced f for the program in block `serial`, which records the trace."""
+        if self.owner is None or self.owner == serial:
+            self.owner = serial  # every trace JAX holds of it is recorded in that block
+        else:
+            self.owner = _MIXED
+        self.count.traced_in(serial)
 
     def traced(self, traced: Any, traces: int, jitted: Any, args: tuple, kwargs: dict) -> None:
         """JAX's `.trace` answered (`traces`: the entry's count before it): retrace for the
@@ -154,11 +170,16 @@ class _JitEntry:
             return
         jaxpr, avals = _i.trace_key(traced)
         first_run, recorded = recorder.first_run_of(self, jaxpr, avals)
+        if not first_run:
+            return
         # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
         # arguments' (a leaked tracer becomes an input), so the avals alone can miss it.
-        if first_run and not recorded and self._traces == traces:
+        if not recorded and self._traces == traces:
             with retracing_to_record():
                 jitted.trace(*args, **kwargs)
+        if self.owner != recorder.serial and self.count.recorded_in(
+                recorder.serial, _i.jit_cache_size(jitted)):
+            self.owner = recorder.serial  # every trace JAX holds of f is recorded in the block
 
     def _open_trace(self, args: tuple, kwargs: dict | None) -> tuple:
         """JAX traces f (a miss of its cache): the trace recorded, as a Bracket's run (no
@@ -168,13 +189,10 @@ class _JitEntry:
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
-            self.owner = _MIXED
+            self.traced_outside()
             return fun, args, kwargs, returned_as_is, raised_as_is
-        serial = state.session.serial
-        if retracing_now() or (self.owner is not None and self.owner != serial):
-            self.owner = _MIXED
-        elif self.owner is None:
-            self.owner = serial
+        if not retracing_now():  # NB: a retrace is the recording's: JAX's calls never hit it
+            self.traced_in_block(state.session.serial)
         self._traces += 1
         state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
         call = state.call
@@ -210,7 +228,55 @@ class _JitEntry:
 
 
 _NOT_SPECIFIED = object()
-_MIXED = "mixed"  # an entry traced in more than one block, or outside any
+_MIXED = "mixed"  # an entry whose traces no one block has all recorded
+
+
+class _TraceCount:
+    """How an entry traced before a block becomes JAX's own call in it (entry.owner).
+
+    JAX answers a jitted call from a trace of the entry made for the program: JAX calls
+    the entry for each one (in a block or not), so `made` counts every trace it can
+    answer from (a count too high only keeps calls on the recording path). In a block, each
+    distinct trace that a call (or .trace) ran is recorded on its first run there (see_trace)
+    and counted in `recorded`; when that reaches `made`, the block has recorded them all.
+    Counting starts again (for that block) at a trace made outside it, and at a count
+    for another block; while the owner is the block, its counts are not needed.
+    JAX shares its caches between jitted objects of functions that compare equal (the
+    entry == f): a dispatch cache holding more executables than `made` traces holds some
+    no count saw (jax.jit(f)'s), and the entry stays on the recording path.
+    NB: a lock: threads trace too, and a lost count could end recording too early.
+    """
+    __slots__ = ("made", "block", "recorded", "countable")
+
+    def __init__(self) -> None:
+        self.made = 0  # program traces of the entry, anywhere
+        self.block: int | None = None  # the block `recorded` counts for
+        self.recorded = 0  # distinct program traces run, so recorded, in that block
+        self.countable = True  # False: JAX's cache held what no count saw (check_cache)
+
+    def traced_in(self, serial: int | None) -> None:
+        """JAX traced the entry for the program in block `serial` (None: outside any)."""
+        with _COUNT_LOCK:
+            self.made += 1
+            if serial is None or serial != self.block:
+                self.block, self.recorded = None, 0  # a trace that block has not recorded
+
+    def recorded_in(self, serial: int, executables: int | None) -> bool:
+        """A trace's first run in block `serial` (recorded there now): has that block now
+        recorded every trace JAX can answer from? (`executables`: how many JAX's dispatch
+        cache holds for the entry, None: not known)"""
+        with _COUNT_LOCK:
+            if self.block != serial:
+                self.block, self.recorded = serial, 0
+            self.recorded += 1
+            return (self.countable and self.recorded == self.made and executables is not None
+                    and executables <= self.made)
+
+    def uncountable(self) -> None:
+        self.countable = False
+
+
+_COUNT_LOCK = threading.Lock()
 
 
 @_i.api_boundary
