@@ -97,6 +97,7 @@ def main() -> None:
         recorded_steps = session.step_count
         ti = per_call_times({"jax.jit": plain, "transforms.jit": earlier}, x,
                             args.calls, args.batches)
+        assert type(earlier.__call__) is type(plain), "a call in the block went through ours"
         assert session.step_count == recorded_steps, "a cached call recorded steps"
         assert len(session.calls) == 1, "a cached call was recorded again"
     pi, wi = median(ti["jax.jit"]), median(ti["transforms.jit"])

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from .. import _jax as _i
 from .._capture import (
+    ONLY_BLOCK,
     OPEN_BLOCKS,
     SINGLE_BLOCK,
     Options,
@@ -320,11 +321,12 @@ class Jitted:
     def __call__(self) -> Callable:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
-        # Every trace JAX can answer this call from was made, and recorded, in this block:
-        # JAX's own call (a miss traces, and the entry records it). NB: only with one block
-        # open in this context (with several, which records depends on the frames: see_trace);
-        # with none here (open in another thread), nothing records in this one.
-        if SINGLE_BLOCK.get() == self._entry.owner:
+        # Every trace JAX can answer this call from is recorded in this block: JAX's own
+        # call (a miss traces, and the entry records it). NB: only with one block open in
+        # this context (with several, which records depends on the frames: see_trace); with
+        # none here (the one block is open in another thread), nothing records in this one.
+        owner = self._entry.owner
+        if ONLY_BLOCK[0] == owner or SINGLE_BLOCK.get() == owner:
             return self._jitted
         return self._in_block
 
