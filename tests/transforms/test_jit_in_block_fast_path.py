@@ -89,7 +89,7 @@ def test_a_trace_made_outside_while_the_block_is_open_is_recorded_in_it():
         thread.join()
         assert type(f.__call__) is not PJIT  # JAX holds a trace the block has not recorded
         f(jnp.ones(6))
-        f(jnp.ones(6))
+        assert type(f.__call__) is PJIT
     assert [c.inputs[0].aval for c in session.calls] == ["float32[3]", "float32[6]"]
 
 
@@ -104,3 +104,31 @@ def test_a_jit_answered_from_jax_jits_executables_stays_on_the_recording_path():
         ours(jnp.ones(3))
         assert type(ours.__call__) is not PJIT
     assert len(session.calls) == 1
+
+
+def test_a_trace_cached_before_the_block_at_other_static_arguments_is_recorded():
+    def f(x, flag):
+        return jnp.sin(x) if flag else jnp.cos(x)
+
+    ours = transforms.jit(f, static_argnums=1)
+    ours(jnp.ones(3), True)
+    with transforms.record() as session:
+        ours(jnp.ones(3), False)  # traced in the block, at the same array arguments
+        ours(jnp.ones(3), True)  # cached before the block: recorded too
+        assert type(ours.__call__) is PJIT
+        ours(jnp.ones(3), True)
+    assert [c.stages[0].jaxpr.primitives for c in session.calls] == [("cos",), ("sin",)]
+
+
+def test_a_trace_cached_before_the_block_at_another_tree_is_recorded():
+    def f(tree):
+        return jax.tree.leaves(tree)[0] * 7
+
+    ours = transforms.jit(f)
+    ours({"a": jnp.ones(3)})
+    with transforms.record() as session:
+        ours((jnp.ones(3),))  # traced in the block, at the same abstract values
+        ours({"a": jnp.ones(3)})  # cached before the block: recorded too
+        assert type(ours.__call__) is PJIT
+    assert [c.in_tree for c in session.calls] == ["PyTreeDef((((*,),), {}))",
+                                                  "PyTreeDef((({'a': *},), {}))"]

@@ -67,6 +67,7 @@ from .._recording import (
     record_failed_call,
     state,
     take_jit_values,
+    trace_signature,
     with_argument_values,
 )
 from .._trees import check_inputs, non_array_argument_error
@@ -153,7 +154,7 @@ class _JitEntry:
     def traced_outside(self) -> None:
         """JAX traced f for the program outside any block (or in a context recording nothing)."""
         self.owner = _MIXED
-        self.count.traced_in(None)
+        self.count.traced()
 
     def traced_in_block(self, serial: int) -> None:
         """JAX traced f for the program in block `serial`, which records the trace."""
@@ -161,7 +162,7 @@ class _JitEntry:
             self.owner = serial  # every trace JAX holds of it is recorded in that block
         else:
             self.owner = _MIXED
-        self.count.traced_in(serial)
+        self.count.traced()
 
     def traced(self, traced: Any, traces: int, jitted: Any, args: tuple, kwargs: dict) -> None:
         """JAX's `.trace` answered (`traces`: the entry's count before it): retrace for the
@@ -170,7 +171,8 @@ class _JitEntry:
         if recorder is None:
             return
         jaxpr, avals = _i.trace_key(traced)
-        first_run, recorded = recorder.first_run_of(self, jaxpr, avals)
+        signature = trace_signature(self._fun(), self._kwargs, args, kwargs)
+        first_run, recorded = recorder.first_run_of(self, jaxpr, avals, signature)
         if not first_run:
             return
         # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
@@ -178,8 +180,7 @@ class _JitEntry:
         if not recorded and self._traces == traces:
             with retracing_to_record():
                 jitted.trace(*args, **kwargs)
-        if self.owner != recorder.serial and self.count.recorded_in(
-                recorder.serial, _i.jit_cache_size(jitted)):
+        if self.count.recorded_in(recorder.serial, _i.jit_cache_size(jitted)):
             self.owner = recorder.serial  # every trace JAX holds of f is recorded in the block
 
     def _open_trace(self, args: tuple, kwargs: dict | None) -> tuple:
@@ -195,7 +196,8 @@ class _JitEntry:
         if not retracing_now():  # NB: a retrace is the recording's: JAX's calls never hit it
             self.traced_in_block(state.session.serial)
         self._traces += 1
-        state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
+        state.session.note_jit_traced(self, _i.traced_avals(args, kwargs),
+                                      trace_signature(fun, self._kwargs, args, kwargs))
         call = state.call
         if call is None:  # a top-level trace: JAX reports it, its cache key goes with it
             self._note_key(fun, args, kwargs)
@@ -240,8 +242,11 @@ class _TraceCount:
     answer from (a count too high only keeps calls on the recording path). In a block, each
     distinct trace that a call (or .trace) ran is recorded on its first run there (see_trace)
     and counted in `recorded`; when that reaches `made`, the block has recorded them all.
-    Counting starts again (for that block) at a trace made outside it, and at a count
-    for another block; while the owner is the block, its counts are not needed.
+    `recorded` never counts a trace twice (a trace's first run in the block) and only
+    traces `made` counts, so it reaching `made` means each was recorded; it counts too
+    few where a trace made in the block ran only on JAX's own call (while the block owned
+    the entry): that only keeps calls on the recording path. Counting for another block
+    starts again.
     JAX shares its caches between jitted objects of functions that compare equal (the
     entry == f): a dispatch cache holding more executables than `made` traces holds some
     no count saw (jax.jit(f)'s), and the entry stays on the recording path.
@@ -255,12 +260,10 @@ class _TraceCount:
         self.recorded = 0  # distinct program traces run, so recorded, in that block
         self.countable = True  # False: JAX's cache held what no count saw (check_cache)
 
-    def traced_in(self, serial: int | None) -> None:
-        """JAX traced the entry for the program in block `serial` (None: outside any)."""
+    def traced(self) -> None:
+        """JAX traced the entry for the program (in a block or not)."""
         with _COUNT_LOCK:
             self.made += 1
-            if serial is None or serial != self.block:
-                self.block, self.recorded = None, 0  # a trace that block has not recorded
 
     def recorded_in(self, serial: int, executables: int | None) -> bool:
         """A trace's first run in block `serial` (recorded there now): has that block now
