@@ -25,6 +25,8 @@ tracing cache): a miss traces here, recorded by the entry; a hit is a trace JAX 
 before the block, traced once more for the recording only (see retracing_to_record),
 once per block. The call then runs on JAX's own caches: a block never makes JAX trace
 for the program, lower or compile what it had already (tests/transforms/test_compiles.py).
+Once the block has recorded every trace JAX can answer the jit's calls from (_TraceCount),
+its calls in the block are JAX's object itself too: a miss traces, and the entry records it.
 """
 from __future__ import annotations
 
