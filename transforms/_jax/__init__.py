@@ -94,6 +94,7 @@ from ._replay import (
     inner_jaxprs as inner_jaxprs,
     input_types as input_types,
     values_by_var as values_by_var,
+    watching_vars as watching_vars,
     with_consts as with_consts,
 )
 from ._sources import (
@@ -146,6 +147,7 @@ from ._tracers import (
     _Var as _Var,
     autodiff_parts as autodiff_parts,
     batched_parts as batched_parts,
+    is_variable as is_variable,
     staged_var as staged_var,
     trace_key as trace_key,
     trace_of as trace_of,

@@ -28,14 +28,14 @@ from .._capture import (
 from .._common import message as error_message
 from .._devices import CallShardings
 from .._trees import CallTrees, tree_text
-from ..model import Call, Lazy, StageValues
+from ..model import Call, Lazy, StageValues, kind_of
 from ._call_stages import CallStages
 from ._call_steps import CallSteps
 from ._find_nans import nan_search_wanted, search_call, with_levels
 from ._jit_values import JIT_NOT_COPIED
 from ._levels import LevelState
 from ._recorder import SessionRecorder
-from ._stage_values import call_values
+from ._stage_values import Forward, call_values, forward_of, returned_call_values
 
 __all__ = ["CallBuilder", "begin_call", "state"]
 
@@ -80,6 +80,8 @@ class CallBuilder:
         self.stages = CallStages(recorder, index, transform, parent, args, kwargs, self.shardings,
                                  self.trees.note_lost)
         self.live = (args, kwargs) if recorder.replays else None  # while it runs: replays
+        # A returned function's call: what its forward call kept for it (values=True)
+        self.forward: Forward | None = None
 
     # -- levels (LevelCall: what its levels ask of it) -------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -135,6 +137,7 @@ class CallBuilder:
             self.trees.finish(outputs)
             if self.stages.replay is not None:  # a jit's gradient takes its replayed values
                 self.stages.replay.leaf_links = self.trees.leaf_links
+                self.stages.replay.leaf_vars = self.trees.leaf_vars
             self.shardings.note_outputs(outputs)
         parts = steps.core.parts()
         if describer.leaked:
@@ -152,6 +155,10 @@ class CallBuilder:
         kept, self.stages.kept = self.stages.kept, {}
         nonfinite = search_call(self.recorder, self.trees, kept, stages, live) if search else ()
         values = self._values(kept, stages, live) if evaluate else ()
+        if evaluate and kind_of(self.transform).outputs == "primal_first" and live is not None:
+            # a vjp's or linearize's: the function it returned evaluates its calls with these
+            self.recorder.hand_over(self.index, forward_of(self.index, kept, stages, live,
+                                                           self.stages.spec), "values")
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
                     tuple(steps.levels), lazy_steps, tuple(steps.errors), self.in_tree,
                     self.out_tree, self.inputs, self.outputs, self.parent, stages,
@@ -170,16 +177,19 @@ class CallBuilder:
         """record(values=True): the stages evaluated now, or for a top-level jit (whose
         inputs here are JAX's tracers) once its replay has the arguments' host copies."""
         spec = self.stages.spec
+        if self.parent is not None and self.forward is not None and live is not None:
+            return returned_call_values(self.forward, self.transform, stages, live)
         if self.parent is not None:  # a pullback's: its forward call's stages
             why = (f"these are call {self.parent}'s stages (its forward pass, evaluated "
-                   f"there); the residuals they would take here are not kept")
+                   f"there); the residuals they would take here are not kept (the forward "
+                   f"call was not recorded with values=True)")
             return tuple(StageValues(s.name, note=f"not evaluated: {why}")
                          for s in stages if s.jaxpr is not None and s.available)
         if self.transform != "jit":
             return call_values(kept, stages, live, spec)
         replay = self.stages.replay
         if replay is not None:
-            replay.evaluate_later(kept, spec)
+            replay.evaluate_later(kept, spec, self.stages.nested_inputs)
             return ()
         return tuple(StageValues(s.name, note=f"not evaluated: {JIT_NOT_COPIED}")
                      for s in stages if s.jaxpr is not None and s.available)

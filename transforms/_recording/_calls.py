@@ -131,10 +131,12 @@ class _OpenLevel:
 
 
 def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
-           args: tuple, kwargs: dict, forward: int | None = None, late: Any = None) -> Any:
+           args: tuple, kwargs: dict, forward: int | None = None, late: Any = None,
+           forward_values: Any = None) -> Any:
     """Call a JAX-transformed function, opening a recorded Call when none is open (what
     `open_invoke`'s Bracket does, as a Python call)."""
-    run = open_invoke(kind, fun, options, transformed, args, kwargs, forward, late)
+    run = open_invoke(kind, fun, options, transformed, args, kwargs, forward, late,
+                      forward_values=forward_values)
     if run is None:
         return transformed(*args, **kwargs)
     target, args, kwargs, returned, raised = run
@@ -148,7 +150,8 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
 
 def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
                 args: tuple, kwargs: dict | None, forward: int | None = None, late: Any = None,
-                wrap: Callable[[Any], Any] | None = None) -> tuple | None:
+                wrap: Callable[[Any], Any] | None = None,
+                forward_values: Any = None) -> tuple | None:
     """A recorded call of `transformed` opened, as a Bracket's run: None when no record()
     block is open, else `(transformed, args, kwargs, returned, raised)`. A Call is opened
     when none is open; inside one, the call is nested in it. JAX's traceback filtering is
@@ -156,7 +159,8 @@ def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
 
     `forward` is the index of the call a backward call belongs to (a vjp's); `late`, that
     call's stages waiting for the rules this one runs (_stages.PendingStages); `wrap`, what
-    the caller gets of the result (vjp's pullback wrapped, say).
+    the caller gets of the result (vjp's pullback wrapped, say); `forward_values`, what the
+    forward call kept for evaluating this one's stages (record(values=True)).
     """
     session = state.session
     if session is None:
@@ -170,7 +174,7 @@ def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
                                                           args, kwargs)
         else:
             opened = _OpenTop(session, kind, fun, options, transformed, args, kwargs, forward,
-                              late)
+                              late, forward_values)
     except BaseException as e:
         filtered.raised(e)
         raise
@@ -217,8 +221,9 @@ class _OpenTop(_OpenCall):
 
     def __init__(self, session: Any, kind: str, fun: Any, options: Options,
                  transformed: Callable, args: tuple, kwargs: dict, forward: int | None,
-                 late: Any):
+                 late: Any, forward_values: Any = None):
         call = begin_call(session, kind, fun, options, args, kwargs, parent=forward)
+        call.forward = forward_values
         super().__init__(call)
         self.session = session
         call.stages.plan(TransformSpec(kind, fun, transformed, options), late)

@@ -94,6 +94,7 @@ class _JitEntry:
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
+        self._retraced_replay: Any = None  # the JitReplay of the call a retrace records
         # The block (its recorder's serial) that has recorded every trace JAX can answer
         # this entry's calls from, else _MIXED (None: JAX never traced it): a call in that
         # block may go straight to JAX (Jitted.__call__). See _TraceCount.
@@ -180,8 +181,12 @@ class _JitEntry:
         # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
         # arguments' (a leaked tracer becomes an input), so the avals alone can miss it.
         if not recorded and self._traces == traces:
+            self._retraced_replay = None
             with retracing_to_record():
-                jitted.trace(*args, **kwargs)
+                retraced = jitted.trace(*args, **kwargs)
+            replay, self._retraced_replay = self._retraced_replay, None
+            if replay is not None:  # the jaxpr whose variables the recording saw
+                replay.recorded_jaxpr = retraced.jaxpr
         if self.count.recorded_in(recorder.serial, _i.jit_cache_size(jitted)):
             self.owner = recorder.serial  # every trace JAX holds of f is recorded in the block
 
@@ -212,6 +217,8 @@ class _JitEntry:
             call.trees.inputs = with_argument_values(call.trees.inputs, values)
             if values[2] is not None:  # small enough: its results replayed once traced
                 call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
+                if retracing_now():  # JAX runs its own trace: the replay is told this one
+                    self._retraced_replay = call.stages.replay
         call.stages.plan(self.transform_spec())
         return open_call_level(call, fun, "jit", self._options, args, kwargs)
 

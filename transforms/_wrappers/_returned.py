@@ -50,6 +50,9 @@ class _Origin(NamedTuple):
     # Its stages waiting for a rule its pullback runs (_stages.PendingStages): held here only,
     # so they go when the pullback goes (emptied once it has run)
     pending: Any = None
+    # Under record(values=True), its stages' jaxprs and host copies of its inputs, for the
+    # returned function's calls to evaluate theirs (_recording.Forward); held here only
+    values: Any = None
 
 
 class _Recorded(NamedTuple):
@@ -71,9 +74,11 @@ def open_keeping_origin(kind: str, fun: Any, options: Options, run: Callable, pr
 
     def keeping_origin(out: Any) -> Any:
         calls = session.session.calls
-        pending = session.take_handed(calls[-1].index) if calls else None
+        index = calls[-1].index if calls else None
+        pending = session.take_handed(index) if index is not None else None
+        values = session.take_handed(index, "values") if index is not None else None
         wrap(out[1], _Origin(weakref.ref(session), len(calls) - 1, _FunctionRef(fun), options,
-                             pending))
+                             pending, values))
         return out
     return open_invoke(kind, fun, options, run, primals, kwargs, wrap=keeping_origin)
 
@@ -135,4 +140,5 @@ def _call_recorded(partial: _RecordingPartial, found: _Recorded, *args, **kwargs
     forward = _forward_index(origin)
     pending = origin.pending if forward is not None else None
     return invoke(found.kind, origin.fun.get(), origin.options, run, args[num_consts:], kwargs,
-                  forward=forward, late=pending if pending is not None and pending.open else None)
+                  forward=forward, late=pending if pending is not None and pending.open else None,
+                  forward_values=origin.values if forward is not None else None)
