@@ -62,6 +62,7 @@ from ._compiles import (
     key_leaves as key_leaves,
     listen_to_compiles as listen_to_compiles,
     path_text as path_text,
+    tree_def as tree_def,
     tree_text as tree_text,
 )
 from ._custom_rules import (

@@ -13,7 +13,7 @@ from .._common import safe_str
 from ._api import legacy_mesh
 
 __all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "event_function", "event_phase", "jit_cache_size",
-           "key_leaves", "listen_to_compiles", "path_text", "tree_text"]
+           "key_leaves", "listen_to_compiles", "path_text", "tree_def", "tree_text"]
 
 # NB: JAX's monitoring event names (jax/_src/dispatch.py): one event per top-level trace
 # (`jaxpr_trace_duration` in 0.10.2; `tracing_duration` in some releases), per
@@ -80,6 +80,11 @@ class _KeyPath:
 
     def __str__(self) -> str:
         return tree_util.keystr(self.path)
+
+
+def tree_def(value: Any) -> Any:
+    """The value's tree structure, hashable, equal where JAX's cache key's is."""
+    return tree_util.tree_structure(value)
 
 
 def tree_text(value: Any) -> str:

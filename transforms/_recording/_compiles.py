@@ -156,6 +156,20 @@ def compile_key(function_id: int, fun: Any, jit_kwargs: dict, args: tuple,
                       _i.cache_config())
 
 
+def trace_signature(fun: Any, jit_kwargs: dict, args: tuple, kwargs: dict) -> tuple:
+    """What, beside the arrays' abstract values, tells apart two traces of a jit (its cache
+    key's other parts): the static arguments as (name, type, hash) and the other
+    arguments' tree. NB: hashes, not the values: the recorder keeps nothing of the user's
+    (JAX hashed them already, its caches are keyed on them)."""
+    names = argument_names(fun, args)
+    positions, static_names = _statics(jit_kwargs, names, len(args))
+    statics = [(names[i], args[i]) for i in sorted(positions) if i < len(args)]
+    statics += [(k, v) for k, v in kwargs.items() if k in static_names]
+    tree = _i.tree_def(([a for i, a in enumerate(args) if i not in positions],
+                        {k: v for k, v in kwargs.items() if k not in static_names}))
+    return tuple((name, type(value).__qualname__, hash(value)) for name, value in statics), tree
+
+
 def _statics(jit_kwargs: dict, names: list[str], count: int) -> tuple[set[int], set[str]]:
     """The static argument positions and names jax.jit was given, each side completed
     from the other by the parameters' names, as JAX infers them."""

@@ -64,20 +64,22 @@ class SessionRecorder:
         # calls and sessions; their constants are the user's arrays).
         self.summaries = shared_summaries(detail == "full")
         # The jit traces this block has run (weakly: a jaxpr holds the user's constants)
-        # and the (entry, input avals) it traced, and so recorded (transforms.jit's
-        # see_trace): a trace JAX cached before the block is recorded on its first run.
+        # and the (entry, input avals, rest of the key: trace_signature) it traced, and so recorded
+        # (transforms.jit's see_trace): a trace JAX cached before the block is recorded on
+        # its first run.
         self._jit_traces_run: weakref.WeakSet = weakref.WeakSet()
-        self._jit_traces_recorded: set[tuple[int, tuple]] = set()
+        self._jit_traces_recorded: set[tuple[int, tuple, tuple]] = set()
 
-    def note_jit_traced(self, entry: Any, avals: tuple) -> None:
-        self._jit_traces_recorded.add((id(entry), avals))
+    def note_jit_traced(self, entry: Any, avals: tuple, signature: tuple) -> None:
+        self._jit_traces_recorded.add((id(entry), avals, signature))
 
-    def first_run_of(self, entry: Any, jaxpr: Any, avals: tuple) -> tuple[bool, bool]:
+    def first_run_of(self, entry: Any, jaxpr: Any, avals: tuple,
+                     signature: tuple) -> tuple[bool, bool]:
         """(first run of this jit trace in the block, traced in the block already)."""
         if jaxpr in self._jit_traces_run:
             return False, True
         self._jit_traces_run.add(jaxpr)
-        return True, (id(entry), avals) in self._jit_traces_recorded
+        return True, (id(entry), avals, signature) in self._jit_traces_recorded
 
     def forget_jit_traces(self) -> None:
         self._jit_traces_run.clear()

@@ -41,10 +41,15 @@ def compiles_view(session: Session, source_line: SourceLine | None = None) -> Re
         return Text("no jit traced or compiled while this session recorded "
                     "(or it was recorded before compiles were)", style="dim")
     totals = compile_totals(groups)
-    parts: list[RenderableType] = [Text(
-        f"{plural(totals.traces, 'trace')}, {plural(totals.compiles, 'compile')}, "
-        f"{totals.seconds:.2f} s; your jitted functions traced again "
-        f"{plural(totals.retraces, 'time')}", style="bold")]
+    spent = (f"{plural(totals.traces, 'trace')}, {plural(totals.compiles, 'compile')}, "
+             f"{totals.seconds:.2f} s")
+    if totals.retraces:
+        parts: list[RenderableType] = [Text(
+            f"{spent}; your jitted functions traced again {plural(totals.retraces, 'time')}",
+            style="bold")]
+    else:  # said first, plainly: a view of first traces only would look like nothing found
+        parts = [Text("every jitted function compiled once: nothing recompiled",
+                      style="bold green"), Text(spent)]
     ordered = sorted(groups, key=lambda g: (g.internal, -g.retraces))
     for group in ordered:
         parts.append(Text(""))

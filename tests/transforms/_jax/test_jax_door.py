@@ -490,6 +490,7 @@ def test_key_leaves_tree_text_and_cache_config():
         seen["x"] = _i.key_leaves(batch)
         seen["lr"] = _i.key_leaves(lr)
         seen["tree"] = _i.tree_text(batch)
+        seen["def"] = _i.tree_def(batch)
         return lr
 
     jax.jit(f)({"x": jnp.ones((2, 3), jnp.int32)}, 0.5)
@@ -499,5 +500,8 @@ def test_key_leaves_tree_text_and_cache_config():
     assert [(leaf.dtype, leaf.shape, leaf.weak_type) for leaf in seen["lr"]] == [
         ("float32", (), True)]
     assert seen["tree"] == "PyTreeDef({'x': *})"
+    # a traced argument's tree equals (and hashes as) the concrete one's, another differs
+    assert {seen["def"]: 1}.get(_i.tree_def({"x": jnp.ones(2)})) == 1
+    assert seen["def"] != _i.tree_def({"y": jnp.ones(2)})
     assert dict(_i.cache_config()) == {"jax_enable_x64": "False", "jax_default_device": "None",
                                        "mesh": ""}
