@@ -56,6 +56,7 @@ from ._compiles import (
     COMPILE_EVENTS as COMPILE_EVENTS,
     LeafKey as LeafKey,
     cache_config as cache_config,
+    compiling_placements as compiling_placements,
     event_function as event_function,
     event_phase as event_phase,
     jit_cache_size as jit_cache_size,

@@ -43,14 +43,13 @@ def compiles_view(session: Session, source_line: SourceLine | None = None) -> Re
     totals = compile_totals(groups)
     spent = (f"{plural(totals.traces, 'trace')}, {plural(totals.compiles, 'compile')}, "
              f"{totals.seconds:.2f} s")
-    if totals.retraces:
+    if totals.retraces or totals.recompiles:
         parts: list[RenderableType] = [Text(
-            f"{spent}; your jitted functions traced again {plural(totals.retraces, 'time')}",
-            style="bold")]
+            f"{spent}; your jitted functions {totals.again()}", style="bold")]
     else:  # said first, plainly: a view of first traces only would look like nothing found
         parts = [Text("every jitted function compiled once: nothing recompiled",
                       style="bold green"), Text(spent)]
-    ordered = sorted(groups, key=lambda g: (g.internal, -g.retraces))
+    ordered = sorted(groups, key=lambda g: (g.internal, -g.retraces, -g.recompiles))
     for group in ordered:
         parts.append(Text(""))
         parts.extend(_group(group, source_line))
@@ -64,6 +63,8 @@ def _group(group: CompileGroup, source_line: SourceLine | None) -> list[Renderab
                          f"{plural(group.compiles, 'compile')}, {group.seconds:.2f} s")
     if group.retraces:
         head.append(f"  traced again {plural(group.retraces, 'time')}", style="bold yellow")
+    if group.recompiles:
+        head.append(f"  compiled again {plural(group.recompiles, 'time')}", style="bold yellow")
     lines: list[RenderableType] = [head]
     if group.internal:
         lines.append(Text("  jits JAX ran for jnp or a library, called from "
