@@ -118,7 +118,7 @@ HANDLERS: list[tuple[str, str, str]] = [
      "in the record: the program's own failure when run again is the output tree's note"),
     ("transforms/_recording/_stage_values.py", "stage_values",
      "in the record: an equation that cannot be evaluated again is the StageValues' note"),
-    ("transforms/_recording/_stage_values.py", "call_values",
+    ("transforms/_recording/_stage_values.py", "_evaluated",
      "in the record: deriving a stage's inputs (its forward pass evaluated) failed: the "
      "StageValues' note"),
     ("transforms/_stages/_autodiff.py", "ad_stages",

@@ -3,6 +3,8 @@ own call (no frame of ours: the cached-call cost of bench/bench_jit_cached.py); 
 before the block, or in another block, still has its trace recorded in this one."""
 from __future__ import annotations
 
+import threading
+
 import jax
 import jax.numpy as jnp
 
@@ -48,3 +50,85 @@ def test_nested_blocks_take_the_slow_path():
             assert type(f.__call__) is not PJIT
             f(jnp.ones(3))
     assert len(inner.calls) == 1
+
+
+def test_a_jit_traced_before_the_block_is_called_as_jax_calls_it_once_recorded():
+    f = transforms.jit(lambda x: x * 3)
+    f(jnp.ones(3))
+    f(jnp.ones(4))  # two traces JAX can answer from, made before the block
+    with transforms.record() as session:
+        f(jnp.ones(3))  # recorded: traced once more, for the recording
+        assert type(f.__call__) is not PJIT  # the trace at float32[4] is not recorded yet
+        f(jnp.ones(4))
+        assert type(f.__call__) is PJIT
+        f(jnp.ones(3))
+        f(jnp.ones(4))
+        f(jnp.ones(5))  # a miss on JAX's own call: traced, so recorded
+        assert type(f.__call__) is PJIT
+    assert [c.inputs[0].aval for c in session.calls] == ["float32[3]", "float32[4]",
+                                                         "float32[5]"]
+
+
+def test_a_trace_made_outside_while_the_block_is_open_is_recorded_in_it():
+    f = transforms.jit(lambda x: x * 4)
+    f(jnp.ones(3))
+    ready, traced = threading.Event(), threading.Event()
+
+    def elsewhere():  # started before the block: no block records in this thread
+        ready.wait()
+        f(jnp.ones(6))
+        traced.set()
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    with transforms.record() as session:
+        f(jnp.ones(3))
+        assert type(f.__call__) is PJIT
+        ready.set()
+        traced.wait()
+        thread.join()
+        assert type(f.__call__) is not PJIT  # JAX holds a trace the block has not recorded
+        f(jnp.ones(6))
+        assert type(f.__call__) is PJIT
+    assert [c.inputs[0].aval for c in session.calls] == ["float32[3]", "float32[6]"]
+
+
+def test_a_jit_answered_from_jax_jits_executables_stays_on_the_recording_path():
+    def f(x):
+        return x * 6
+
+    jax.jit(f)(jnp.ones(3))  # JAX shares this executable with transforms.jit(f)
+    ours = transforms.jit(f)
+    with transforms.record() as session:
+        ours(jnp.ones(3))
+        ours(jnp.ones(3))
+        assert type(ours.__call__) is not PJIT
+    assert len(session.calls) == 1
+
+
+def test_a_trace_cached_before_the_block_at_other_static_arguments_is_recorded():
+    def f(x, flag):
+        return jnp.sin(x) if flag else jnp.cos(x)
+
+    ours = transforms.jit(f, static_argnums=1)
+    ours(jnp.ones(3), True)
+    with transforms.record() as session:
+        ours(jnp.ones(3), False)  # traced in the block, at the same array arguments
+        ours(jnp.ones(3), True)  # cached before the block: recorded too
+        assert type(ours.__call__) is PJIT
+        ours(jnp.ones(3), True)
+    assert [c.stages[0].jaxpr.primitives for c in session.calls] == [("cos",), ("sin",)]
+
+
+def test_a_trace_cached_before_the_block_at_another_tree_is_recorded():
+    def f(tree):
+        return jax.tree.leaves(tree)[0] * 7
+
+    ours = transforms.jit(f)
+    ours({"a": jnp.ones(3)})
+    with transforms.record() as session:
+        ours((jnp.ones(3),))  # traced in the block, at the same abstract values
+        ours({"a": jnp.ones(3)})  # cached before the block: recorded too
+        assert type(ours.__call__) is PJIT
+    assert [c.in_tree for c in session.calls] == ["PyTreeDef((((*,),), {}))",
+                                                  "PyTreeDef((({'a': *},), {}))"]

@@ -163,7 +163,7 @@ def test_equinox_identical_relu_levels_fold_into_one_row(equinox_call):
     assert len(rows) < len(equinox_call.levels)
     assert sum(r.repeats if r.folded else 1 for r in rows) <= len(equinox_call.levels)
     text = "\n".join(summarize_call(equinox_call))
-    assert re.search(r"custom_jvp\S*  \w+  \d+ steps  ×\d+ identical levels", text)
+    assert re.search(r"custom_jvp\S* \(relu\)  \w+  \d+ steps  ×\d+ identical levels", text)
 
 
 # --- the equinox pre-trace failure --------------------------------------------------
@@ -478,7 +478,7 @@ def test_show_indents_levels_by_parent_and_counts_a_folded_run():
         "        jit#1/grad#2/custom_jvp_rule#3  JaxprTrace  0 steps",
         "          jit#1/grad#2/custom_jvp_rule#3/custom_jvp_fun#4  DynamicJaxprTrace  0 steps",
         "      jit#1/custom_jvp_fun#2  DynamicJaxprTrace  0 steps",
-        "      jit#1/custom_jvp_fun#2  DynamicJaxprTrace  2 steps  ×3 identical levels",
+        "      jit#1/custom_jvp_fun#2 (relu)  DynamicJaxprTrace  2 steps  ×3 identical levels",
         "        jit#1/custom_jvp_fun#2/custom_jvp_rule#3  JaxprTrace  0 steps",
     ]
     assert len(summarize_call(_levels_call(), expand=True)) == 1 + 11

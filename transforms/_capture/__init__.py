@@ -52,6 +52,7 @@ from ._spec import (
     spec_of as spec_of,
 )
 from ._state import (
+    ONLY_BLOCK as ONLY_BLOCK,
     OPEN_BLOCKS as OPEN_BLOCKS,
     SINGLE_BLOCK as SINGLE_BLOCK,
     RecordingState as RecordingState,

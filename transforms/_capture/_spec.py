@@ -5,6 +5,7 @@ pipeline) and by the wrappers themselves. Imports nothing of JAX's or ours but t
 """
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -109,5 +110,11 @@ class Wrapper:
 
 
 def function_name(fun: Any) -> str:
+    """The function's name as its author wrote it: a functools.partial is named for the
+    function it fixes arguments of (numpyro's `partial(potential_energy, model, ...)`)."""
+    for _ in range(16):  # a partial of a partial ...
+        if not isinstance(fun, functools.partial):
+            break
+        fun = fun.func
     name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None)
     return name if isinstance(name, str) else type(fun).__name__

@@ -140,11 +140,13 @@ class Entered(NamedTuple):
 
 def enter_block(recorder: Any, frame: FrameType | None) -> Entered:
     """Open a record() block: calls in this context now record into `recorder`."""
+    block = _Block(recorder, frame)
     with _open_blocks_lock:
         _open_blocks[0] += 1
+        _open_serials.append(block.serial)
+        ONLY_BLOCK[0] = block.serial if _open_blocks[0] == 1 else None
         if _open_blocks[0] == 1:
             threading.Thread.start = _start_in_this_context  # type: ignore[method-assign, assignment]
-    block = _Block(recorder, frame)
     prev = (_call.get(), _levels.get())
     _set_blocks((*_blocks.get(), block))
     _call.set(None)
@@ -170,6 +172,8 @@ def reset_block_key(entered: Entered) -> None:
     _block_key.reset(entered.key_token)
     with _open_blocks_lock:
         _open_blocks[0] -= 1
+        _open_serials.remove(entered.block.serial)
+        ONLY_BLOCK[0] = _open_serials[0] if _open_blocks[0] == 1 else None
         if _open_blocks[0] == 0:
             threading.Thread.start = _plain_start  # type: ignore[method-assign]
 
@@ -200,6 +204,12 @@ def _run_as_new_thread(run: Any) -> None:
 # How many record() blocks are open, in every thread: while none is, a jitted call
 # returns JAX's own object at once (one list read), see transforms.jit.
 OPEN_BLOCKS = _open_blocks = [0]  # read as OPEN_BLOCKS[0] on jit's hot path (no call)
+# The serial of the one block open in the process (None: none, or several), read as
+# ONLY_BLOCK[0] on that path: a context outside it records nothing, so for a jitted call
+# there it is as good as the context's own block (SINGLE_BLOCK), and a list read is
+# cheaper than a context variable's.
+ONLY_BLOCK: list[int | None] = [None]
+_open_serials: list[int | None] = []
 _open_blocks_lock = threading.Lock()
 
 

@@ -56,12 +56,14 @@ from ._compiles import (
     COMPILE_EVENTS as COMPILE_EVENTS,
     LeafKey as LeafKey,
     cache_config as cache_config,
+    compiling_placements as compiling_placements,
     event_function as event_function,
     event_phase as event_phase,
     jit_cache_size as jit_cache_size,
     key_leaves as key_leaves,
     listen_to_compiles as listen_to_compiles,
     path_text as path_text,
+    tree_def as tree_def,
     tree_text as tree_text,
 )
 from ._custom_rules import (
@@ -93,6 +95,7 @@ from ._replay import (
     inner_jaxprs as inner_jaxprs,
     input_types as input_types,
     values_by_var as values_by_var,
+    watching_vars as watching_vars,
     with_consts as with_consts,
 )
 from ._sources import (
@@ -121,6 +124,7 @@ from ._trace import (
     install as install,
     trace_base_names as trace_base_names,
     trace_has_ended as trace_has_ended,
+    traced_for as traced_for,
 )
 from ._tracebacks import (
     _MISMATCH_SITES as _MISMATCH_SITES,
@@ -145,6 +149,7 @@ from ._tracers import (
     _Var as _Var,
     autodiff_parts as autodiff_parts,
     batched_parts as batched_parts,
+    is_variable as is_variable,
     staged_var as staged_var,
     trace_key as trace_key,
     trace_of as trace_of,

@@ -4,6 +4,7 @@ its cache key sees them, the settings its caches are keyed on. Part of the door.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -12,8 +13,9 @@ from jax import tree_util
 from .._common import safe_str
 from ._api import legacy_mesh
 
-__all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "event_function", "event_phase", "jit_cache_size",
-           "key_leaves", "listen_to_compiles", "path_text", "tree_text"]
+__all__ = ["COMPILE_EVENTS", "LeafKey", "cache_config", "compiling_placements", "event_function",
+           "event_phase", "jit_cache_size", "key_leaves", "listen_to_compiles", "path_text",
+           "tree_def", "tree_text"]
 
 # NB: JAX's monitoring event names (jax/_src/dispatch.py): one event per top-level trace
 # (`jaxpr_trace_duration` in 0.10.2; `tracing_duration` in some releases), per
@@ -38,6 +40,39 @@ def event_function(kwargs: dict) -> str:
     if name.startswith("jit(") and name.endswith(")"):
         return name[4:-1]
     return name
+
+
+# NB: jax._src.pjit._pjit_call_impl_python(*args, ...) compiles a jit called with `args`
+# (its dynamic argument leaves, in order) after a miss of its C++ dispatch cache (0.10.2 to
+# 0.12); its frame is on the stack while JAX reports the compilation.
+_COMPILING_FRAME = "_pjit_call_impl_python"
+
+
+def compiling_placements() -> tuple[str, ...] | None:
+    """During JAX's compile event of a jit call, where each of its dynamic arguments sits:
+    `cpu:1` (committed to that device), `uncommitted`, a sharding over several devices, or
+    "" for a Python scalar; None when not compiling a call (`.lower().compile()`) or where
+    this JAX compiles elsewhere."""
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == _COMPILING_FRAME and code.co_filename.endswith("pjit.py"):
+            args = frame.f_locals.get("args")
+            return tuple(_placement(a) for a in args) if isinstance(args, tuple) else None
+        frame = frame.f_back
+    return None
+
+
+def _placement(x: Any) -> str:
+    if not isinstance(x, jax.Array):
+        return ""
+    if not getattr(x, "committed", True):
+        return "uncommitted"
+    devices: Any = x.sharding.device_set
+    if len(devices) == 1:
+        (device,) = devices
+        return f"{device.platform}:{device.id}"
+    return f"{type(x.sharding).__name__} over {len(devices)} devices"
 
 
 def listen_to_compiles(callback: Callable[..., None]) -> None:
@@ -80,6 +115,11 @@ class _KeyPath:
 
     def __str__(self) -> str:
         return tree_util.keystr(self.path)
+
+
+def tree_def(value: Any) -> Any:
+    """The value's tree structure, hashable, equal where JAX's cache key's is."""
+    return tree_util.tree_structure(value)
 
 
 def tree_text(value: Any) -> str:

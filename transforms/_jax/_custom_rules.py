@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from jax._src.util import Unhashable as _Unhashable
 from jax.extend import linear_util as lu
 
 
@@ -42,11 +43,57 @@ def rule_identity(fun: Any) -> tuple | None:
     `f(x)` called inside a rule is the body its outer custom call holds.
     """
     try:
-        key = (fun.f, fun.transforms, fun.params, fun.in_type)
+        key = (fun.f, tuple(map(_hashable_transform, fun.transforms)), fun.params, fun.in_type)
         hash(key)
     except Exception:  # not a WrappedFun, or unhashable static arguments
         return None
     return key
+
+
+def _hashable_transform(transform: Any) -> Any:
+    """A WrappedFun's transformation (function, its static arguments) as a key.
+
+    NB: jax._src.api_util.argnums_partial: a custom_jvp's non-differentiated arguments
+    (`nondiff_argnums`, lax.custom_root's jaxprs) are held as `Unhashable(value)`, equal
+    when their values are; JAX keys no cache by them, so the rule ran once per call and
+    is one program wherever the same values are passed. A value that will not hash is
+    known by its object (held, so its id stays its own while the key is).
+    """
+    fn, static = transform
+    if not isinstance(static, tuple) or not any(_holds_unhashable(s) for s in static):
+        return transform
+    return fn, tuple(_unwrapped(s) for s in static)
+
+
+def _holds_unhashable(static: Any) -> bool:
+    return isinstance(static, _Unhashable) or (
+        isinstance(static, tuple) and any(isinstance(s, _Unhashable) for s in static))
+
+
+def _unwrapped(static: Any) -> Any:
+    if isinstance(static, tuple):
+        return tuple(_unwrapped(s) for s in static)
+    if not isinstance(static, _Unhashable):
+        return static
+    try:
+        hash(static.val)
+    except TypeError:  # a list, a dict: its object stands for it
+        return _SameObject(static.val)
+    return ("value", static.val)
+
+
+class _SameObject:
+    """An unhashable value as a key: equal only to itself."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _SameObject) and other.value is self.value
 
 
 def wrapped_like(f: Callable, like: Any) -> Any:

@@ -85,6 +85,23 @@ def values_by_var(closed: Any, args: list) -> dict:
     return env
 
 
+def watching_vars(closed: Any, args: list, wanted: dict, visit: Visit) -> Visit:
+    """`visit` that also fills `wanted` (var: None) with the values of its variables that are
+    closed's consts, inputs (filled now) or top-level equations' outputs (as evaluated)."""
+    jaxpr = getattr(closed, "jaxpr", closed)
+    for var, value in zip([*jaxpr.constvars, *jaxpr.invars],
+                          [*getattr(closed, "consts", ()), *args]):
+        if var in wanted:
+            wanted[var] = value
+
+    def both(index: int, eqn: Any, inputs: list, outputs: list) -> None:
+        for var, value in zip(eqn.outvars, outputs):
+            if var in wanted:
+                wanted[var] = value
+        visit(index, eqn, inputs, outputs)
+    return both
+
+
 def input_types(closed: Any) -> list[tuple[tuple, str]]:
     """(shape, dtype name) of each input of a jaxpr (a token's: ((), its aval's text))."""
     jaxpr = getattr(closed, "jaxpr", closed)

@@ -34,6 +34,21 @@ def enclosing_traces(trace: Any) -> set[int]:
     return ids
 
 
+
+def traced_for(trace: Any) -> tuple[str, str]:
+    """What JAX traces a jaxpr trace for, and the function it traces: ("while_body", "body"),
+    ("scan", "step"), ("custom_root solve", "solve"), ("jit", "loss"); ("", "") if unknown.
+
+    NB: jax._src.interpreters.partial_eval: a DynamicJaxprTrace's `frame.debug_info`
+    (core.DebugInfo: `traced_for`, `func_src_info`), made by the control-flow primitive that
+    traces it (lax.while_loop: "while_body", "while_cond"; lax.scan: "scan").
+    """
+    info = getattr(getattr(trace, "frame", None), "debug_info", None)
+    purpose = getattr(info, "traced_for", "")
+    source = getattr(info, "func_src_info", "")  # "body at loop.py:5", as func_name reads it
+    name = source.split(" ")[0] if isinstance(source, str) else ""
+    return (purpose if isinstance(purpose, str) else "", name)
+
 def trace_has_ended(trace: Any) -> bool:
     """A trace whose transformation has returned: its tracers have leaked.
 

@@ -64,6 +64,11 @@ def staged_var(x: Any) -> Any:
 _Var = jex_core.Var
 
 
+def is_variable(x: Any) -> bool:
+    """Whether x is a variable of a jaxpr (what staged_var gives)."""
+    return type(x) is _Var
+
+
 def traced_avals(args: tuple, kwargs: dict) -> tuple:
     """The abstract values of the tracers among a jit trace's arguments, in JAX's
     flattening order: the trace's `in_avals` (its static arguments are no tracers)."""

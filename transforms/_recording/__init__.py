@@ -32,6 +32,7 @@ from ._compiles import (
     compile_key as compile_key,
     defined_at as defined_at,
     new_function_id as new_function_id,
+    trace_signature as trace_signature,
 )
 from ._jit_values import (
     JitReplay as JitReplay,

@@ -28,14 +28,14 @@ from .._capture import (
 from .._common import message as error_message
 from .._devices import CallShardings
 from .._trees import CallTrees, tree_text
-from ..model import Call, Lazy, StageValues
+from ..model import Call, Lazy, StageValues, kind_of
 from ._call_stages import CallStages
 from ._call_steps import CallSteps
 from ._find_nans import nan_search_wanted, search_call, with_levels
 from ._jit_values import JIT_NOT_COPIED
 from ._levels import LevelState
 from ._recorder import SessionRecorder
-from ._stage_values import call_values
+from ._stage_values import Forward, call_values, forward_of, returned_call_values
 
 __all__ = ["CallBuilder", "begin_call", "state"]
 
@@ -80,20 +80,34 @@ class CallBuilder:
         self.stages = CallStages(recorder, index, transform, parent, args, kwargs, self.shardings,
                                  self.trees.note_lost)
         self.live = (args, kwargs) if recorder.replays else None  # while it runs: replays
+        # A returned function's call: what its forward call kept for it (values=True)
+        self.forward: Forward | None = None
         recorder.running_call(index, self)
 
     # -- levels (LevelCall: what its levels ask of it) -------------------------------
     def new_level(self, kind: str, jax_trace: Any, parent: LevelState | None,
-                  function: str = "", options: Options | None = None) -> LevelState:
-        return self.steps.new_level(self, kind, jax_trace, parent, function, options)
+                  function: str = "", options: Options | None = None,
+                  segment: str = "") -> LevelState:
+        return self.steps.new_level(self, kind, jax_trace, parent, function, options, segment)
 
     def rule_level(self, kind: str, parent: LevelState, function: str, fun: Any,
                    args: tuple) -> tuple[LevelState, Any]:
         """A custom rule's body runs in this call: its level, and its tape (None: no stages)."""
+        enclosing = state.levels[-1] if state.levels else None
         level = self.new_level(kind, _i.current_trace(), parent, function)
+        if enclosing is not None and self._same_run(enclosing, kind, function):
+            self.steps.ran_as(enclosing, level)
         level.set_phase("rule")
         self.stages.watch_rule_level(level, self.steps.level_states[0].jax_trace)
         return level, self.stages.watch_rule(level, kind, fun, args)
+
+    def _same_run(self, enclosing: LevelState, kind: str, function: str) -> bool:
+        """The innermost open level is this rule's, opened for this same run and empty: a
+        custom call one trace forwarded to the trace below wraps the rule at each, and the
+        rule runs once, inside both wrappers (its steps go to the level opened last)."""
+        outer = self.steps.levels[enclosing.index]
+        return (outer.kind == kind and outer.function == function
+                and self.steps.empty_since_opened(enclosing))
 
     def late_rule(self, kind: str, fun: Any, function: str, args: tuple) -> tuple[Any, Any]:
         """A rule of the forward call runs in this pullback call: (its level, its tape), or
@@ -136,6 +150,7 @@ class CallBuilder:
             self.trees.finish(outputs)
             if self.stages.replay is not None:  # a jit's gradient takes its replayed values
                 self.stages.replay.leaf_links = self.trees.leaf_links
+                self.stages.replay.leaf_vars = self.trees.leaf_vars
             self.shardings.note_outputs(outputs)
         parts = steps.core.parts()
         if describer.leaked:
@@ -153,9 +168,13 @@ class CallBuilder:
         kept, self.stages.kept = self.stages.kept, {}
         nonfinite = search_call(self.recorder, self.trees, kept, stages, live) if search else ()
         values = self._values(kept, stages, live) if evaluate else ()
+        if evaluate and kind_of(self.transform).outputs == "primal_first" and live is not None:
+            # a vjp's or linearize's: the function it returned evaluates its calls with these
+            self.recorder.hand_over(self.index, forward_of(self.index, kept, stages, live,
+                                                           self.stages.spec), "values")
         call = Call(self.index, self.transform, self.function, self.source, self.options.pairs,
-                    tuple(steps.levels), lazy_steps, tuple(steps.errors), self.in_tree,
-                    self.out_tree, self.inputs, self.outputs, self.parent, stages,
+                    steps.settled_levels(cells, count), lazy_steps, tuple(steps.errors),
+                    self.in_tree, self.out_tree, self.inputs, self.outputs, self.parent, stages,
                     trees=self.trees.trees, pairs=tuple(self.trees.pairs),
                     diagnostics=tuple(self.trees.diagnostics),
                     shardings=self.shardings.of_call(stages), nonfinite=nonfinite,
@@ -171,16 +190,19 @@ class CallBuilder:
         """record(values=True): the stages evaluated now, or for a top-level jit (whose
         inputs here are JAX's tracers) once its replay has the arguments' host copies."""
         spec = self.stages.spec
+        if self.parent is not None and self.forward is not None and live is not None:
+            return returned_call_values(self.forward, self.transform, stages, live)
         if self.parent is not None:  # a pullback's: its forward call's stages
             why = (f"these are call {self.parent}'s stages (its forward pass, evaluated "
-                   f"there); the residuals they would take here are not kept")
+                   f"there); the residuals they would take here are not kept (the forward "
+                   f"call was not recorded with values=True)")
             return tuple(StageValues(s.name, note=f"not evaluated: {why}")
                          for s in stages if s.jaxpr is not None and s.available)
         if self.transform != "jit":
             return call_values(kept, stages, live, spec)
         replay = self.stages.replay
         if replay is not None:
-            replay.evaluate_later(kept, spec)
+            replay.evaluate_later(kept, spec, self.stages.nested_inputs)
             return ()
         return tuple(StageValues(s.name, note=f"not evaluated: {JIT_NOT_COPIED}")
                      for s in stages if s.jaxpr is not None and s.available)

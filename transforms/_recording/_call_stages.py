@@ -68,6 +68,9 @@ class CallStages:
         # by stage name; a call sharing stages records tapes all the same, for this.
         self.keep_jaxprs = False
         self.kept: dict[str, Any] = {}
+        # (stages' function, spec, inputs as the jit's variables) of the transformations
+        # called inside a top-level jit, with the kept jaxprs (_plan.nested_inputs)
+        self.nested_inputs: list[tuple[str, Any, tuple]] = []
 
     def plan(self, spec: TransformSpec, late: Any = None) -> None:
         """Called by the wrapper that opened the call: plan its stages (or find them shared).
@@ -174,6 +177,8 @@ class CallStages:
                 captured = _stages.capture(plan, f"{error.type_name}: {error.message}"
                                            if error is not None and error.message else "")
             self.kept = kept
+            if self.keep_jaxprs:
+                self.nested_inputs = plan.nested_inputs()
         finally:
             plan.release()
         shared = self.recorder.stages

@@ -41,6 +41,11 @@ def level_kind(trace: Any) -> str:
 _shared_levels: BoundedCache = BoundedCache(10_000)
 
 
+def _level_fields(level: Level) -> tuple:
+    return (level.index, level.kind, level.label, level.depth, level.parent, level.trace_type,
+            level.function, level.options)
+
+
 def shared_level(*fields: Any) -> Level:
     """The Level with these fields, made once (records are frozen: sharing one is safe)."""
     level = _shared_levels.get(fields)
@@ -68,10 +73,16 @@ class CallSteps:
         self.core = step_core_class()(self.describer, summaries.step_params, summaries.jit_step,
                                       summaries.jit_summaries.entries)
         self._errors_seen: set[int] = set()
+        self.opened_at: list[int] = []  # per level: how many steps the call had when it opened
+        # A rule's level -> the level opened inside it for the same run (see `ran_as`).
+        self._ran_as: dict[int, int] = {}
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, call: LevelCall, kind: str, jax_trace: Any, parent: LevelState | None,
-                  function: str = "", options: Options | None = None) -> LevelState:
+                  function: str = "", options: Options | None = None,
+                  segment: str = "") -> LevelState:
+        """A new level; `segment` names it in its label in place of its kind (a jaxpr trace
+        JAX made for a while_loop's body: `while_body#3`, not `jaxpr#3`)."""
         if isinstance(jax_trace, _i.RecordingTrace):
             # NB: a level entered while a recorder is current replaces it, so
             # each step is recorded once, at the innermost level that sees it.
@@ -83,7 +94,7 @@ class CallSteps:
         else:
             depth = parent.depth + 1 if parent is not None else 1
             prefix = parent.label + "/" if parent is not None and parent.depth > 0 else ""
-            label = f"{prefix}{kind}#{depth}"
+            label = f"{prefix}{segment or kind}#{depth}"
         index = len(self.levels)
         self.levels.append(shared_level(index, kind, label, depth,
                                         parent.index if parent is not None else None,
@@ -91,10 +102,32 @@ class CallSteps:
         self.level_of_trace[id(jax_trace)] = index
         self.describer.level_added(jax_trace)
         self.core.add_level()
+        self.opened_at.append(self.core.count)
         state = LevelState(call, self.core, index, label, depth, jax_trace, self.inline_jnp)
         # Kept until the call finishes: a custom_vjp bwd runs after its level ends.
         self.level_states.append(state)
         return state
+
+    def empty_since_opened(self, level: LevelState) -> bool:
+        """No step was recorded anywhere in the call since `level` opened."""
+        return self.core.count == self.opened_at[level.index]
+
+    def ran_as(self, outer: LevelState, inner: LevelState) -> None:
+        """`outer`'s body runs as `inner`, opened inside it before any step: recorded on
+        `outer` (Level.ran_as) if `outer` ends with no step of its own (`settled_levels`);
+        one with steps (what a vmap inside emitted at its trace) holds its own part."""
+        self._ran_as[outer.index] = inner.index
+
+    def settled_levels(self, cells: Any, count: int) -> tuple[Level, ...]:
+        """The call's levels, each empty one whose run another level recorded saying which."""
+        if not self._ran_as:
+            return tuple(self.levels)
+        with_steps = {cells[i * STRIDE + LEVEL] for i in range(count)}
+        levels = list(self.levels)
+        for outer, inner in self._ran_as.items():
+            if outer not in with_steps:
+                levels[outer] = shared_level(*_level_fields(levels[outer]), inner)
+        return tuple(levels)
 
     # -- steps and errors -----------------------------------------------------
     def record_error(self, error: BaseException, level: LevelState | None,

@@ -131,10 +131,12 @@ class _OpenLevel:
 
 
 def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
-           args: tuple, kwargs: dict, forward: int | None = None, late: Any = None) -> Any:
+           args: tuple, kwargs: dict, forward: int | None = None, late: Any = None,
+           forward_values: Any = None) -> Any:
     """Call a JAX-transformed function, opening a recorded Call when none is open (what
     `open_invoke`'s Bracket does, as a Python call)."""
-    run = open_invoke(kind, fun, options, transformed, args, kwargs, forward, late)
+    run = open_invoke(kind, fun, options, transformed, args, kwargs, forward, late,
+                      forward_values=forward_values)
     if run is None:
         return transformed(*args, **kwargs)
     target, args, kwargs, returned, raised = run
@@ -148,7 +150,8 @@ def invoke(kind: str, fun: Any, options: Options, transformed: Callable,
 
 def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
                 args: tuple, kwargs: dict | None, forward: int | None = None, late: Any = None,
-                wrap: Callable[[Any, int], Any] | None = None) -> tuple | None:
+                wrap: Callable[[Any, int], Any] | None = None,
+                forward_values: Any = None) -> tuple | None:
     """A recorded call of `transformed` opened, as a Bracket's run: None when no record()
     block is open, else `(transformed, args, kwargs, returned, raised)`. A Call is opened
     when none is open; inside one, the call is nested in it. JAX's traceback filtering is
@@ -157,7 +160,9 @@ def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
     `forward` is the index of the call a backward call belongs to (a vjp's); `late`, that
     call's stages waiting for the rules this one runs (_stages.PendingStages); `wrap(out,
     index)`, what the caller gets of the result (vjp's pullback wrapped, say), given the
-    index of the call that returned it (the call's own: threads record calls at once).
+    index of the call that returned it (the call's own: threads record calls at once);
+    `forward_values`, what the forward call kept for evaluating this one's stages
+    (record(values=True)).
     """
     session = state.session
     if session is None:
@@ -171,7 +176,7 @@ def open_invoke(kind: str, fun: Any, options: Options, transformed: Callable,
                                                           args, kwargs)
         else:
             opened = _OpenTop(session, kind, fun, options, transformed, args, kwargs, forward,
-                              late)
+                              late, forward_values)
     except BaseException as e:
         filtered.raised(e)
         raise
@@ -218,8 +223,9 @@ class _OpenTop(_OpenCall):
 
     def __init__(self, session: Any, kind: str, fun: Any, options: Options,
                  transformed: Callable, args: tuple, kwargs: dict, forward: int | None,
-                 late: Any):
+                 late: Any, forward_values: Any = None):
         call = begin_call(session, kind, fun, options, args, kwargs, parent=forward)
+        call.forward = forward_values
         super().__init__(call)
         self.session = session
         call.stages.plan(TransformSpec(kind, fun, transformed, options), late)
@@ -280,8 +286,9 @@ class _OpenNested(_OpenCall):
         if not isinstance(current, _i.RecordingTrace):
             # A jax.* transformation sits between us and the enclosing recorder:
             # record its level too, so what it emits is seen.
-            level = call.new_level(level_kind(current), current, self.parent,
-                                   options=_JAX_ORIGIN)
+            purpose, traced = _i.traced_for(current)  # ("while_body", "body")
+            level = call.new_level(level_kind(current), current, self.parent, traced,
+                                   options=_JAX_ORIGIN, segment=purpose.replace(" ", "_"))
             self.run = LevelRun(level)
 
     def _returned(self, out: Any) -> Any:

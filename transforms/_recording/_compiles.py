@@ -27,6 +27,7 @@ from ..model import (
     KeyLeaf,
     SourceLocation,
     StaticKey,
+    compile_reasons,
     miss_reasons,
     same_function,
 )
@@ -110,27 +111,47 @@ class CompileLog:
             earlier.append(record)
 
     def _followed(self, at: tuple[int, str], function: str, phase: str, seconds: float) -> None:
-        """A lowering or compilation: of the trace just made, or of one made before."""
+        """A lowering or compilation: of the trace just made, or of one made before (of a
+        function traced in this session: its key, and why it compiled again)."""
+        placements = (_i.compiling_placements() or ()) if phase == "compile" else ()
         with self._lock:
             position = self._latest.get(at)
             if position is not None and position < len(self.records) and \
                     not _has(self.records[position], phase):
-                self.records[position] = _with(self.records[position], phase, seconds)
+                done = _with(self.records[position], phase, seconds, placements)
+                self.records[position] = done
                 return
             self._latest[at] = len(self.records)
-            self.records.append(_with(CompileRecord(function, location=user_location()),
-                                      phase, seconds))
+            record = _with(self._untraced(function), phase, seconds, placements)
+            if phase == "compile" and record.key is not None:
+                record = dataclasses.replace(
+                    record, reasons=compile_reasons(self.records, record))
+            self.records.append(record)
+
+    def _untraced(self, function: str) -> CompileRecord:
+        """A lowering or compile with no trace before it: of the latest trace of a function
+        of that name traced in the session (its key: JAX's tracing cache hit it), if any."""
+        here = user_location()
+        traced = [r for r in self.records if r.traced and r.key is not None
+                  and r.function == function]
+        if not traced:
+            return CompileRecord(function, location=here)
+        return CompileRecord(function, location=here, defined_at=traced[-1].defined_at,
+                             key=traced[-1].key, call_index=None)
 
 
 def _has(record: CompileRecord, phase: str) -> bool:
     return record.lowered if phase == "lower" else record.compiled
 
 
-def _with(record: CompileRecord, phase: str, seconds: float) -> CompileRecord:
-    """The record with its lowering ("lower") or compilation done, in seconds."""
+def _with(record: CompileRecord, phase: str, seconds: float,
+          placements: tuple[str, ...] = ()) -> CompileRecord:
+    """The record with its lowering ("lower") or compilation done, in seconds (a compile
+    for a call: where its arguments sat)."""
     if phase == "lower":
         return dataclasses.replace(record, lowered=True, lower_seconds=seconds)
-    return dataclasses.replace(record, compiled=True, compile_seconds=seconds)
+    return dataclasses.replace(record, compiled=True, compile_seconds=seconds,
+                               placements=placements)
 
 
 def compile_key(function_id: int, fun: Any, jit_kwargs: dict, args: tuple,
@@ -154,6 +175,20 @@ def compile_key(function_id: int, fun: Any, jit_kwargs: dict, args: tuple,
                            leaf.weak_type, leaf.sharding) for leaf in _i.key_leaves(value)]
     return CompileKey(tuple(leaves), tuple(statics), tuple(trees), function_id,
                       _i.cache_config())
+
+
+def trace_signature(fun: Any, jit_kwargs: dict, args: tuple, kwargs: dict) -> tuple:
+    """What, beside the arrays' abstract values, tells apart two traces of a jit (its cache
+    key's other parts): the static arguments as (name, type, hash) and the other
+    arguments' tree. NB: hashes, not the values: the recorder keeps nothing of the user's
+    (JAX hashed them already, its caches are keyed on them)."""
+    names = argument_names(fun, args)
+    positions, static_names = _statics(jit_kwargs, names, len(args))
+    statics = [(names[i], args[i]) for i in sorted(positions) if i < len(args)]
+    statics += [(k, v) for k, v in kwargs.items() if k in static_names]
+    tree = _i.tree_def(([a for i, a in enumerate(args) if i not in positions],
+                        {k: v for k, v in kwargs.items() if k not in static_names}))
+    return tuple((name, type(value).__qualname__, hash(value)) for name, value in statics), tree
 
 
 def _statics(jit_kwargs: dict, names: list[str], count: int) -> tuple[set[int], set[str]]:

@@ -18,7 +18,15 @@ import numpy as np
 
 from .. import _jax as _i
 from .._capture import lost_diagnostic, summarize_array
-from ..model import Call, NonFiniteRecord, StageValues, TreeRecord, ValueSummary
+from .._stages import Untraced
+from ..model import (
+    Call,
+    NonFiniteRecord,
+    StageValues,
+    TreeRecord,
+    ValueSummary,
+    stage_function,
+)
 from ._find_nans import search_nonfinite, with_levels
 from ._stage_values import call_values, stage_values
 
@@ -88,6 +96,39 @@ def with_argument_values(trees: list[TreeRecord], values: tuple) -> list[TreeRec
     return out
 
 
+def _jits_own_stage(call: Call) -> str:
+    """The stage of the jit's own trace: the last jaxpr stage of the function it compiles
+    (jit(f): f; jit(grad(f)): grad(f)), not one of a transformation called inside it."""
+    compiled = next((s.name for s in call.stages if s.role == "stablehlo"), "jit(f)")
+    own = [s.name for s in call.stages if s.jaxpr is not None
+           and stage_function(s.name) == stage_function(compiled)]
+    return own[-1] if own else _JIT_STAGE
+
+
+def _valued(inputs: tuple, values: dict) -> tuple | None:
+    """A nested transformation's (args, kwargs) with each variable's value; None when one is
+    missing (not a top-level equation's output) or a leaf was another trace's."""
+    leaves, tree = jax.tree_util.tree_flatten(inputs)
+    out = []
+    for x in leaves:
+        if _i.is_variable(x):
+            x = values.get(x)
+            if x is None:
+                return None
+        elif isinstance(x, Untraced):
+            return None
+        out.append(x)
+    return jax.tree_util.tree_unflatten(tree, out)
+
+
+def _replayed(x: Any) -> ValueSummary | None:
+    """A value the replay computed, summarised (None: none, or no numbers to show)."""
+    try:
+        return summarize_array(x, origin="replayed") if x is not None else None
+    except (TypeError, ValueError):  # a token or key: no values to show
+        return None
+
+
 def _filled(tree: TreeRecord, summaries: tuple) -> TreeRecord:
     leaves = [n for n in tree.nodes if n.is_leaf]
     if len(leaves) != len(summaries):
@@ -119,15 +160,27 @@ class JitReplay:
         self.nonfinite: tuple = ()
         self.values: Any = None  # record(values=True): its jaxpr's equations' values
         self._stages: tuple | None = None  # ... and the call's other stages (evaluate_later)
+        self._nested: list = []  # ... and those of the transformations inside it
         self._copies: tuple | None = copies
         self.stage_values: tuple = ()
         # trees made of the output's leaves (a gradient): their leaves' places in it
         self.leaf_links: dict[tuple[str, str], tuple[int, ...]] = {}
+        # a grad's trees inside the jit: their leaves' variables in JAX's trace of it, and
+        # once its jaxpr is evaluated (record(values=True)), their leaves' summaries
+        self.leaf_vars: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.nested: dict[tuple[str, str], tuple[ValueSummary | None, ...]] = {}
+        # The jaxpr of the trace that was recorded, when it is not JAX's own (a trace JAX
+        # had cached before the block, traced again to record it): its variables are the
+        # ones the recording saw, so its equations are the ones evaluated for values.
+        self.recorded_jaxpr: Any = None
 
-    def evaluate_later(self, kept: dict, spec: Any) -> None:
+    def evaluate_later(self, kept: dict, spec: Any, nested: list | None = None) -> None:
         """record(values=True): the call's stages, evaluated on the copies once its stages
-        are known (apply); the live jaxprs are held until then, as the copies are."""
+        are known (apply); the live jaxprs are held until then, as the copies are. The
+        stages of the transformations called inside it (`nested`: function, spec, inputs
+        as the jit's variables) take those variables' values from its jaxpr's evaluation."""
         self._stages = (kept, spec)
+        self._nested = list(nested or ())
 
     def __call__(self, traced: Any, compiled: Any) -> None:
         """The replay, handed JAX's trace of the call and the executable the stages compiled
@@ -153,9 +206,34 @@ class JitReplay:
             self._find_nans(traced, leaves)
             recorder = self.recorder()
             if recorder is not None and recorder.values:
-                self.values = stage_values(_JIT_STAGE, traced.jaxpr, leaves)
+                wanted = {v: None for found in self.leaf_vars.values() for v in found
+                          if v is not None}
+                wanted.update((v, None) for _, _, inputs in self._nested
+                              for v in jax.tree_util.tree_leaves(inputs) if _i.is_variable(v))
+                program = traced.jaxpr if self.recorded_jaxpr is None else self.recorded_jaxpr
+                self.recorded_jaxpr = None
+                self.values = stage_values(_JIT_STAGE, program, leaves, wanted=wanted)
+                self.nested = {key: tuple(_replayed(wanted.get(v)) for v in found)
+                               for key, found in self.leaf_vars.items()}
+                self.leaf_vars = {}
+                self._nested = [(expr, spec, _valued(inputs, wanted))
+                                for expr, spec, inputs in self._nested]
         except Exception as e:  # a fault of ours: noted on the call (apply)
             self.fault = e
+
+    def _evaluated(self, call: Call, later: tuple, copies: Any) -> tuple:
+        """The call's stages evaluated on the copies, and the stages of each transformation
+        inside it on its inputs' values in the jit's evaluation (where all were found)."""
+        kept, spec = later
+        nested, self._nested = self._nested, []
+        by_function = {expr: (inner, live) for expr, inner, live in nested}
+        found = {v.stage: v for v in call_values(kept, call.stages, copies, spec)}
+        for expr, (inner, live) in by_function.items():
+            if live is None:
+                continue
+            own = tuple(s for s in call.stages if stage_function(s.name) == expr)
+            found.update((v.stage, v) for v in call_values(kept, own, live, inner, function=expr))
+        return tuple(found.values())
 
     def _all_values(self, call: Call, stage: str) -> tuple:
         """The stages' values, in the call's order of stages; the jit's own jaxpr's (JAX's
@@ -180,15 +258,12 @@ class JitReplay:
 
     def apply(self, call: Call) -> Call:
         """The call with its output trees' traced leaves given the replayed results."""
-        # the jit's own jaxpr stage, or the program it holds (jit(grad(f)): grad(f))
-        jaxprs = [s.name for s in call.stages if s.jaxpr is not None]
-        stage = next((n for n in jaxprs if n.startswith("jit(")),
-                     jaxprs[-1] if jaxprs else _JIT_STAGE)
+        stage = _jits_own_stage(call)
         later, self._stages = self._stages, None
         copies, self._copies = self._copies, None
         if self.values is not None:
             if later is not None:
-                self.stage_values = call_values(later[0], call.stages, copies, later[1])
+                self.stage_values = self._evaluated(call, later, copies)
             call = dataclasses.replace(call, values=self._all_values(call, stage))
         elif later is not None:  # values wanted, none made: why, per stage
             why = self.reason or "the jit's results were not replayed"
@@ -214,8 +289,11 @@ class JitReplay:
         filled = {id(outputs[0]): _filled(outputs[0], results)}
         for tree in call.trees:
             links = self.leaf_links.get((tree.role, tree.name))
+            nested = self.nested.get((tree.role, tree.name))
             if links is not None and tree is not outputs[0]:
                 filled[id(tree)] = _filled(tree, tuple(results[i] for i in links))
+            elif nested is not None:
+                filled[id(tree)] = _filled(tree, nested)
         trees = tuple(filled.get(id(t), t) for t in call.trees)
         pairs = tuple(dataclasses.replace(p, left=filled.get(id(p.left), p.left),
                                           right=filled.get(id(p.right), p.right))

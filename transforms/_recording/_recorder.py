@@ -63,27 +63,30 @@ class SessionRecorder:
         self._next_index = 0  # what next_index says (the compile log's guess, in threads too)
         self._bound = StepBound(self.session, max_steps) if max_steps is not None else None
         self.stages = _SharedStages()
-        # A vjp call's PendingStages, handed to the pullback it returns (_returned), by call index
-        self._handed: dict[int, Any] = {}
+        # What a vjp or linearize call hands the function it returns (_returned), by (call
+        # index, what): "stages", its PendingStages; "values", its Forward (values=True)
+        self._handed: dict[tuple[int, str], Any] = {}
         # Jaxpr records and jit step summaries by jaxpr object, while it lives (JAX
         # reuses the jaxprs of jnp functions, and the ones its rules make of them, across
         # calls and sessions; their constants are the user's arrays).
         self.summaries = shared_summaries(detail == "full")
         # The jit traces this block has run (weakly: a jaxpr holds the user's constants)
-        # and the (entry, input avals) it traced, and so recorded (transforms.jit's
-        # see_trace): a trace JAX cached before the block is recorded on its first run.
+        # and the (entry, input avals, rest of the key: trace_signature) it traced, and so recorded
+        # (transforms.jit's see_trace): a trace JAX cached before the block is recorded on
+        # its first run.
         self._jit_traces_run: weakref.WeakSet = weakref.WeakSet()
-        self._jit_traces_recorded: set[tuple[int, tuple]] = set()
+        self._jit_traces_recorded: set[tuple[int, tuple, tuple]] = set()
 
-    def note_jit_traced(self, entry: Any, avals: tuple) -> None:
-        self._jit_traces_recorded.add((id(entry), avals))
+    def note_jit_traced(self, entry: Any, avals: tuple, signature: tuple) -> None:
+        self._jit_traces_recorded.add((id(entry), avals, signature))
 
-    def first_run_of(self, entry: Any, jaxpr: Any, avals: tuple) -> tuple[bool, bool]:
+    def first_run_of(self, entry: Any, jaxpr: Any, avals: tuple,
+                     signature: tuple) -> tuple[bool, bool]:
         """(first run of this jit trace in the block, traced in the block already)."""
         if jaxpr in self._jit_traces_run:
             return False, True
         self._jit_traces_run.add(jaxpr)
-        return True, (id(entry), avals) in self._jit_traces_recorded
+        return True, (id(entry), avals, signature) in self._jit_traces_recorded
 
     def forget_jit_traces(self) -> None:
         self._jit_traces_run.clear()
@@ -157,12 +160,13 @@ class SessionRecorder:
         position = _position_of(calls, index)
         return calls[position] if position is not None else None
 
-    def hand_over(self, index: int, pending: Any) -> None:
-        self._handed[index] = pending
+    def hand_over(self, index: int, thing: Any, what: str = "stages") -> None:
+        self._handed[index, what] = thing
 
-    def take_handed(self, index: int) -> Any:
-        """The PendingStages call `index` made for its pullback (None: none), no longer held here."""
-        return self._handed.pop(index, None)
+    def take_handed(self, index: int, what: str = "stages") -> Any:
+        """What call `index` made for the function it returned (None: nothing), no longer
+        held here."""
+        return self._handed.pop((index, what), None)
 
     def completed(self, old: tuple, new: tuple, key: Any) -> None:
         """A pullback's rules completed a signature's stages: every call holding them takes

@@ -4,7 +4,10 @@ call's inputs (under vmap, `f` and the programs inside it take one example: the 
 `linearize(f)` takes the differentiated arguments; grad's backward pass takes the cotangent
 1.0 and, as its consts, the residuals its forward pass computed (that forward pass evaluated
 first, on the same inputs). `jvp(f)` and `linear(f)` take tangents, which no call of a
-reverse-mode kind gives.
+reverse-mode kind gives, but the functions vjp and linearize return do: a pullback's call
+(`vjp_backward`) evaluates `transpose(linear(f))` at its cotangent, a pushforward's
+(`linearize_jvp`) `linear(f)` and `jvp(f)` at its tangents, their residuals computed from host
+copies of the forward call's inputs (`Forward`, kept with the returned function only).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from .. import _jax as _i, _stages
 from .._capture import chain_of
 from ..model import stage_function
 
-__all__ = ["Inputs", "StageInputs"]
+__all__ = ["Forward", "Inputs", "Pulled", "StageInputs", "host_copies"]
 
 # Kinds whose backward pass starts from the cotangent 1.0 (their function returns a scalar).
 _SEEDED_WITH_ONE = ("grad", "value_and_grad")
@@ -34,24 +37,59 @@ class Inputs:
     note: str = ""
 
 
-class StageInputs:
-    """The inputs of each stage of one call, derived from its live (args, kwargs)."""
+@dataclass(frozen=True)
+class Forward:
+    """What a vjp or linearize call hands the function it returns, under record(values=True):
+    its stages' jaxprs and host copies of its (args, kwargs), for the returned function's
+    own calls to evaluate their stages at."""
+    index: int   # the forward call's
+    kept: dict   # its stages' live jaxprs, by stage name
+    live: Any    # host copies of its (args, kwargs)
+    spec: Any
+    roles: dict  # stage name by role, for stages named after the function
 
-    def __init__(self, kept: dict, live: Any, spec: Any):
+
+@dataclass(frozen=True)
+class Pulled:
+    """A returned function's call: its kind (vjp_backward, linearize_jvp), the leaves of what
+    it was given (a cotangent, or tangents) and the forward call it belongs to."""
+    kind: str
+    given: list
+    forward: int
+
+
+def host_copies(live: Any) -> Any:
+    """(args, kwargs) with each array leaf copied to the host: nothing of the user's kept."""
+    return jax.tree_util.tree_map(
+        lambda x: np.array(x, copy=True) if isinstance(x, (jax.Array, np.ndarray)) else x,
+        live)
+
+
+class StageInputs:
+    """The inputs of each stage of one call, derived from its live (args, kwargs); for a
+    returned function's call (`pulled`), from its forward call's and what it was given."""
+
+    def __init__(self, kept: dict, live: Any, spec: Any, pulled: Pulled | None = None,
+                 roles: dict | None = None, function: str = "f"):
         self.kept, self.live = kept, live
+        self.function = function  # whose stages these inputs are for
+        self.pulled, self.roles = pulled, roles or {}
         self.chain = chain_of(spec) if spec is not None else []
         ad = next((s for s in self.chain if s.entry.ad_stages), None)
         self.ad_spec = ad
         self.kind = ad.kind if ad is not None else ""
+        self.call_kind = spec.kind if spec is not None else ""
         # the point the differentiated function is called at, and how it was derived
         self.point, self.point_note, self.point_why = self._inner_point()
 
     def of(self, stage: Any, closed: Any) -> Inputs:
-        if stage_function(stage.name) != "f":
+        if stage_function(stage.name) != self.function:
             return Inputs(why="a transformation called inside the call: its inputs are "
                               "values the call computed, which are not kept")
         if self.live is None:
             return Inputs(why="the call's inputs were not kept")
+        if self.pulled is not None:
+            return self._given(stage, closed, self.pulled)
         role = stage.role
         if role in ("f", "transformed"):
             return self._own(closed)
@@ -68,6 +106,10 @@ class StageInputs:
         whole = _arguments(self.live, closed)
         if whole is not None and _fits(whole, closed):
             return Inputs(whole)
+        if self.call_kind == "jvp":  # f takes the primals, jvp(f) primals and tangents
+            primals = _arguments((self.live[0][0], {}), closed)
+            if primals is not None and _fits(primals, closed):
+                return Inputs(primals, note="at the primals")
         if self.point is not None and self.point_note:
             one = _arguments(self.point, closed)
             if one is not None and _fits(one, closed):
@@ -120,33 +162,56 @@ class StageInputs:
         if len(types) != 1 or types[0][0] != ():
             return Inputs(why="it takes more than the cotangent of one scalar")
         cotangent = [np.ones((), dtype=types[0][1])]
-        consts = list(_i.consts_of(closed))
-        if any(_i.staged_var(c) is not None for c in consts):
-            resolved = self._residuals(stage, consts)
-            if isinstance(resolved, str):
-                return Inputs(why=resolved)
-            consts = resolved
+        consts = self._residuals(stage, closed)
+        if isinstance(consts, str):
+            return Inputs(why=consts)
         return Inputs(cotangent, consts, note=", ".join(
             x for x in ("at the cotangent 1.0, as grad pulls back", self.point_note) if x))
 
-    def _residuals(self, stage: Any, consts: list) -> list | str:
-        """The backward pass's consts, as its forward pass computed them at the primals."""
-        forward = self.kept.get(_stages.forward_name(stage.name))
-        primals = self._primals(forward) if forward is not None else None
-        if primals is None:
-            return "its residuals come from a forward pass that takes more than the " \
-                   "call's arguments (values closed over from an enclosing trace)"
-        env = _i.values_by_var(forward, [np.asarray(a) for a in primals])
-        out = []
-        for c in consts:
-            var = _i.staged_var(c)
-            if var is None:
-                out.append(c)
-            elif var in env:
-                out.append(env[var])
-            else:
-                return "a residual is not a value of its forward pass"
-        return out
+    def _residuals(self, stage: Any, closed: Any) -> list | str:
+        """A linear stage's consts, those that are values of another trace as its forward
+        pass computed them at the primals: the forward kept for it (a backward pass's), else
+        the linearization that staged it; or why not."""
+        consts = list(_i.consts_of(closed))
+        if all(_i.staged_var(c) is None for c in consts):
+            return consts
+        names = (_stages.forward_name(stage.name), self.roles.get("linearized"),
+                 self.roles.get("transformed"))
+        forwards = [self.kept[n] for n in names if n is not None and n in self.kept]
+        if not forwards:
+            return "its residuals' forward pass was not kept"
+        why = "a residual is not a value of its forward pass"
+        for forward in forwards:
+            primals = self._primals(forward)
+            if primals is None:
+                why = ("its residuals come from a forward pass that takes more than the "
+                       "call's arguments (values closed over from an enclosing trace)")
+                continue
+            env = _i.values_by_var(forward, [np.asarray(a) for a in primals])
+            if all(_i.staged_var(c) is None or _i.staged_var(c) in env for c in consts):
+                return [c if _i.staged_var(c) is None else env[_i.staged_var(c)]
+                        for c in consts]
+        return why
+
+    # -- a returned function's call: its cotangent or tangents, its forward's residuals ---
+    def _given(self, stage: Any, closed: Any, pulled: Pulled) -> Inputs:
+        role, given = stage.role, pulled.given
+        what = "cotangent" if pulled.kind == "vjp_backward" else "tangents"
+        note = f"at the {what} this call was given, with call {pulled.forward}'s residuals"
+        if (pulled.kind, role) in (("vjp_backward", "transposed"), ("linearize_jvp", "linear")):
+            if not _fits(given, closed):
+                return Inputs(why=f"the {what} given do not have the types it takes")
+            consts = self._residuals(stage, closed)
+            if isinstance(consts, str):
+                return Inputs(why=consts)
+            return Inputs(given, consts, note=note)
+        if (pulled.kind, role) == ("linearize_jvp", "jvp"):
+            both = (jax.tree_util.tree_leaves(self.point[0]) if self.point else []) + given
+            if _fits(both, closed):
+                return Inputs(both, note=f"at call {pulled.forward}'s primals and the "
+                                         f"tangents this call was given")
+        return Inputs(why=f"a stage of call {pulled.forward}, the forward pass, evaluated "
+                          f"with it where its inputs were known")
 
     def _no_tangents(self) -> str:
         return _NO_TANGENTS.get(self.kind, f"a {self.kind or 'call'} gives it no tangents")

@@ -9,29 +9,34 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 
 from .. import _jax as _i
 from .._capture import recording_off, summarize_array
 from ..model import StageValues
-from ._stage_inputs import StageInputs
+from ._stage_inputs import Forward, Pulled, StageInputs, host_copies
 
-__all__ = ["VALUES_MAX_SIZE", "call_values", "stage_values"]
+__all__ = ["VALUES_MAX_SIZE", "Forward", "call_values", "forward_of", "returned_call_values",
+           "stage_values"]
 
 # record(values=True): equation outputs with more elements than this get no summary.
 VALUES_MAX_SIZE = 1_000_000
 
 
 def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_SIZE,
-                 note: str = "") -> StageValues:
-    """Each top-level equation of `closed` evaluated at args, its outputs summarised."""
+                 note: str = "", wanted: dict | None = None) -> StageValues:
+    """Each top-level equation of `closed` evaluated at args, its outputs summarised; the
+    variables in `wanted` (var: None) given their values as they are met."""
     outputs: list[tuple] = []
 
-    def visit(index: int, eqn: Any, inputs: list, results: list) -> None:
+    def summarized(index: int, eqn: Any, inputs: list, results: list) -> None:
         outputs.append(tuple(_summary(x, max_size) for x in results))
+    host = [np.asarray(a) for a in args]
+    visit = _i.watching_vars(closed, host, wanted, summarized) if wanted else summarized
     try:
         with recording_off():
-            _i.eval_equations(closed, [np.asarray(a) for a in args], visit)
+            _i.eval_equations(closed, host, visit)
     except Exception as e:  # in the record: the equations before it keep their values
         stopped = f"stopped at equation {len(outputs)}: {type(e).__name__}: {e}"
         return StageValues(name, tuple(outputs), note="; ".join(x for x in (note, stopped) if x))
@@ -39,10 +44,38 @@ def stage_values(name: str, closed: Any, args: list, max_size: int = VALUES_MAX_
 
 
 def call_values(kept: dict, stages: tuple, live: Any, spec: Any = None,
-                max_size: int = VALUES_MAX_SIZE) -> tuple[StageValues, ...]:
-    """The values of every jaxpr stage of the call; a stage whose inputs cannot be derived
-    from the call's gets a note saying why, and no values."""
-    inputs = StageInputs(kept, live, spec)
+                max_size: int = VALUES_MAX_SIZE, function: str = "f") -> tuple[StageValues, ...]:
+    """The values of every jaxpr stage of the call (of `function`'s stages, given its
+    inputs: a transformation called inside the call); a stage whose inputs cannot be
+    derived from the call's gets a note saying why, and no values."""
+    inputs = StageInputs(kept, live, spec, roles=roles_of(stages), function=function)
+    return _evaluated(inputs, kept, stages, max_size)
+
+
+def forward_of(index: int, kept: dict, stages: tuple, live: Any, spec: Any) -> Forward:
+    """What a vjp or linearize call keeps for the function it returns (host copies)."""
+    return Forward(index, kept, host_copies(live), spec, roles_of(stages))
+
+
+def returned_call_values(forward: Forward, kind: str, stages: tuple, live: Any,
+                         max_size: int = VALUES_MAX_SIZE) -> tuple[StageValues, ...]:
+    """A returned function's call (a pullback's, a pushforward's): its forward call's
+    stages evaluated at what it was given, where they take it."""
+    pulled = Pulled(kind, jax.tree_util.tree_leaves(live[0]), forward.index)
+    inputs = StageInputs(forward.kept, forward.live, forward.spec, pulled, forward.roles)
+    return _evaluated(inputs, forward.kept, stages, max_size)
+
+
+def roles_of(stages: tuple) -> dict[str, str]:
+    """The first stage's name of each role."""
+    roles: dict[str, str] = {}
+    for stage in stages:
+        roles.setdefault(stage.role, stage.name)
+    return roles
+
+
+def _evaluated(inputs: StageInputs, kept: dict, stages: tuple,
+               max_size: int) -> tuple[StageValues, ...]:
     found = []
     for stage in stages:
         if stage.jaxpr is None or not stage.available:

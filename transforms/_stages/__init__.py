@@ -7,6 +7,7 @@ from ._autodiff import differentiated as differentiated
 from ._chain import PendingStages as PendingStages, capture as capture, growth as growth
 from ._plan import (
     StagePlan as StagePlan,
+    Untraced as Untraced,
     abstract_point as abstract_point,
     concrete_shardings as concrete_shardings,
     mesh_context as mesh_context,

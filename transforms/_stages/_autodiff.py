@@ -162,6 +162,8 @@ class _Point:
             else:
                 seconds = time.perf_counter() - start - sum(s.seconds for s in inside.values())
                 first = built(labels["linearized"], closed, method, seconds)
+                # the linear map's consts are its values: kept as the map's forward pass
+                keep(forward_name(labels["linear"].name), closed)
         first = noted(first, notes)
         if concrete and first.available:
             inside["linear"] = stage_of(labels["linear"], linear_method, lambda: jax.make_jaxpr(

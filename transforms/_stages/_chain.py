@@ -213,6 +213,7 @@ def _capture_group(group: Group, plan: StagePlan, call_error: str, names: set) -
     f = chain[-1].fun
     named = named_f = function_name(f)
     expr = _unique(_short_name(named), names) if group.nested else "f"
+    group.expr = expr
     tape = group.tape
     tapes = [t for t in (tape, group.outer_tape) if t is not None] + plan.rules.tapes()
     sources = tuple(s for t in tapes for s in t.step_sources())

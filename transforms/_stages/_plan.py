@@ -35,6 +35,26 @@ def abstract_point(args: tuple, kwargs: dict, spec: Any = None) -> tuple[tuple, 
             {k: kwargs[k] if k in names else v for k, v in dynamic_kwargs.items()})
 
 
+class Untraced:
+    """A leaf traced by another transformation than the jit: no value of its trace."""
+
+
+def _as_variables(args: tuple, kwargs: dict) -> tuple | None:
+    """(args, kwargs) with each leaf traced by a jit as the variable it stands for (Untraced
+    where it is another transformation's tracer), arrays as host copies; None if no leaf is
+    a jit's variable."""
+    def leaf(x: Any) -> Any:
+        if isinstance(x, _i.Tracer):
+            var = _i.staged_var(x)
+            return var if var is not None else Untraced()
+        return np.array(x, copy=True) if isinstance(x, (jax.Array, np.ndarray)) else x
+    try:
+        found = jax.tree_util.tree_map(leaf, (args, kwargs))
+    except (TypeError, ValueError):  # a leaf that will not copy: no values for its stages
+        return None
+    return found if any(_i.is_variable(x) for x in jax.tree_util.tree_leaves(found)) else None
+
+
 def _static_positions(spec: Any, count: int) -> tuple[set[int], set[str]]:
     """The positions and names of a jit's static arguments (JAX's static_argnums, negative
     ones counted from the end, and static_argnames, each also naming the other by the
@@ -84,6 +104,10 @@ class Group:
     live: tuple | None = None  # the concrete (args, kwargs) of an eager call, until captured
     outer_tape: Tape | None = None  # what an eager call executed: its transformed program
     staged: StagedSteps | None = None  # a plain jit's: which step staged each equation
+    # A transformation called inside a jit: its (args, kwargs) as the variables of the jit's
+    # trace (other leaves as they were, arrays as host copies), and its stages' function name
+    inputs: tuple | None = None
+    expr: str = ""
 
 
 class StagePlan:
@@ -139,7 +163,7 @@ class StagePlan:
         except TypeError:  # an unhashable static value: keep every such call
             pass
         self._funs.append(spec)
-        group = Group(spec, point, nested=True)
+        group = Group(spec, point, nested=True, inputs=_as_variables(args, kwargs))
         self.groups.append(group)
         self._wait(group)
 
@@ -181,6 +205,12 @@ class StagePlan:
         except Exception:  # arguments that will not flatten: no such stage
             return None
         return self.main.outer_tape
+
+    def nested_inputs(self) -> list[tuple[str, Any, tuple]]:
+        """(stages' function name, spec, inputs as variables) of each transformation called
+        inside the call whose stages were captured (record(values=True) evaluates them)."""
+        return [(g.expr, g.spec, g.inputs) for g in self.groups
+                if g.nested and g.expr and g.inputs is not None]
 
     def release(self) -> None:
         for group in self.groups:

@@ -422,10 +422,15 @@ class RuleTapes:
             found = self._primal_part(entry, args)
             if found is not None:
                 return found
-        if tape is None:
+        if key is None:  # it may well have run: what it bound could not be kept
+            why = ("its function could not be told apart from others (a static argument "
+                   "of it that will not hash), so what it bound when it ran was not kept")
+        elif tape is None:
             self.not_run.add(kind)
-        why = _unusable(tape) if tape is not None else \
-            "it did not run at this call at these argument types" + _NOT_RUN_HINTS.get(kind, "")
+            why = "it did not run at this call at these argument types" + \
+                _NOT_RUN_HINTS.get(kind, "")
+        else:
+            why = _unusable(tape)
         raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
                          f"{why}, and stages never run the user's Python again")
 

@@ -54,6 +54,9 @@ class CallTrees:
         # a top-level jit's: its trees' leaves linked to its output's (leaf_links)
         self.jitted = transform == "jit"
         self.leaf_links: dict[tuple[str, str], tuple[int, ...]] = {}
+        # ... and a nested grad's trees' leaves, the variables of its trace they stand for
+        # (their values once the jit's jaxpr is evaluated: record(values=True))
+        self.leaf_vars: dict[tuple[str, str], tuple[Any, ...]] = {}
         transform, fun, options, self.depth = _trees_kind(transform, fun, options)
         self.transform = transform
         self.options = options
@@ -129,15 +132,22 @@ class CallTrees:
         if name in self.nested_seen:
             return
         self.nested_seen.add(name)
+        self.builder.leaf_vars = [] if self.jitted else None
         try:
             inputs = input_trees(transform, argument_names(fun, args), args, kwargs, self.builder)
             _, pairs = output_trees(transform, options, inputs, out, self.builder)
         except Exception as e:
             self.note_lost(f"describing the trees of {transform}({name})", e)
             return
+        finally:
+            made, self.builder.leaf_vars = dict(self.builder.leaf_vars or ()), None
         for pair in pairs:
             left = dataclasses.replace(pair.left, name=f"{name}: {pair.left.name}")
             right = dataclasses.replace(pair.right, name=f"{name}: {pair.right.name}")
+            for tree, renamed in ((pair.left, left), (pair.right, right)):
+                found = made.get((tree.role, tree.name))
+                if found and any(v is not None for v in found):
+                    self.leaf_vars[renamed.role, renamed.name] = tuple(found)
             self.outputs.extend((left, right))
             self.pairs.append(dataclasses.replace(pair, left=left, right=right,
                                                   title=f"{name}: {pair.title}"))

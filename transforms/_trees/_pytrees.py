@@ -15,6 +15,7 @@ import jax
 import numpy as np
 from jax import tree_util
 
+from .. import _jax as _i
 from .._capture import describe_concrete, leaf_facts
 from .._common import MAX_TEXT, BoundedCache, first_line, safe_repr as safe_text, safe_str
 from .._jax import Tracer
@@ -135,6 +136,8 @@ class TreeBuilder:
         # While not None: per tree built, ((role, name), its leaves' ids), so trees made of
         # the same objects (a jit's gradient inside its output) can be linked leaf by leaf.
         self.leaf_ids: list[tuple[tuple[str, str], list[int]]] | None = None
+        # ... and per tree, the variable of a jit's trace each leaf stands for (or None)
+        self.leaf_vars: list[tuple[tuple[str, str], list[Any]]] | None = None
 
     def build(self, obj: Any, role: str, name: str, argnum: int | None = None) -> TreeRecord:
         """The tree of `obj`; its structure is built once per PyTreeDef, then only leaves."""
@@ -142,6 +145,8 @@ class TreeBuilder:
             leaves, treedef = tree_util.tree_flatten(obj)
             if self.leaf_ids is not None:
                 self.leaf_ids.append(((role, name), [id(x) for x in leaves]))
+            if self.leaf_vars is not None:
+                self.leaf_vars.append(((role, name), [_i.staged_var(x) for x in leaves]))
             key = (treedef, self.max_nodes, self.max_depth)
             skeleton = _skeletons.get(key)
         except Exception:  # cyclic, too deep, a raising flatten, unhashable aux data

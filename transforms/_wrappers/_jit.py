@@ -25,17 +25,21 @@ tracing cache): a miss traces here, recorded by the entry; a hit is a trace JAX 
 before the block, traced once more for the recording only (see retracing_to_record),
 once per block. The call then runs on JAX's own caches: a block never makes JAX trace
 for the program, lower or compile what it had already (tests/transforms/test_compiles.py).
+Once the block has recorded every trace JAX can answer the jit's calls from (_TraceCount),
+its calls in the block are JAX's object itself too: a miss traces, and the entry records it.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import types
 import weakref
 from typing import Any, Callable
 
 from .. import _jax as _i
 from .._capture import (
+    ONLY_BLOCK,
     OPEN_BLOCKS,
     SINGLE_BLOCK,
     Options,
@@ -65,6 +69,7 @@ from .._recording import (
     record_failed_call,
     state,
     take_jit_values,
+    trace_signature,
     with_argument_values,
 )
 from .._trees import check_inputs, non_array_argument_error
@@ -89,11 +94,12 @@ class _JitEntry:
         self._fun: Callable[[], Any] = weakref.ref(fun)
         self._hash = hash(fun)
         self._traces = 0  # traces of f inside a block (see_trace: did .trace trace just now)
-        # The block every trace of this entry was made in (its recorder's serial), else
-        # _MIXED (a trace outside it, or JAX's cache held one already): a call in that
-        # block may go straight to JAX (Jitted.__call__), as every trace it can hit was
-        # recorded in it.
+        self._retraced_replay: Any = None  # the JitReplay of the call a retrace records
+        # The block (its recorder's serial) that has recorded every trace JAX can answer
+        # this entry's calls from, else _MIXED (None: JAX never traced it): a call in that
+        # block may go straight to JAX (Jitted.__call__). See _TraceCount.
         self.owner: object = None
+        self.count = _TraceCount()
         self._options = options
         self._kwargs = kwargs
         self._function_id = new_function_id()  # the function object, in compile keys
@@ -120,7 +126,7 @@ class _JitEntry:
     @property
     def __call__(self) -> Callable:
         if state.session is None and not retrace_refused():
-            self.owner = _MIXED  # traced outside any block: a block's call may hit it
+            self.traced_outside()  # a block's call may hit it
             return self._fun()
         # NB: made per trace, not kept: the entry holds nothing that holds it back.
         return bracket(self._open_trace)
@@ -142,9 +148,24 @@ class _JitEntry:
     def check_cache(self, jitted: Any) -> None:
         """Before a call (or .trace) in a block, of an entry that never traced: JAX's dispatch
         cache holding entries already (made before by another jitted object of the same
-        function) makes it _MIXED, so its calls take the path that records cached traces."""
+        function) makes it _MIXED for good, so its calls take the path that records cached
+        traces."""
         if self.owner is None and _i.jit_cache_size(jitted) != 0:
             self.owner = _MIXED
+            self.count.uncountable()
+
+    def traced_outside(self) -> None:
+        """JAX traced f for the program outside any block (or in a context recording nothing)."""
+        self.owner = _MIXED
+        self.count.traced()
+
+    def traced_in_block(self, serial: int) -> None:
+        """JAX traced f for the program in block `serial`, which records the trace."""
+        if self.owner is None or self.owner == serial:
+            self.owner = serial  # every trace JAX holds of it is recorded in that block
+        else:
+            self.owner = _MIXED
+        self.count.traced()
 
     def traced(self, traced: Any, traces: int, jitted: Any, args: tuple, kwargs: dict) -> None:
         """JAX's `.trace` answered (`traces`: the entry's count before it): retrace for the
@@ -153,12 +174,21 @@ class _JitEntry:
         if recorder is None:
             return
         jaxpr, avals = _i.trace_key(traced)
-        first_run, recorded = recorder.first_run_of(self, jaxpr, avals)
+        signature = trace_signature(self._fun(), self._kwargs, args, kwargs)
+        first_run, recorded = recorder.first_run_of(self, jaxpr, avals, signature)
+        if not first_run:
+            return
         # NB: traced just now is recorded too: a jaxpr's in_avals may hold more than the
         # arguments' (a leaked tracer becomes an input), so the avals alone can miss it.
-        if first_run and not recorded and self._traces == traces:
+        if not recorded and self._traces == traces:
+            self._retraced_replay = None
             with retracing_to_record():
-                jitted.trace(*args, **kwargs)
+                retraced = jitted.trace(*args, **kwargs)
+            replay, self._retraced_replay = self._retraced_replay, None
+            if replay is not None:  # the jaxpr whose variables the recording saw
+                replay.recorded_jaxpr = retraced.jaxpr
+        if self.count.recorded_in(recorder.serial, _i.jit_cache_size(jitted)):
+            self.owner = recorder.serial  # every trace JAX holds of f is recorded in the block
 
     def _open_trace(self, args: tuple, kwargs: dict | None) -> tuple:
         """JAX traces f (a miss of its cache): the trace recorded, as a Bracket's run (no
@@ -168,15 +198,13 @@ class _JitEntry:
         check_retrace(fun)  # stage capture reads JAX's cache: a miss must not run fun
         note_jit_traced()  # cached under this block's key: a later block must trace it again
         if state.session is None:
-            self.owner = _MIXED
+            self.traced_outside()
             return fun, args, kwargs, returned_as_is, raised_as_is
-        serial = state.session.serial
-        if retracing_now() or (self.owner is not None and self.owner != serial):
-            self.owner = _MIXED
-        elif self.owner is None:
-            self.owner = serial
+        if not retracing_now():  # NB: a retrace is the recording's: JAX's calls never hit it
+            self.traced_in_block(state.session.serial)
         self._traces += 1
-        state.session.note_jit_traced(self, _i.traced_avals(args, kwargs))
+        state.session.note_jit_traced(self, _i.traced_avals(args, kwargs),
+                                      trace_signature(fun, self._kwargs, args, kwargs))
         call = state.call
         if call is None:  # a top-level trace: JAX reports it, its cache key goes with it
             self._note_key(fun, args, kwargs)
@@ -189,6 +217,8 @@ class _JitEntry:
             call.trees.inputs = with_argument_values(call.trees.inputs, values)
             if values[2] is not None:  # small enough: its results replayed once traced
                 call.stages.replay = JitReplay(values[2], args, kwargs, state.session)
+                if retracing_now():  # JAX runs its own trace: the replay is told this one
+                    self._retraced_replay = call.stages.replay
         call.stages.plan(self.transform_spec())
         return open_call_level(call, fun, "jit", self._options, args, kwargs)
 
@@ -210,7 +240,56 @@ class _JitEntry:
 
 
 _NOT_SPECIFIED = object()
-_MIXED = "mixed"  # an entry traced in more than one block, or outside any
+_MIXED = "mixed"  # an entry whose traces no one block has all recorded
+
+
+class _TraceCount:
+    """How an entry traced before a block becomes JAX's own call in it (entry.owner).
+
+    JAX answers a jitted call from a trace of the entry made for the program: JAX calls
+    the entry for each one (in a block or not), so `made` counts every trace it can
+    answer from (a count too high only keeps calls on the recording path). In a block, each
+    distinct trace that a call (or .trace) ran is recorded on its first run there (see_trace)
+    and counted in `recorded`; when that reaches `made`, the block has recorded them all.
+    `recorded` never counts a trace twice (a trace's first run in the block) and only
+    traces `made` counts, so it reaching `made` means each was recorded; it counts too
+    few where a trace made in the block ran only on JAX's own call (while the block owned
+    the entry): that only keeps calls on the recording path. Counting for another block
+    starts again.
+    JAX shares its caches between jitted objects of functions that compare equal (the
+    entry == f): a dispatch cache holding more executables than `made` traces holds some
+    no count saw (jax.jit(f)'s), and the entry stays on the recording path.
+    NB: a lock: threads trace too, and a lost count could end recording too early.
+    """
+    __slots__ = ("made", "block", "recorded", "countable")
+
+    def __init__(self) -> None:
+        self.made = 0  # program traces of the entry, anywhere
+        self.block: int | None = None  # the block `recorded` counts for
+        self.recorded = 0  # distinct program traces run, so recorded, in that block
+        self.countable = True  # False: JAX's cache held what no count saw (check_cache)
+
+    def traced(self) -> None:
+        """JAX traced the entry for the program (in a block or not)."""
+        with _COUNT_LOCK:
+            self.made += 1
+
+    def recorded_in(self, serial: int, executables: int | None) -> bool:
+        """A trace's first run in block `serial` (recorded there now): has that block now
+        recorded every trace JAX can answer from? (`executables`: how many JAX's dispatch
+        cache holds for the entry, None: not known)"""
+        with _COUNT_LOCK:
+            if self.block != serial:
+                self.block, self.recorded = serial, 0
+            self.recorded += 1
+            return (self.countable and self.recorded == self.made and executables is not None
+                    and executables <= self.made)
+
+    def uncountable(self) -> None:
+        self.countable = False
+
+
+_COUNT_LOCK = threading.Lock()
 
 
 @_i.api_boundary
@@ -254,11 +333,12 @@ class Jitted:
     def __call__(self) -> Callable:
         if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
             return self._jitted
-        # Every trace JAX can answer this call from was made, and recorded, in this block:
-        # JAX's own call (a miss traces, and the entry records it). NB: only with one block
-        # open in this context (with several, which records depends on the frames: see_trace);
-        # with none here (open in another thread), nothing records in this one.
-        if SINGLE_BLOCK.get() == self._entry.owner:
+        # Every trace JAX can answer this call from is recorded in this block: JAX's own
+        # call (a miss traces, and the entry records it). NB: only with one block open in
+        # this context (with several, which records depends on the frames: see_trace); with
+        # none here (the one block is open in another thread), nothing records in this one.
+        owner = self._entry.owner
+        if ONLY_BLOCK[0] == owner or SINGLE_BLOCK.get() == owner:
             return self._jitted
         return self._in_block
 

@@ -50,6 +50,9 @@ class _Origin(NamedTuple):
     # Its stages waiting for a rule its pullback runs (_stages.PendingStages): held here only,
     # so they go when the pullback goes (emptied once it has run)
     pending: Any = None
+    # Under record(values=True), its stages' jaxprs and host copies of its inputs, for the
+    # returned function's calls to evaluate theirs (_recording.Forward); held here only
+    values: Any = None
 
 
 class _Recorded(NamedTuple):
@@ -72,7 +75,9 @@ def open_keeping_origin(kind: str, fun: Any, options: Options, run: Callable, pr
     def keeping_origin(out: Any, index: int) -> Any:
         # NB: by the call's own index: another thread's call may have finished since
         pending = session.take_handed(index)
-        wrap(out[1], _Origin(weakref.ref(session), index, _FunctionRef(fun), options, pending))
+        values = session.take_handed(index, "values")
+        wrap(out[1], _Origin(weakref.ref(session), index, _FunctionRef(fun), options, pending,
+                             values))
         return out
     return open_invoke(kind, fun, options, run, primals, kwargs, wrap=keeping_origin)
 
@@ -134,4 +139,5 @@ def _call_recorded(partial: _RecordingPartial, found: _Recorded, *args, **kwargs
     forward = _forward_index(origin)
     pending = origin.pending if forward is not None else None
     return invoke(found.kind, origin.fun.get(), origin.options, run, args[num_consts:], kwargs,
-                  forward=forward, late=pending if pending is not None and pending.open else None)
+                  forward=forward, late=pending if pending is not None and pending.open else None,
+                  forward_values=origin.values if forward is not None else None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ._compile_reasons import (
     REASON_KINDS as REASON_KINDS,
     ReasonKind as ReasonKind,
+    compile_reasons as compile_reasons,
     explain as explain,
     hint as hint,
     jax_says as jax_says,

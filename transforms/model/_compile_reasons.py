@@ -11,8 +11,8 @@ from typing import NamedTuple, Sequence
 
 from ._compile_records import CompileKey, CompileRecord, KeyLeaf, MissReason
 
-__all__ = ["REASON_KINDS", "ReasonKind", "explain", "hint", "jax_says", "miss_reasons",
-           "same_function"]
+__all__ = ["REASON_KINDS", "ReasonKind", "compile_reasons", "explain", "hint", "jax_says",
+           "miss_reasons", "same_function"]
 
 
 class ReasonKind(NamedTuple):
@@ -75,6 +75,16 @@ REASON_KINDS: dict[str, ReasonKind] = {
         "a JAX setting changed", "JAX setting `{subject}` {before} -> {after}",
         "keep JAX's settings (x64, default device, mesh) the same while calling it",
         "tracing context doesn't match, e.g. due to config or context manager"),
+    "placement": ReasonKind(
+        "an argument moved to another device",
+        "compiled again, not traced: `{subject}` was on {before} and is now on {after}",
+        "put the arguments on the same device every call (jax.device_put once, before "
+        "the loop), or leave them uncommitted"),
+    "compiled_again": ReasonKind(
+        "compiled again, not traced",
+        "compiled again without tracing again: the same trace, for other argument "
+        "placements, donation or compiler options (or after JAX's caches were cleared)",
+        "call it the same way each time: the same devices, donate_argnums and options"),
     "same_key": ReasonKind(
         "traced again with the same key",
         "traced again with the key of an earlier trace (JAX's cache was cleared, or "
@@ -135,6 +145,32 @@ def miss_reasons(earlier: Sequence[CompileRecord], record: CompileRecord) -> tup
     # the fewest differences; of equals, the latest
     found = min((key_differences(k, key) for k in reversed(same_object)), key=len)
     return found or (MissReason("same_key"),)
+
+
+def compile_reasons(earlier: Sequence[CompileRecord],
+                    record: CompileRecord) -> tuple[MissReason, ...]:
+    """Why a function already compiled was compiled again without a new trace: against the
+    latest earlier compile of it whose placements are known, each argument that moved; else
+    that the same trace compiled again. () for the function's first compile."""
+    before = [e for e in earlier if e.compiled and same_function(e, record)]
+    if not before:
+        return ()
+    known = [e for e in before if len(e.placements) == len(record.placements)
+             and record.placements]
+    if known:
+        names = _argument_names(record)
+        moved = tuple(MissReason("placement", names[i] if i < len(names) else f"argument {i}",
+                                 old, new)
+                      for i, (old, new) in enumerate(zip(known[-1].placements,
+                                                         record.placements)) if old != new)
+        if moved:
+            return moved
+    return (MissReason("compiled_again", record.function),)
+
+
+def _argument_names(record: CompileRecord) -> list[str]:
+    """The dynamic arguments' leaves by name, in the order JAX passes them (its key's)."""
+    return [leaf.path for leaf in record.key.leaves] if record.key is not None else []
 
 
 def key_differences(old: CompileKey, new: CompileKey) -> tuple[MissReason, ...]:

@@ -77,6 +77,9 @@ class CompileRecord:
     reasons: tuple[MissReason, ...] = ()  # why it missed; () for a function's first trace
     number: int = 0           # how many traces of the same function came before it
     call_index: int | None = None  # the recorded call this trace became, when it did
+    # Where each dynamic argument sat for its compilation (`cpu:1`, `uncommitted`, "" for a
+    # Python scalar), when JAX compiled it for a call; () when not known
+    placements: tuple[str, ...] = ()
 
     @property
     def seconds(self) -> float:

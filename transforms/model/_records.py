@@ -265,6 +265,10 @@ class Level:
     trace_type: str           # JAX's Trace class recorded under, e.g. BatchTrace
     function: str = ""
     options: tuple[tuple[str, str], ...] = ()
+    # A custom rule's level whose body ran once inside another level opened for that same
+    # run (a custom call forwarded by one trace to the trace below it is wrapped by both):
+    # the index of the level holding its steps. None for a level that holds its own.
+    ran_as: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -268,26 +268,40 @@ def _doc(cls: type) -> str:
 
 
 def _field_comments(cls: type) -> dict[str, str]:
-    """Trailing `# ...` comments on the field lines of the class body: the field's meaning."""
+    """The `# ...` comments of the field lines of the class body: the field's meaning. A
+    comment trails its field (and goes on, indented deeper, on the lines below it), or
+    stands on the lines above it, at the field's indentation."""
     try:
         source = inspect.getsource(cls)
     except (OSError, TypeError):
         return {}
     comments: dict[str, str] = {}
     last = None
+    above: list[str | None] = []  # comment lines at the fields' indentation: the next
+    # field's ([None] while in an "NB:" note)
     for line in source.splitlines()[1:]:
         m = re.match(r"\s{4}(\w+)\s*:\s*[^#]*?(?:#\s*(.*))?$", line)
         if m and not line.strip().startswith(("def ", "@", "return")):
             last = m.group(1)
             text = re.sub(r"^type:\s*ignore(\[[^\]]*\])?\s*", "", m.group(2) or "").strip()
-            if text:  # a type checker's pragma is not the field's meaning
+            # a type checker's pragma is not the field's meaning
+            text = " ".join([a for a in above if a is not None] + ([text] if text else []))
+            above = []
+            if text:
                 comments[last] = text
             continue
+        leading = re.match(r"\s{4}#\s*(.*)$", line)
+        if leading:  # an "NB:" note (to the reader of the code, to its end) is not a meaning
+            text = leading.group(1).strip()
+            note = text.startswith("NB:") or (above[:1] == [None])
+            above = [None] if note else above + [text]
+            last = None
+            continue
         cont = re.match(r"\s+#\s*(.*)$", line)
-        if cont and last in comments:  # a comment continued on the next line
+        if cont and last in comments:  # a trailing comment continued on the next line
             comments[last] += " " + cont.group(1).strip()
         else:
-            last = None
+            last, above = None, []
     return comments
 
 

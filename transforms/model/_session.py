@@ -68,6 +68,7 @@ class ProcessRecord:
     metadata: tuple[tuple[str, str], ...] = ()
     jax_version: str = ""
     python_version: str = ""
+    compiles: tuple[CompileRecord, ...] = ()  # its jits' traces and compiles (Session.compiles)
 
     @property
     def step_count(self) -> int:

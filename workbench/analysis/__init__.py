@@ -18,6 +18,8 @@ from ._call_label import (
     TRANSFORMATIONS as TRANSFORMATIONS,
     call_label as call_label,
     composition as composition,
+    level_note as level_note,
+    level_title as level_title,
 )
 from ._compiles import (
     CompileChange as CompileChange,

@@ -45,6 +45,25 @@ def call_label(call: Call, safe: Callable[[str], str] = str) -> str:
     return label
 
 
+def level_title(call: Call, level: Level, safe: Callable[[str], str] = str) -> str:
+    """A level as readers list it: its label, and the function it traces where that is not
+    the call's own: `jit#1/jit#2 (tree_bias_correction)`, `jit#2/while_body#3 (body)`,
+    `custom_jvp_rule#3 (_root_jvp)`; `jit#1` for the call's jit(step)."""
+    named = f" ({safe(level.function)})" if level.function and level.function != call.function \
+        else ""
+    return f"{safe(level.label)}{named}"
+
+
+def level_note(call: Call, level: Level, safe: Callable[[str], str] = str) -> str:
+    """Why a level holds no step of its own, where the recording says: "" otherwise."""
+    if level.ran_as is None:
+        return ""
+    inner = next((lv for lv in call.levels if lv.index == level.ran_as), None)
+    where = safe(inner.label) if inner is not None else f"level {level.ran_as}"
+    return (f"its run's steps are at {where}: one run of {safe(level.function) or 'the rule'}, "
+            f"wrapped by two traces")
+
+
 def _transformation_above(level: Level, by_index: dict[int, Level]) -> Level | None:
     """The nearest transformation level `level` is nested in, or None."""
     seen = {level.index}

@@ -39,6 +39,12 @@ class CompileGroup:
         return sum(r.is_miss for r in self.records) if not self.internal else 0
 
     @property
+    def recompiles(self) -> int:
+        """Compiles of a trace already compiled (an argument moved to another device)."""
+        return sum(1 for r in self.records if r.compiled and not r.traced and r.reasons) \
+            if not self.internal else 0
+
+    @property
     def seconds(self) -> float:
         return sum(r.seconds for r in self.records)
 
@@ -65,6 +71,18 @@ class CompileTotals:
     retraces: int
     seconds: float
     functions: int
+    recompiles: int = 0  # compiled again without a new trace
+
+    def again(self) -> str:
+        """`traced again N times` (and `, compiled again M times without a new trace`)."""
+        said = f"traced again {_times(self.retraces)}"
+        if self.recompiles:
+            said += f", compiled again {_times(self.recompiles)} without a new trace"
+        return said
+
+
+def _times(n: int) -> str:
+    return f"{n} time" if n == 1 else f"{n} times"
 
 
 def compile_groups(session: Session) -> list[CompileGroup]:
@@ -90,7 +108,7 @@ def compile_totals(groups: Iterable[CompileGroup]) -> CompileTotals:
     groups = list(groups)
     return CompileTotals(sum(g.traces for g in groups), sum(g.compiles for g in groups),
                          sum(g.retraces for g in groups), sum(g.seconds for g in groups),
-                         len(groups))
+                         len(groups), sum(g.recompiles for g in groups))
 
 
 @dataclass(frozen=True)

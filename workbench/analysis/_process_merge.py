@@ -49,7 +49,8 @@ def process_session(session: Session, index: int) -> Session:
             return Session(calls=list(p.calls), jax_version=p.jax_version or session.jax_version,
                            python_version=p.python_version or session.python_version,
                            schema_version=session.schema_version, title=p.title,
-                           metadata=dict(p.metadata), process=p.info)
+                           metadata=dict(p.metadata), process=p.info,
+                           compiles=list(p.compiles))
     known = ", ".join(str(p.info.index) for p in session.processes) or "none: not a merged run"
     raise ValueError(f"no process {index} in this run (its processes: {known})")
 
@@ -80,7 +81,7 @@ def merge(sessions: Sequence[Session], title: str = "",
                              f"it was not recorded in a jax.distributed process")
         records.append(ProcessRecord(s.process, tuple(s.calls), s.title,
                                      tuple(sorted(s.metadata.items())), s.jax_version,
-                                     s.python_version))
+                                     s.python_version, tuple(s.compiles)))
     records.sort(key=lambda r: r.info.index)
     indices = [r.info.index for r in records]
     if len(set(indices)) != len(indices):

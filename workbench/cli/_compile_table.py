@@ -22,7 +22,7 @@ def compile_lines(session: Session) -> list[str]:
     totals = compile_totals(groups)
     lines = [f"jit compiles: {plural(totals.traces, 'trace')}, "
              f"{plural(totals.compiles, 'compile')}, {totals.seconds:.2f} s; "
-             f"your jitted functions traced again {plural(totals.retraces, 'time')}"]
+             f"your jitted functions {totals.again()}"]
     rows = [(_t(_label(g.function, g.internal)), _t(short_place(g.location)), str(g.traces),
              str(g.compiles), f"{g.seconds:.2f}") for g in groups]
     widths = [min(40, max(len(h), *(len(r[i]) for r in rows))) for i, h in enumerate(_HEAD)]

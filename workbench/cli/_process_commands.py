@@ -83,6 +83,7 @@ def show_processes(session: Session, args: argparse.Namespace,
                    error: Callable[[str], None]) -> int:
     """`workbench show RUN.json`: the processes, their devices, then each one's calls."""
     from .._safe_text import terminal
+    from ._compile_table import compile_lines
     from ._summary import summarize_call
 
     def say(text: str = "") -> None:  # every line made terminal-safe
@@ -119,6 +120,9 @@ def show_processes(session: Session, args: argparse.Namespace,
         for call in calls:
             say("\n".join("  " + line for line in summarize_call(call, with_steps=args.steps,
                                                                    expand=args.expand)))
+        compiles = compile_lines(view) if args.call is None else []
+        if compiles:  # this process's jits: what it traced and compiled
+            say("\n".join("  " + line for line in compiles))
     return EXIT_OK
 
 

@@ -8,7 +8,15 @@ from transforms.model import Call, Step, level_rows
 
 from .._safe_text import first_line as _first_line, terminal as _t
 from .._words import plural
-from ..analysis import call_label, no_stages_reason, phased, steps_by_level, values_text
+from ..analysis import (
+    call_label,
+    level_note,
+    level_title,
+    no_stages_reason,
+    phased,
+    steps_by_level,
+    values_text,
+)
 from ..render.stages import eqn_text
 
 __all__ = ["MAX_INDENT", "stage_lines", "summarize_call"]
@@ -70,8 +78,9 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         depth = base + row.depth
         steps = [call.steps[p] for p in by_level.get(level.index, ())]
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
-        lines.append(f"  {_indent(depth)}{_t(level.label)}  {_t(level.trace_type)}  "
-                     f"{plural(len(steps), 'step')}{repeats}")
+        note = level_note(call, level, _t)
+        lines.append(f"  {_indent(depth)}{level_title(call, level, _t)}  {_t(level.trace_type)}"
+                     f"  {plural(len(steps), 'step')}{repeats}{f' ({note})' if note else ''}")
         if with_steps:
             lines.extend(_step_lines(steps, depth, with_phase))
     lines.extend(value_lines(call))
@@ -112,12 +121,17 @@ def value_lines(call: Call) -> list[str]:
 
 def equation_value_lines(call: Call, each: bool) -> list[str]:
     """record(values=True): the stages evaluated after the call; with `each` (`--steps`),
-    every equation with its outputs' values."""
-    lines = []
+    every equation with its outputs' values. Stages not evaluated for one reason share a
+    line, where the first of them was."""
+    lines: list[str | list[str]] = []
+    unevaluated: dict[str, list[str]] = {}  # why: its stages (a list placed in `lines`)
     for values in call.values:
         stage = next((s for s in call.stages if s.name == values.stage), None)
-        if not values.outputs:  # not evaluated: why
-            lines.append(f"  values of {_t(values.stage)}: {_t(values.note) or 'none'}")
+        if not values.outputs:  # not evaluated
+            if values.note not in unevaluated:
+                unevaluated[values.note] = []
+                lines.append(unevaluated[values.note])
+            unevaluated[values.note].append(values.stage)
             continue
         note = f" ({_t(values.note)})" if values.note else ""
         lines.append(f"  values of {_t(values.stage)}: {len(values.outputs)} equations{note}")
@@ -125,7 +139,13 @@ def equation_value_lines(call: Call, each: bool) -> list[str]:
             continue
         for i, (eqn, outs) in enumerate(zip(stage.eqns, values.outputs)):
             lines.append(f"    {i} {_t(eqn_text(eqn))} = {_clip(_t(values_text(outs)))}")
-    return lines
+    why = {id(stages): note for note, stages in unevaluated.items()}
+    return [line if isinstance(line, str) else
+            f"{_unevaluated_line(line)}: {_t(why[id(line)]) or 'none'}" for line in lines]
+
+
+def _unevaluated_line(stages: list[str]) -> str:
+    return f"  values of {', '.join(_t(s) for s in stages)}"
 
 
 def _clip(text: str, width: int = 160) -> str:

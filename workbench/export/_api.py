@@ -2,12 +2,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from transforms.model import Call, Session, SessionLoadError, Stage, default_pair, stage_groups, whole_program
+from transforms.model import (
+    Call,
+    Session,
+    SessionLoadError,
+    Stage,
+    default_pair,
+    stage_function,
+    stage_groups,
+    whole_program,
+)
 
 from .. import _safe_text as safe_text
 from ..analysis import function_program, load_run, no_stages_reason, owners, process_session
@@ -24,6 +34,7 @@ from .graphviz import (
 )
 
 VIEWS = ("jaxpr", "stages", "tower", "pytree", "devices")
+TRANSFORMED = "transformed"  # the role of a function's whole transformed program
 
 
 def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int | None = None,
@@ -42,6 +53,10 @@ def collect(session: Session | str | os.PathLike, view: str = "jaxpr", call: int
         drawn = _collect_view(found, view, stage, stage_b, options, session)
     except CollectError as e:
         raise ExportError(str(e)) from None
+    if view == "jaxpr" and stage is None:
+        drawn = _say_substitute(drawn, found, default_stage(found))
+    elif view == "stages" and stage is None and stage_b is None:
+        drawn = _say_substitute(drawn, found, _stage_pair(found, None, None)[1])
     cap = options.max_nodes
     if cap is not None and len(drawn.nodes) > cap:  # a promise: never more than asked
         hint = " (--focus draws a neighbourhood: use a smaller --radius)" \
@@ -86,6 +101,8 @@ def graph(session: Session | str | os.PathLike, view: str = "jaxpr", call: int |
                            max_nodes=max_nodes, focus=focus, radius=radius,
                            edge_labels=edge_labels)
     drawn = collect(session, view, call, stage, stage_b, options, process)
+    if drawn.stage_note and not quiet:
+        print(f"workbench graph: note: {safe_text.terminal(drawn.stage_note)}", file=sys.stderr)
     return write_graph(drawn, out, force=force, timeout=timeout, quiet=quiet)
 
 
@@ -136,6 +153,36 @@ def default_stage(call: Call) -> Stage:
         raise ExportError(f"call {call.index} has no stage with a jaxpr"
                           + (f" ({_short(reasons)})" if reasons else ""))
     return call.stages[whole_program(call.stages, groups[0])]
+
+
+def outermost_stage(call: Call) -> Stage | None:
+    """The call's own whole transformed program (`vmap(grad(f))`, else `f`), whether or not
+    it was captured: what the graph draws by default when it is available."""
+    own = [s for s in call.stages if stage_function(s.name) == "f" and s.role in ("f", TRANSFORMED)]
+    return next((s for s in reversed(own) if s.role == TRANSFORMED), own[-1] if own else None)
+
+
+def substitute_note(call: Call, drawn: Stage) -> str:
+    """Why the default graph of `call` draws `drawn`, when it is not the call's outermost
+    stage (that one was not captured): "" when it is."""
+    wanted = outermost_stage(call)
+    if wanted is None or wanted is drawn or wanted.available:
+        return ""
+    reason = (wanted.reason or "unavailable").splitlines()[0]
+    return (f"drew stage {drawn.name} of call {call.index}: its outermost stage {wanted.name} is "
+            f"unavailable ({_short(reason, 200)}); --stage NAME draws another")
+
+
+def _say_substitute(drawn: Graph, call: Call, stage: Stage) -> Graph:
+    """`drawn` (of `stage`, chosen by default) saying so when it stands for the call's
+    outermost stage, which was not captured."""
+    note = substitute_note(call, stage)
+    if not note:
+        return drawn
+    wanted = outermost_stage(call)
+    assert wanted is not None  # a note names it
+    return dataclasses.replace(drawn, title=f"{drawn.title}, in place of {wanted.name} "
+                               f"(unavailable)", notes=(note, *drawn.notes), stage_note=note)
 
 
 def find_stage(call: Call, name: str | None) -> Stage:
@@ -206,7 +253,9 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--collapse", action="store_true",
                         help="draw control-flow and inner-jit bodies as one node each")
     parser.add_argument("--expand", action="store_true",
-                        help="with --view stages: draw the bodies too")
+                        help="draw every body: with --view jaxpr however large (by default "
+                             "bodies are drawn only as deep as keeps the graph quick to lay "
+                             "out, and its notes say so); with --view stages, the bodies too")
     parser.add_argument("--collapse-repeats", action="store_true",
                         help="draw repeated blocks of equations (unrolled loops) once")
     parser.add_argument("--max-nodes", type=int, metavar="N",

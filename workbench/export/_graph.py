@@ -54,6 +54,9 @@ class Graph:
     legend: tuple[str, ...] = ()  # origins/marks present, explained in the graph label
     same_rank: tuple[tuple[str, ...], ...] = ()  # nodes drawn side by side, in this order
     folding: Folding = field(default_factory=lambda: Folding())  # what max_nodes folded
+    # Why the stage drawn is not the one asked for by default (the call's outermost stage
+    # is unavailable): said on stderr and among the notes. "" when it is that stage.
+    stage_note: str = ""
 
     def node(self, node_id: str) -> Node | None:
         for n in self.nodes:

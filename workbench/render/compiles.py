@@ -41,11 +41,15 @@ def compiles_view(session: Session, source_line: SourceLine | None = None) -> Re
         return Text("no jit traced or compiled while this session recorded "
                     "(or it was recorded before compiles were)", style="dim")
     totals = compile_totals(groups)
-    parts: list[RenderableType] = [Text(
-        f"{plural(totals.traces, 'trace')}, {plural(totals.compiles, 'compile')}, "
-        f"{totals.seconds:.2f} s; your jitted functions traced again "
-        f"{plural(totals.retraces, 'time')}", style="bold")]
-    ordered = sorted(groups, key=lambda g: (g.internal, -g.retraces))
+    spent = (f"{plural(totals.traces, 'trace')}, {plural(totals.compiles, 'compile')}, "
+             f"{totals.seconds:.2f} s")
+    if totals.retraces or totals.recompiles:
+        parts: list[RenderableType] = [Text(
+            f"{spent}; your jitted functions {totals.again()}", style="bold")]
+    else:  # said first, plainly: a view of first traces only would look like nothing found
+        parts = [Text("every jitted function compiled once: nothing recompiled",
+                      style="bold green"), Text(spent)]
+    ordered = sorted(groups, key=lambda g: (g.internal, -g.retraces, -g.recompiles))
     for group in ordered:
         parts.append(Text(""))
         parts.extend(_group(group, source_line))
@@ -59,6 +63,8 @@ def _group(group: CompileGroup, source_line: SourceLine | None) -> list[Renderab
                          f"{plural(group.compiles, 'compile')}, {group.seconds:.2f} s")
     if group.retraces:
         head.append(f"  traced again {plural(group.retraces, 'time')}", style="bold yellow")
+    if group.recompiles:
+        head.append(f"  compiled again {plural(group.recompiles, 'time')}", style="bold yellow")
     lines: list[RenderableType] = [head]
     if group.internal:
         lines.append(Text("  jits JAX ran for jnp or a library, called from "

@@ -409,6 +409,29 @@ def test_wrapped_python_function():
     assert _i.wrapped_python_function(f) is f
 
 
+
+def test_rule_identity_of_a_custom_jvp_with_non_differentiated_arguments():
+    """custom_jvp holds nondiff_argnums values unhashed (lax.custom_root's jaxprs), as
+    argnums_partial(require_static_args_hashable=False) does: keyed all the same, equal
+    values as one, an unhashable one by its object."""
+    from jax._src.api_util import argnums_partial
+    from jax.extend import linear_util as lu
+
+    def f(s, x):
+        return x
+
+    debug = jax.api_util.debug_info("test", f, (0, 1.0), {}) if hasattr(jax, "api_util") else None
+
+    def key(static: object) -> object:
+        wrapped, _ = argnums_partial(lu.wrap_init(f, debug_info=debug), (1,), (static, 1.0),
+                                     require_static_args_hashable=False)
+        return _i.rule_identity(wrapped)
+
+    values = [3]
+    assert key((1, 2)) is not None and key(values) is not None
+    assert key((1, 2)) == key((1, 2)) and key((1, 2)) != key((1, 3))
+    assert key(values) == key(values) and key(values) != key([3])
+
 def test_staged_var_is_the_variable_of_the_equation_jax_staged():
     seen = []
 
@@ -467,6 +490,7 @@ def test_key_leaves_tree_text_and_cache_config():
         seen["x"] = _i.key_leaves(batch)
         seen["lr"] = _i.key_leaves(lr)
         seen["tree"] = _i.tree_text(batch)
+        seen["def"] = _i.tree_def(batch)
         return lr
 
     jax.jit(f)({"x": jnp.ones((2, 3), jnp.int32)}, 0.5)
@@ -476,5 +500,8 @@ def test_key_leaves_tree_text_and_cache_config():
     assert [(leaf.dtype, leaf.shape, leaf.weak_type) for leaf in seen["lr"]] == [
         ("float32", (), True)]
     assert seen["tree"] == "PyTreeDef({'x': *})"
+    # a traced argument's tree equals (and hashes as) the concrete one's, another differs
+    assert {seen["def"]: 1}.get(_i.tree_def({"x": jnp.ones(2)})) == 1
+    assert seen["def"] != _i.tree_def({"y": jnp.ones(2)})
     assert dict(_i.cache_config()) == {"jax_enable_x64": "False", "jax_default_device": "None",
                                        "mesh": ""}

@@ -9,6 +9,7 @@ import numpy as np
 
 import transforms
 from transforms import record
+from transforms.model import stage_function
 
 
 def _leaves(call, role):
@@ -97,3 +98,67 @@ def test_values_survive_a_dump_and_are_off_by_default():
     with record() as plain:
         transforms.grad(lambda v: jnp.sum(v * v))(jnp.arange(3.0))
     assert plain.calls[0].values == ()
+
+
+def _loss(w, x):
+    return jnp.sum(jnp.tanh(x @ w))
+
+
+def _step(w, x):
+    loss, grads = transforms.value_and_grad(_loss)(w, x)
+    return w - 0.1 * grads, loss
+
+
+W, XS = jnp.ones((3, 2)), jnp.arange(6.0).reshape(2, 3)
+
+
+def test_a_grad_inside_a_jitted_step_has_its_gradients_values():
+    with record(values=True) as session:
+        transforms.jit(_step)(W, XS)
+    (call,) = session.calls
+    (pair,) = call.pairs
+    assert pair.title == "_loss: w vs its gradient"
+    (gradient,) = pair.right.leaves
+    assert gradient.summary is not None and gradient.summary.origin == "replayed"
+    assert gradient.summary.text == str(np.asarray(jax.grad(_loss)(W, XS)))
+    (weights,) = pair.left.leaves
+    assert weights.summary is not None and weights.summary.text == str(np.asarray(W))
+    # the jit's own jaxpr (the step's), not the nested value_and_grad's, has the jit's values
+    own = next(s for s in call.stages if s.jaxpr is not None)
+    (values,) = [v for v in call.values if v.stage == own.name]
+    assert len(values.outputs) == len(own.eqns)
+
+
+def test_without_values_a_nested_gradient_stays_a_traced_leaf():
+    with record() as session:
+        transforms.jit(_step)(W, XS)
+    (pair,) = session.calls[0].pairs
+    assert pair.right.leaves[0].summary is None
+
+
+def test_the_stages_of_a_grad_inside_a_jitted_step_are_evaluated_at_its_inputs():
+    with record(values=True) as session:
+        transforms.jit(_step)(W, XS)
+    (call,) = session.calls
+    values = {v.stage: v for v in call.values}
+    nested = {s.role: values[s.name] for s in call.stages
+              if s.jaxpr is not None and stage_function(s.name) == "_loss"}
+    assert nested["f"].outputs[-1][0].text == str(np.asarray(_loss(W, XS)))
+    assert nested["transposed"].note == "at the cotangent 1.0, as grad pulls back"
+    gradient = str(np.asarray(jax.grad(_loss)(W, XS)))
+    assert nested["transposed"].outputs[-1][0].text == gradient
+    assert nested["transformed"].outputs[-1][0].text == gradient
+    assert nested["linearized"].outputs and not nested["linear"].outputs
+
+
+def test_a_step_jax_traced_before_the_block_has_the_same_values():
+    step = transforms.jit(_step)
+    step(W, XS)  # JAX caches its trace: the block traces it again to record it
+    with record(values=True) as session:
+        step(W, XS)
+    (call,) = session.calls
+    gradient = str(np.asarray(jax.grad(_loss)(W, XS)))
+    (pair,) = call.pairs
+    assert pair.right.leaves[0].summary.text == gradient
+    (backward,) = [v for v in call.values if v.stage == "transpose(linear(_loss))"]
+    assert backward.outputs[-1][0].text == gradient

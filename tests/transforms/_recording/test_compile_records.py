@@ -120,3 +120,37 @@ def test_compiles_survive_a_dump_and_old_dumps_load_without_them(version):
     del data["compiles"]
     data.pop("lazy_at", None)
     assert model.loads(json.dumps(data)).compiles == []
+
+
+def test_an_argument_moved_to_another_device_compiles_again_without_a_trace():
+    f = transforms.jit(lambda x: x * 2)
+    x = jnp.arange(4.0)
+    first, second = jax.devices()[:2]
+    with transforms.record() as session:
+        f(jax.device_put(x, first))
+        f(jax.device_put(x, second))
+        f(jax.device_put(x, second))  # cached: nothing recorded
+    records = [c for c in session.compiles if c.function == "<lambda>"]
+    assert [(c.traced, c.compiled) for c in records] == [(True, True), (False, True)]
+    assert records[0].placements == (f"{first.platform}:{first.id}",)
+    moved = records[1]
+    assert moved.key == records[0].key  # JAX's trace cache hit: the same key
+    assert [model.explain(r) for r in moved.reasons] == [
+        f"compiled again, not traced: `x` was on {first.platform}:{first.id} and is now on "
+        f"{second.platform}:{second.id}"]
+    assert model.hint(moved.reasons[0]).startswith("put the arguments on the same device")
+
+
+def test_show_counts_a_compile_without_a_new_trace(tmp_path):
+    from workbench.cli._compile_table import compile_lines
+
+    f = transforms.jit(lambda x: x + 1)
+    x = jnp.arange(3.0)
+    with transforms.record() as session:
+        f(jax.device_put(x, jax.devices()[0]))
+        f(jax.device_put(x, jax.devices()[1]))
+    lines = compile_lines(session)
+    assert lines[0].endswith("your jitted functions traced again 0 times, compiled again 1 "
+                             "time without a new trace")
+    assert any(line.strip().startswith("compiled again, not traced: `x` was on cpu:0 and is "
+                                       "now on cpu:1") for line in lines)

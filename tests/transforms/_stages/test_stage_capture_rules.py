@@ -329,6 +329,59 @@ def test_a_rule_given_one_array_twice_is_not_replayed():
     assert not stage.available and "was given one array as two of its arguments" in stage.reason
 
 
+
+# --- a custom_jvp with non-differentiated arguments: lax.custom_root -----------------
+
+def newton_sqrt(a):
+    """sqrt(a) by Newton's method, differentiated implicitly (lax.custom_root passes its
+    jaxprs to a custom_jvp as non-differentiated arguments, which JAX holds unhashed)."""
+    def f(x):
+        return x * x - a
+
+    def solve(g, x0):
+        return jax.lax.while_loop(lambda x: jnp.abs(g(x)) > 1e-6,
+                                  lambda x: x - g(x) / jax.grad(g)(x), x0)
+    return jax.lax.custom_root(f, 1.0, solve, lambda g, y: y / g(1.0))
+
+
+def newton_loss(a):
+    return newton_sqrt(a) ** 2
+
+
+# JAX 0.10's lax.custom_root is a custom_jvp; from 0.11 a primitive of its own.
+CUSTOM_JVP_ROOT = "custom_jvp_call" in str(jax.make_jaxpr(newton_loss)(2.0))
+
+
+def test_custom_root_stages_replay_the_rules_that_ran():
+    """The body and _root_jvp ran (levels custom_jvp_fun#3, custom_jvp_rule#3): every
+    jaxpr stage is JAX's own, none says a rule did not run."""
+    jax.clear_caches()  # JAX runs the rules again only when it traces again
+    with transforms.record() as session:
+        transforms.grad(transforms.jit(newton_loss))(2.0)
+    call = session.calls[0]
+    if CUSTOM_JVP_ROOT:
+        assert {lv.kind for lv in call.levels} >= {"custom_jvp_fun", "custom_jvp_rule"}
+    stages = call.stages
+    assert find_stage(stages, "f").jaxpr.text == str(jax.make_jaxpr(newton_loss)(2.0))
+    assert find_stage(stages, "grad(jit(f))").jaxpr.text == str(
+        jax.make_jaxpr(jax.grad(jax.jit(newton_loss)))(2.0))
+    assert all(s.available for s in stages if s.role not in ("stablehlo", "hlo", "cost",
+                                                             "memory")), \
+        [(s.name, s.reason) for s in stages if not s.available]
+
+
+@pytest.mark.skipif(not CUSTOM_JVP_ROOT, reason="this JAX's lax.custom_root has no custom rule")
+def test_a_rule_the_recorder_could_not_key_is_not_said_not_to_have_run(monkeypatch):
+    monkeypatch.setattr("transforms._stages._tape._i.rule_identity", lambda fun: None)
+    with transforms.record() as session:
+        transforms.grad(newton_loss)(2.0)
+    stage = find_stage(session.calls[0].stages, "grad(f)")
+    assert stage.reason == (
+        "RuleNotRun: _root_jvp (a custom_jvp rule) cannot be staged: its "
+        "function could not be told apart from others (a static argument of it that will not "
+        "hash), so what it bound when it ran was not kept, and stages never run the user's "
+        "Python again")
+
 # --- a Python float the transformation does not trace: a literal, and said so -----------
 
 def scaled_sin(x, y):

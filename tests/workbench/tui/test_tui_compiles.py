@@ -51,6 +51,25 @@ async def test_compiles_view_names_each_retrace_its_reason_and_fix():
 
 
 @sync
+async def test_a_session_where_nothing_recompiled_says_so_first():
+    once = Session(calls=[Call(0, "jit", "step", None)], compiles=TRACES[:1])
+    app = build_app(once, title="compiled once")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("7")
+        await pilot.pause()
+        assert app.screen.active_view == "compiles"
+        body = _text(app.screen.query_one(CompilesPane).query_one("#compiles-body"))
+        assert [line.rstrip() for line in body.splitlines()] == [
+            "every jitted function compiled once: nothing recompiled",
+            "1 trace, 1 compile, 1.50 s",
+            "",
+            "step  1 trace, 1 compile, 1.50 s",
+            "  first trace train.py:12           1.500 s  (trace/lower/compile)",
+            "      key: lr: float32[] weak",
+        ]
+
+
+@sync
 async def test_a_session_without_jit_traces_has_no_compiles_tab():
     app = build_app(seed_logistic(), title="t")
     async with app.run_test(size=SIZE) as pilot:

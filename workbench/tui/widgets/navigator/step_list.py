@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from ....analysis import UNKNOWN_LEVEL
+from ....analysis import UNKNOWN_LEVEL, level_title
 from ...messages import StepSelected
 from ...navigation import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
 from ..common.line_list import LineList
@@ -73,7 +73,7 @@ class StepList(LineList):
         if kind == LEVEL:
             if index < len(call.levels):
                 lv = call.levels[index]
-                depth, label = idx.depth.get(index, 0), lv.label
+                depth, label = idx.depth.get(index, 0), level_title(call, lv)
                 count = len(idx.steps_by_level.get(lv.index, ()))
             else:
                 unknown = idx.steps_by_level.get(UNKNOWN_LEVEL, ())

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from transforms.model import Call, level_rows
 
-from ....analysis import nothing_recorded, step_values
+from ....analysis import level_note, level_title, nothing_recorded, step_values
 from ....render.step import SourceView, StepView
 from ...guard import guarded
 from ...navigation import CallIndex, Outline, Selection, composed_label, source_context
@@ -79,8 +79,10 @@ def _call_summary(call: Call, index: CallIndex, label: str = "") -> Text:
         lv = call.levels[row.position]
         count = len(index.steps_by_level.get(lv.index, ()))
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
-        text.append(f"{'  ' * min(row.depth, 12)}{lv.label}", style="bold")
-        text.append(f"  {lv.trace_type}  {count:,} steps{repeats}\n", style="dim")
+        note = level_note(call, lv)
+        text.append(f"{'  ' * min(row.depth, 12)}{level_title(call, lv)}", style="bold")
+        text.append(f"  {lv.trace_type}  {count:,} steps{repeats}"
+                    f"{f' ({note})' if note else ''}\n", style="dim")
     if call.errors:
         text.append(f"\n✗ {len(call.errors)} error(s): see the failure view (4)\n", style="red")
     return text
