@@ -21,6 +21,7 @@ from operator import add, attrgetter, is_, itemgetter
 from typing import Any, Callable, Protocol, Sequence
 
 from ._annotations import TypeExpr, is_namedtuple, parse, record_fields, scalar_types
+from ._lazy import Lazy
 
 # Stored once per file and referenced by index. NB: order matters: inside a table's
 # entries, a shared annotation listed *earlier* is a reference; the others (a type
@@ -256,7 +257,9 @@ def _once_per_repeat(inner: Converter) -> Converter:
     the same JSON (the types the loader checks: no bool in an int field, so `1 == True`
     cannot join two texts; the tables' interning by value relies on it too)."""
     def convert(cells: Column) -> list:
-        cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
+        # a Lazy: decoded for this, not kept decoded (NB: a recorded call's steps stay rows)
+        cells = [c if isinstance(c, tuple) else c.peek() if isinstance(c, Lazy) else tuple(c)
+                 for c in cells]
         unique: list = []
         which: list[int] = []  # per cell, its number in `unique`
         latest: dict[int, int] = {}  # per length, the number of the latest unique cell

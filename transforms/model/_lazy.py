@@ -34,6 +34,15 @@ class Lazy(Sequence[Any]):
             self._decode = None  # what it held (the dump's text) may go
         return items
 
+    def peek(self) -> tuple:
+        """The records, decoded again if not decoded yet, and not kept: a writer reading a
+        recorded call's steps (the journal's, a save) leaves them as compact as they were."""
+        items = self._items
+        if items is not None:
+            return items
+        assert self._decode is not None
+        return self._decode()
+
     def __len__(self) -> int:
         return self._count
 

@@ -33,6 +33,7 @@ from ._codec import (
     _check_types,
     _kind,
 )
+from ._lazy import Lazy
 
 __all__ = ["ANNOTATION", "STEP_SHAPES", "TABLE", "StepShapes"]
 
@@ -86,7 +87,9 @@ class _ShapesWriter:
         self._numbers = Numbering()
 
     def __call__(self, cells: Column) -> list:
-        cells = [c if isinstance(c, tuple) else tuple(c) for c in cells]  # a Lazy: decoded
+        # a Lazy: decoded for this, not kept decoded (NB: a recorded call's steps stay rows)
+        cells = [c if isinstance(c, tuple) else c.peek() if isinstance(c, Lazy) else tuple(c)
+                 for c in cells]
         # A call equal to an earlier one takes its array; a step equal to the one at its
         # place in an earlier call takes its number; only the other steps are keyed.
         roots, origin = _repeats(cells)

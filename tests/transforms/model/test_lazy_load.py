@@ -216,3 +216,18 @@ async def test_the_open_app_decodes_only_the_call_it_shows(dump, monkeypatch):
         await pilot.pause()
         assert session.calls[0].steps.decoded
         assert not any(c.steps.decoded for c in session.calls[1:])
+
+
+def test_saving_and_journaling_leave_a_recorded_calls_steps_as_rows(tmp_path):
+    from transforms.model._journal import Journal
+
+    with T.record() as session:
+        T.grad(loss)(jnp.ones(3), jnp.ones(3))
+    (call,) = session.calls
+    journal = Journal.open(str(tmp_path / "j"), {})
+    journal.call(call)
+    journal.close()
+    session.save(tmp_path / "t.json")
+    # NB: decoded for the writer, not kept: a long run's steps stay compact rows
+    assert not call.steps.decoded
+    assert T.model.load(tmp_path / "t.json").calls[0].steps == call.steps.peek()
