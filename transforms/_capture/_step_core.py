@@ -32,7 +32,8 @@ from ._core_sources import source_stamp
 from ._locations import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
 from ._param_rules import KEYED_OBJECTS, param_summaries, params_key
 
-__all__ = ["INLINE_FLAG", "LIBRARY_FLAG", "STRIDE", "PyStepCore", "built_steps", "step_core_class", "steps_from"]
+__all__ = ["INLINE_FLAG", "LIBRARY_FLAG", "STRIDE", "PyStepCore", "built_steps", "step_core_class",
+           "steps_from"]
 
 # The cells of a row, in order.
 LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS, ERROR, CAUSE, \

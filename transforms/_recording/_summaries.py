@@ -7,9 +7,8 @@ from functools import cache
 from typing import Any
 
 from .. import _jax as _i
-from .._capture import jaxpr_record, jit_pairs_key, summarize_params
+from .._capture import INLINE_FLAG, LIBRARY_FLAG, jaxpr_record, jit_pairs_key, summarize_params
 from .._common import BoundedCache, ByObject
-from .._capture import INLINE_FLAG, LIBRARY_FLAG
 from .._jax import is_inline_jit_params, is_library_jit_params
 
 __all__ = ["SHARED_JAXPRS", "StepSummaries", "shared_summaries"]
