@@ -224,3 +224,16 @@ def test_nnx_modules_record_no_scopes_and_list_their_steps_plainly():
     outline = Outline(session)
     assert not any(outline.row(i)[0] == GROUP for i in range(len(outline)))
     assert all(not step_label(s).startswith("jit[name=_") for s in call.steps)
+
+
+def test_the_tower_graph_boxes_a_levels_steps_by_module(linen_call):
+    from workbench.export import collect_tower
+    graph = collect_tower(linen_call)
+    boxes = {c.id: c for c in graph.clusters if c.kind == "scope"}
+    assert [c.label for c in boxes.values()] == ["MLP/attn/query", "MLP/attn/key", "MLP/attn",
+                                                 "MLP/head", "MLP"]
+    assert {c.parent for c in boxes.values()} == {"cluster_L0"}
+    nodes = {n.id: n for n in graph.nodes}
+    assert nodes["s17"].cluster == "cluster_L0_s15"  # MLP/head's add, in MLP/head's box
+    assert nodes["s17"].label.splitlines()[0] == f"#17 add at {FILE}:{_line('# LINE head')}"
+    assert nodes["s20"].cluster == "cluster_L0"  # take, outside every module
