@@ -1,9 +1,9 @@
 """A small GPT in flax linen, as its users write it: token and position embeddings, blocks of
 causal self-attention and an MLP, one adamw step under jax.jit. `workbench run` it to see the
 navigator group the step's steps by module (GPT/blocks_1/attn ...)."""
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 import optax
 
 VOCAB, CONTEXT, WIDTH, HEADS, LAYERS = 32, 8, 16, 2, 2
