@@ -237,3 +237,31 @@ def test_the_tower_graph_boxes_a_levels_steps_by_module(linen_call):
     assert nodes["s17"].cluster == "cluster_L0_s15"  # MLP/head's add, in MLP/head's box
     assert nodes["s17"].label.splitlines()[0] == f"#17 add at {FILE}:{_line('# LINE head')}"
     assert nodes["s20"].cluster == "cluster_L0"  # take, outside every module
+
+
+def test_the_tui_lists_a_modules_steps_under_its_row_and_folds_it(linen_call):
+    from tui_sessions import build_app, sync
+
+    from transforms.model import Session
+    from workbench.tui.widgets.navigator.step_list import StepList
+
+    @sync
+    async def drive():
+        app = build_app(Session(calls=[linen_call]))
+        async with app.run_test(size=(100, 40)) as pilot:
+            steps = app.screen.query_one(StepList)
+            rows = [steps.row_text(i).plain.strip() for i in range(steps.row_count)]
+            assert rows[:6] == ["▾   jit(run_linen.<locals>.loss)  22 steps", "▾ jit#1  22",
+                                "▾ MLP/attn/query  3", "0 dot_general  → float32[3,4]",
+                                "1 reshape  → float32[1,4]",
+                                f"2 add at {FILE}:{_line('# LINE query')}  → float32[3,4]"]
+            assert steps.cursor == 3  # the first step
+            await pilot.press("left")  # a step: to its module's row
+            assert steps.cursor == 2
+            await pilot.press("left")  # the module's row: folded
+            assert steps.row_text(3).plain.strip() == "▾ MLP/attn/key  3"
+            assert steps.row_text(2).plain.strip() == "▸ MLP/attn/query  3"
+            await pilot.press("enter")  # unfolded again
+            assert steps.row_count == len(rows)
+
+    drive()
