@@ -265,3 +265,19 @@ def test_the_tui_lists_a_modules_steps_under_its_row_and_folds_it(linen_call):
             assert steps.row_count == len(rows)
 
     drive()
+
+
+def test_a_filter_keeps_the_modules_of_the_steps_it_shows(linen_call):
+    from transforms.model import Session
+    from workbench.tui.navigation import StepFilter
+    outline = Outline(Session(calls=[linen_call]))
+    outline.filter = StepFilter.parse("p:dot_general")
+    outline.rebuild()
+    index = outline.index(0)
+    shown = [f"[{index.scope(pos)}]" if kind == GROUP else step_label(linen_call.steps[pos])
+             for kind, _, pos in map(outline.row, range(len(outline))) if kind in (GROUP, STEP)]
+    assert shown == ["[MLP/attn/query]", "dot_general", "[MLP/attn/key]", "dot_general",
+                     "[MLP/head]", "dot_general"]
+    outline.filter = StepFilter.parse("p:take")  # `take` as listed, outside every module
+    outline.rebuild()
+    assert [outline.row(i)[0] for i in range(len(outline))] == [0, LEVEL, STEP]

@@ -13,7 +13,15 @@ from typing import NamedTuple
 
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
-from ..analysis import UNKNOWN_LEVEL, failing_steps, phased, scope_path, scope_runs, steps_by_level
+from ..analysis import (
+    UNKNOWN_LEVEL,
+    ScopeRun,
+    failing_steps,
+    phased,
+    scope_path,
+    scope_runs,
+    steps_by_level,
+)
 
 # The TUI's data layer is read through this module; step <-> equation and source lines
 # are their own modules, their names re-exported here.
@@ -106,6 +114,16 @@ class CallIndex:
         self._caused: dict[int, list[int]] | None = None
         self._texts: SearchTexts | None = None
         self._scopes: dict[str, str] = {}  # name stack -> its module or scope path
+        self._scope_runs: dict[int, list[ScopeRun] | None] = {}  # level -> its runs
+
+    def scope_runs(self, level: int) -> list[ScopeRun] | None:
+        """A level's steps cut into runs by module or named scope, or None when none of them
+        ran in one; worked out once per level."""
+        if level not in self._scope_runs:
+            steps = self.steps_by_level.get(level, ())
+            scoped = any(self.scope(p) for p in steps)
+            self._scope_runs[level] = scope_runs(self.call.steps, steps) if scoped else None
+        return self._scope_runs[level]
 
     def scope(self, pos: int) -> str:
         """The module or named scope the step at `pos` ran in (`MLP/attn`), or ""."""
@@ -329,18 +347,21 @@ class Outline:
                 rows.append(pack(LEVEL, c, pos))
                 if (c, pos) in self.collapsed:
                     continue
-                self._add_steps(rows, c, idx, steps)
+                self._add_steps(rows, c, idx, level, steps)
         self.rows = rows
 
-    def _add_steps(self, rows: array, c: int, idx: CallIndex, steps: array) -> None:
-        """A level's step rows; a run of steps in one module or named scope under a group
-        row named for it (none when no step of the level ran in one)."""
+    def _add_steps(self, rows: array, c: int, idx: CallIndex, level: int, steps: array) -> None:
+        """A level's step rows (`steps`, filtered or all); a run of steps in one module or
+        named scope under a group row named for it (none when no step of the level ran in one)."""
         shift = _CALL_BITS + 2
         base = (c << 2) | STEP
-        if not any(idx.scope(p) for p in steps):
+        runs = idx.scope_runs(level)
+        if runs is None:
             rows.extend((p << shift) | base for p in steps)
             return
-        for run in scope_runs(idx.call.steps, steps):
+        if not self.filter.empty:
+            runs = scope_runs(idx.call.steps, steps)
+        for run in runs:
             first = run.positions[0]
             if run.scope:
                 rows.append(pack(GROUP, c, first))
