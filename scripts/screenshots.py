@@ -107,6 +107,15 @@ def record_processes() -> list[tuple[str, Session]]:
     return [("train_step.py, 2 processes", result.session)]
 
 
+def record_flax_gpt() -> list[tuple[str, Session]]:
+    """`workbench run tests/data/libraries/flax_gpt.py`: a flax linen GPT's adamw step."""
+    from workbench.run._runner import run_script
+    result = run_script(str(ROOT / "tests" / "data" / "libraries" / "flax_gpt.py"))
+    if result.exit_code != 0:
+        raise SystemExit(f"the flax GPT script failed (exit {result.exit_code})")
+    return [("flax GPT, one adamw step", result.session)]
+
+
 # (file name, gallery entry, keys pressed) for each screenshot
 SHOTS = (
     ("tui-step-tower", 0, ["slash", *"grad", "enter", "slash", *"tanh", "enter"]),
@@ -121,6 +130,10 @@ SHOTS = (
 )
 # Process 1 of the two-process run, its Devices view.
 PROCESS_SHOTS = (("tui-processes", 0, ["p", "5"]),)
+# The flax GPT's navigator, grouped by module: the attention of block 1, found by search,
+# and its einsum (jnp's own jit, one step at the user's line).
+GPT_SHOTS = (("tui-flax-gpt-modules", 0, ["slash", *"blocks", "underscore", "1", "slash",
+                                           *"attn", "enter", *["down"] * 10]),)
 
 
 async def shoot(gallery, name: str, entry: int | None, keys: list[str], out: Path) -> Path:
@@ -156,8 +169,9 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     os.chdir(ROOT)  # source paths show relative to the repository
-    wanted = set(args.only or [n for n, _, _ in SHOTS + PROCESS_SHOTS])
-    shots = [(record_seeds, SHOTS), (record_processes, PROCESS_SHOTS)]
+    wanted = set(args.only or [n for n, _, _ in SHOTS + PROCESS_SHOTS + GPT_SHOTS])
+    shots = [(record_seeds, SHOTS), (record_processes, PROCESS_SHOTS),
+             (record_flax_gpt, GPT_SHOTS)]
     for record, entries in shots:
         entries = tuple(e for e in entries if e[0] in wanted)
         if entries:

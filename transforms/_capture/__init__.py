@@ -76,7 +76,9 @@ from ._state import (
 )
 from ._step_core import (
     ERROR as ERROR,
+    INLINE_FLAG as INLINE_FLAG,
     KIND as KIND,
+    LIBRARY_FLAG as LIBRARY_FLAG,
     LEVEL as LEVEL,
     NONE as NONE,
     OUTPUTS as OUTPUTS,

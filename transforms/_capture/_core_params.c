@@ -131,7 +131,7 @@ jit_extra_key(CoreState *st, PyObject *params)
     return extra;
 }
 
-/* A jit step's (pairs, subjaxprs, inline) kept for its jaxpr object, or NULL with no error. */
+/* A jit step's (pairs, subjaxprs, flags) kept for its jaxpr object, or NULL with no error. */
 static PyObject *
 known_jit(StepCore *self, PyObject *params)
 {
@@ -182,7 +182,7 @@ jit_summary(StepCore *self, PyObject *params)
     if (summary == NULL && !PyErr_Occurred())
         summary = PyObject_CallOneArg(self->jit_step, params);
     if (summary != NULL && check_summary(summary, 3, "jit_step's answer (or a kept one)",
-                                         "(pairs, subjaxprs, inline)") < 0)
+                                         "(pairs, subjaxprs, flags)") < 0)
         Py_CLEAR(summary);
     return summary;
 }
@@ -247,8 +247,12 @@ finish(StepCore *self, Py_ssize_t index, PyObject *primitive, PyObject *params, 
         goto done;
     PyObject *pairs = PyTuple_GET_ITEM(summary, 0);
     PyObject *subjaxprs = PyTuple_GET_SIZE(summary) > 1 ? PyTuple_GET_ITEM(summary, 1) : NULL;
-    if (jit && (inline_ = PyObject_IsTrue(PyTuple_GET_ITEM(summary, 2))) < 0)
-        goto done;
+    if (jit) {  /* the jit's flags: INLINE_FLAG | LIBRARY_FLAG (an int) */
+        long flags = PyLong_AsLong(PyTuple_GET_ITEM(summary, 2));
+        if (flags == -1 && PyErr_Occurred())
+            goto done;
+        inline_ = (int)flags;
+    }
     if (store_number(self, index, PARAMS, pairs, self->params, self->param_numbers) < 0)
         goto done;
     int some = subjaxprs == NULL ? 0 : PyObject_IsTrue(subjaxprs);
@@ -258,7 +262,7 @@ finish(StepCore *self, Py_ssize_t index, PyObject *primitive, PyObject *params, 
         store_number(self, index, SUBJAXPRS, subjaxprs, self->subjaxprs, self->subjaxpr_numbers) < 0)
         goto done;
     if (inline_)
-        self->cells[index * STRIDE + INLINE] = 1;
+        self->cells[index * STRIDE + INLINE] = inline_;
     if (error != NULL) {
         int number = text_number(self, error);
         if (number < 0)

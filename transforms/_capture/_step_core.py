@@ -32,7 +32,8 @@ from ._core_sources import source_stamp
 from ._locations import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
 from ._param_rules import KEYED_OBJECTS, param_summaries, params_key
 
-__all__ = ["STRIDE", "PyStepCore", "built_steps", "step_core_class", "steps_from"]
+__all__ = ["INLINE_FLAG", "LIBRARY_FLAG", "STRIDE", "PyStepCore", "built_steps", "step_core_class",
+           "steps_from"]
 
 # The cells of a row, in order.
 LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS, ERROR, CAUSE, \
@@ -40,6 +41,8 @@ LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS
 STRIDE = 13
 RUNNING = -1  # OUTPUTS of a step still running
 NONE = -1     # ERROR and CAUSE when None
+# A jit step's INLINE cell: bits of what its jit is (Step.inline, Step.library).
+INLINE_FLAG, LIBRARY_FLAG = 1, 2
 
 # Texts every call's table starts with, at these numbers: the kinds and phases of steps.
 SEEDED = ("", "primitive", "call", "custom_jvp_call", "custom_vjp_call", "error", "forward",
@@ -50,7 +53,8 @@ _new_step = tuple.__new__  # a NamedTuple without its Python-level __new__
 
 # The callbacks a core asks when its common case does not apply:
 #   step_params(name, params) -> (pairs, subjaxprs)   a step's params as text pairs
-#   jit_step(params) -> (pairs, subjaxprs, inline)     the same for a jit step
+#   jit_step(params) -> (pairs, subjaxprs, flags)      the same for a jit step; flags:
+#                                                      INLINE_FLAG | LIBRARY_FLAG
 StepParams = Callable[[str, dict], tuple]
 JitStep = Callable[[dict], tuple]
 
@@ -150,9 +154,9 @@ class PyStepCore:
     def _finish(self, index: int, primitive: Any, params: dict, outputs: int,
                 error: str | None) -> None:
         name = primitive.name
-        inline = False
+        flags = 0
         if name in _i.JIT_PRIMITIVE_NAMES:
-            pairs, subjaxprs, inline = self._jit_step(params)
+            pairs, subjaxprs, flags = self._jit_step(params)
         else:
             pairs = param_summaries.get(params_key(name, params)) if params else ()
             subjaxprs = ()
@@ -163,8 +167,8 @@ class PyStepCore:
         cells[base + PARAMS] = _number(pairs, self.params, self._param_numbers)
         if subjaxprs:
             cells[base + SUBJAXPRS] = _number(subjaxprs, self.subjaxprs, self._subjaxpr_numbers)
-        if inline:
-            cells[base + INLINE] = 1
+        if flags:
+            cells[base + INLINE] = flags
         if error is not None:
             cells[base + ERROR] = self.text(error)
         cells[base + OUTPUTS] = outputs
@@ -257,7 +261,8 @@ def _step(index: int, row: Any, texts: list, params: list, subjaxprs: list, valu
                             params[param], values[inputs], values[outputs],
                             sources[source], texts[names], subjaxprs[subjaxpr],
                             None if error == NONE else texts[error],
-                            None if cause == NONE else cause, inline == 1))
+                            None if cause == NONE else cause, bool(inline & INLINE_FLAG),
+                            bool(inline & LIBRARY_FLAG)))
 
 
 # -- choosing a core ---------------------------------------------------------------------

@@ -82,6 +82,7 @@ from ._params import (
     custom_vjp_out_count as custom_vjp_out_count,
     inline_token as inline_token,
     is_inline_jit_params as is_inline_jit_params,
+    is_library_jit_params as is_library_jit_params,
     jit_summary_key as jit_summary_key,
     scan_groups as scan_groups,
     while_consts as while_consts,

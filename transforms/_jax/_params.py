@@ -4,7 +4,10 @@ custom_vjp_call's primal outputs. Part of the door.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
+
+import jax
 
 
 def custom_vjp_out_count(params: dict) -> int | None:
@@ -27,6 +30,22 @@ def is_inline_jit_params(params: dict) -> bool:
     """
     inline = params.get("inline", False)
     return inline is True or getattr(inline, "name", None) == INLINE_ENUM_NAME
+
+
+def is_library_jit_params(params: dict) -> bool:
+    """True for a jit of JAX's own function (jnp.take's `_take`, jnp.mean): its jaxpr's
+    function was written in JAX's package, not in the user's code or another library.
+
+    NB: jax._src.core.DebugInfo.func_filename (None when JAX did not know the function).
+    """
+    info = getattr(params.get("jaxpr"), "jaxpr", None)
+    info = getattr(info, "debug_info", None)
+    filename = getattr(info, "func_filename", None)
+    return isinstance(filename, str) and filename.startswith(_JAX_PACKAGE)
+
+
+# The folder of JAX's package, with a separator: `jax/`, not `jax_extra/`.
+_JAX_PACKAGE = os.path.join(os.path.dirname(jax.__file__), "")
 
 
 # jit's `inline=True` on jax 0.12's Inline enum (the C step core reads it too).

@@ -7,9 +7,9 @@ from functools import cache
 from typing import Any
 
 from .. import _jax as _i
-from .._capture import jaxpr_record, jit_pairs_key, summarize_params
+from .._capture import INLINE_FLAG, LIBRARY_FLAG, jaxpr_record, jit_pairs_key, summarize_params
 from .._common import BoundedCache, ByObject
-from .._jax import is_inline_jit_params
+from .._jax import is_inline_jit_params, is_library_jit_params
 
 __all__ = ["SHARED_JAXPRS", "StepSummaries", "shared_summaries"]
 
@@ -30,7 +30,7 @@ class StepSummaries:
     def __init__(self, full_detail: bool):
         self.full_detail = full_detail
         self.jaxpr_records: ByObject[Any] = ByObject(SHARED_JAXPRS)
-        # _i.jit_summary_key(params) -> (pairs, subjaxprs, inline); the C step core reads
+        # _i.jit_summary_key(params) -> (pairs, subjaxprs, flags); the C step core reads
         # the entries with the same key
         self.jit_summaries: ByObject[tuple] = ByObject(SHARED_JAXPRS)
         # jit_pairs_key(params) -> the pairs of a jnp wrapper's jit step (default detail)
@@ -62,7 +62,8 @@ class StepSummaries:
         return pairs
 
     def jit_step(self, params: dict) -> tuple:
-        """(pairs, subjaxprs, inline) of a jit step, once per jaxpr object.
+        """(pairs, subjaxprs, flags) of a jit step, once per jaxpr object: flags are
+        INLINE_FLAG (a jnp wrapper JAX inlines) | LIBRARY_FLAG (a jit of JAX's own function).
 
         Every jnp function is a jit step, and JAX reuses their jaxprs (eight
         layers call one tanh jaxpr), so this is the hottest rule.
@@ -86,7 +87,9 @@ class StepSummaries:
             # by what they print.
             pairs = self._inline_pairs(params)
             subjaxprs = ()
-        summary = (pairs, subjaxprs, inline)
+        flags = (INLINE_FLAG if inline else 0) | (
+            LIBRARY_FLAG if is_library_jit_params(params) else 0)
+        summary = (pairs, subjaxprs, flags)
         if key is not None:
             self.jit_summaries.put(jaxpr, key, summary)
         return summary

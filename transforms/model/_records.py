@@ -244,6 +244,10 @@ class Step(NamedTuple):
     # equations, not a jit equation. Recorded from the live params, whatever the JAX
     # version prints for them (`True` on 0.10, `Inline.JAX_EARLY` on 0.12).
     inline: bool = False
+    # A jit of JAX's own function (jnp.take's `_take`, jnp.mean), not the user's code: read
+    # as one operation at the user's line (`library_step_name`). Recorded from the jitted
+    # function's file, whatever its params say.
+    library: bool = False
 
     @property
     def title(self) -> str:

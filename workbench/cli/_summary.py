@@ -2,6 +2,7 @@
 nested by parent with their step counts, its steps, its errors and diagnostics, its stages."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from transforms.model import Call, Step, level_rows
@@ -9,11 +10,15 @@ from transforms.model import Call, Step, level_rows
 from .._safe_text import first_line as _first_line, terminal as _t
 from .._words import plural
 from ..analysis import (
+    ScopeRun,
     call_label,
     level_note,
     level_title,
     no_stages_reason,
     phased,
+    scope_runs,
+    scope_totals,
+    step_label,
     steps_by_level,
     values_text,
 )
@@ -76,13 +81,17 @@ def summarize_call(call: Call, with_steps: bool = False, expand: bool = False) -
         if row.depth == 0:
             base = max(level.depth, 0)
         depth = base + row.depth
-        steps = [call.steps[p] for p in by_level.get(level.index, ())]
+        runs = scope_runs(call.steps, by_level.get(level.index, ()))
+        count = sum(len(run.positions) for run in runs)
         repeats = f"  ×{row.repeats} identical levels" if row.folded else ""
         note = level_note(call, level, _t)
         lines.append(f"  {_indent(depth)}{level_title(call, level, _t)}  {_t(level.trace_type)}"
-                     f"  {plural(len(steps), 'step')}{repeats}{f' ({note})' if note else ''}")
+                     f"  {plural(count, 'step')}{repeats}{f' ({note})' if note else ''}")
         if with_steps:
-            lines.extend(_step_lines(steps, depth, with_phase))
+            lines.extend(_step_lines(call.steps, runs, depth, with_phase))
+        else:  # the modules and named scopes its steps ran in (flax's MLP/Dense_0)
+            lines.extend(f"  {_indent(depth + 1)}in {_t(scope)}  {plural(n, 'step')}"
+                         for scope, n in scope_totals(runs))
     lines.extend(value_lines(call))
     for finding in call.nonfinite:  # record(find_nans=True): where its NaN or Inf came from
         lines.extend(f"  {_t(line)}" for line in finding.lines())
@@ -160,12 +169,20 @@ def _indent(depth: int) -> str:
     return "  " * min(depth, MAX_INDENT)
 
 
-def _step_lines(steps: list[Step], depth: int, with_phase: bool) -> list[str]:
-    pad = "  " + _indent(depth + 1)
+def _step_lines(steps: Sequence[Step], runs: list[ScopeRun], depth: int,
+                with_phase: bool) -> list[str]:
+    """Each step of a level; a run of steps in a module or named scope under its path."""
     lines = []
-    for step in steps:
-        ins = ", ".join(v.describe() for v in step.inputs)
-        outs = ", ".join(v.describe() for v in step.outputs)
-        phase = f" [{_t(step.phase)}]" if with_phase else ""
-        lines.append(f"{pad}#{step.index} {_t(step.title)}{phase} ({_t(ins)}) -> ({_t(outs)})")
+    for run in runs:
+        pad = "  " + _indent(depth + 1)
+        if run.scope:
+            lines.append(f"{pad}in {_t(run.scope)}:")
+            pad += "  "
+        for pos in run.positions:
+            step = steps[pos]
+            ins = ", ".join(v.describe() for v in step.inputs)
+            outs = ", ".join(v.describe() for v in step.outputs)
+            phase = f" [{_t(step.phase)}]" if with_phase else ""
+            lines.append(f"{pad}#{step.index} {_t(step_label(step))}{phase} ({_t(ins)}) -> "
+                         f"({_t(outs)})")
     return lines

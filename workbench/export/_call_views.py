@@ -7,7 +7,7 @@ from typing import Sequence
 
 from transforms.model import Call, TreePair, TreeRecord, short_aval
 
-from ..analysis import call_label, failing_steps, steps_by_level
+from ..analysis import call_label, failing_steps, scope_runs, step_label, steps_by_level
 from ._graph import Cluster, CollectError, Edge, Graph, GraphOptions, Node, _shorten
 
 # --- tower view --------------------------------------------------------------------
@@ -40,9 +40,17 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
         detail = " ".join(x for x in (level.function, options_text) if x)
         if detail:
             label += "\n" + _shorten(detail, 90)
-        steps = [call.steps[p] for p in by_level.get(level.index, ())]
+        positions = by_level.get(level.index, ())
+        steps = [call.steps[p] for p in positions]
         label += f"\n{len(steps)} steps"
         clusters.append(Cluster(cluster, label, None, "level"))
+        # a run of steps in one module or named scope: a box inside the level's, named for it
+        scope_box: dict[int, str] = {}  # step index -> its box
+        for run in scope_runs(call.steps, positions[:per_level]):
+            if run.scope:
+                box = f"{cluster}_s{run.positions[0]}"
+                clusters.append(Cluster(box, run.scope, cluster, "scope"))
+                scope_box.update((call.steps[p].index, box) for p in run.positions)
         previous = None
         if not steps:
             nodes.append(Node(f"L{level.index}_empty", "no steps at this level", "note", cluster))
@@ -50,7 +58,7 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
             mark = "error" if step.index in failing else (
                 "backward" if step.phase == "backward" else "rule" if step.phase == "rule" else "")
             outs = ", ".join(short_aval(v.aval) for v in step.outputs[:3])
-            lines = [f"#{step.index} {step.title}"]
+            lines = [f"#{step.index} {step_label(step)}"]
             if outs:
                 lines.append(f"-> {outs}")
             if step.phase != "forward":
@@ -59,8 +67,8 @@ def collect_tower(call: Call, options: GraphOptions = GraphOptions()) -> Graph:
                 lines.append(_shorten(step.error.splitlines()[0] if step.error else "", 50))
             tooltip = str(step.source) if step.source is not None else ""
             node_id = f"s{step.index}"
-            nodes.append(Node(node_id, "\n".join(lines), "step", cluster, mark=mark,
-                              tooltip=tooltip))
+            nodes.append(Node(node_id, "\n".join(lines), "step",
+                              scope_box.get(step.index, cluster), mark=mark, tooltip=tooltip))
             if mark:
                 legend[mark] = None
             shown.add(step.index)

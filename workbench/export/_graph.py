@@ -40,7 +40,7 @@ class Cluster:
     id: str                   # starts with "cluster" (Graphviz draws only those as boxes)
     label: str
     parent: str | None = None
-    kind: str = ""            # eqn | subjaxpr | stage | level | tree | pair
+    kind: str = ""            # eqn | subjaxpr | stage | level | scope | tree | pair
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +209,7 @@ _CLUSTER_STYLES: dict[str, dict[str, str]] = {
     "stage": {"style": "rounded", "color": "#334155", "fontsize": "12", "labeljust": "l"},
     "level": {"style": "rounded,filled", "fillcolor": "#f8fafc", "color": "#475569",
               "fontsize": "11", "labeljust": "l"},
+    "scope": {"style": "rounded,dashed", "color": "#7c3aed", "fontsize": "10", "labeljust": "l"},
     "tree": {"style": "rounded", "color": "#94a3b8", "fontsize": "10", "labeljust": "l"},
     "pair": {"style": "rounded", "color": "#334155", "fontsize": "11", "labeljust": "l"},
 }

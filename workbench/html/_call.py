@@ -6,7 +6,7 @@ from __future__ import annotations
 from transforms.model import Call, Step, level_rows
 
 from .._safe_text import terminal
-from ..analysis import call_label as label_of, default_stage_pair, failing_steps, steps_by_level
+from ..analysis import call_label as label_of, default_stage_pair, failing_steps, step_label, steps_by_level
 from ..render.step import shorten_paths
 from ._blocks import DEFAULT, Budget, badge, details, h, more, table
 from ._failure import diagnostics_html, failure_html
@@ -78,7 +78,7 @@ def _step_row(step: Step, call: Call, failed: set[int], budget: Budget) -> tuple
     ins = ", ".join(v.describe() for v in step.inputs)
     outs = ", ".join(v.describe() for v in step.outputs)
     mark = ' <span class="failed">failed</span>' if step.index in failed else ""
-    return (str(step.index), h(level), h(step.title) + mark, h(step.phase),
+    return (str(step.index), h(level), h(step_label(step)) + mark, h(step.phase),
             h(ins, budget.line_chars), h(outs, budget.line_chars))
 
 

@@ -18,7 +18,7 @@ from rich.tree import Tree
 from transforms.model import SourceLocation, Step, ValueRecord, tracer_kind
 
 from .. import _safe_text as safe_text
-from ..analysis import StepValue
+from ..analysis import StepValue, scope_path, step_label
 from ._safe import safe
 
 _CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}
@@ -150,15 +150,20 @@ class StepView:
     def _render(self) -> RenderableType:
         s = self.step
         level = self.labels.get(s.level, f"level {s.level}")
-        head = Text.assemble((f"#{s.index} ", "dim"), (_clip(_title(s)), "bold"),
+        head = Text.assemble((f"#{s.index} ", "dim"), (_clip(_title(s, label=True)), "bold"),
                              f"  at {level}", (f"  [{s.phase}]" if self.phased else "", "dim"))
         if s.kind not in ("primitive",):
             head.append(f"  ({s.kind})", style="dim")
         parts: list[RenderableType] = [head]
         if s.error:
             parts.append(Text(f"✗ {_clip(shorten_paths(s.error), 2000)}", style="bold red"))
+        if s.library:  # read as its operation; what it is, one line down
+            parts.append(Text(f"{_clip(_title(s))}: a jit of JAX's own function, one step "
+                              "(its body in the params and the Stages pane)", style="dim"))
         if s.name_stack:
-            parts.append(Text(f"name stack: {_clip(s.name_stack)}", style="dim"))
+            scope = scope_path(s.name_stack)
+            parts.append(Text(f"name stack: {_clip(s.name_stack)}"
+                              + (f"  (in {_clip(scope)})" if scope else ""), style="dim"))
         parts.append(self._links())
         if s.params:
             parts.append(_params(s))
@@ -205,9 +210,10 @@ def shorten_paths(text: str) -> str:
     return str(text).replace(os.getcwd() + os.sep, "")
 
 
-def _title(step: Step) -> str:
+def _title(step: Step, label: bool = False) -> str:
+    """The step's primitive as jaxprs print it, or (`label`) as the navigator lists it."""
     try:
-        return step.title
+        return step_label(step) if label else step.title
     except (AttributeError, TypeError, ValueError):  # odd params (not pairs of text)
         return str(step.primitive)
 

@@ -13,7 +13,15 @@ from typing import NamedTuple
 
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
 
-from ..analysis import UNKNOWN_LEVEL, failing_steps, phased, steps_by_level
+from ..analysis import (
+    UNKNOWN_LEVEL,
+    ScopeRun,
+    failing_steps,
+    phased,
+    scope_path,
+    scope_runs,
+    steps_by_level,
+)
 
 # The TUI's data layer is read through this module; step <-> equation and source lines
 # are their own modules, their names re-exported here.
@@ -47,10 +55,13 @@ from .texts import (
     session_output as session_output,
     session_summary as session_summary,
     step_haystack as step_haystack,
+    step_label as step_label,
     step_title as step_title,
 )
 
-CALL, LEVEL, STEP = 0, 1, 2
+# GROUP: the steps of a level run in one module or named scope (`MLP/attn`), its index the
+# position of its first step.
+CALL, LEVEL, STEP, GROUP = 0, 1, 2, 3
 _CALL_BITS = 16  # up to 65,536 calls per session
 
 
@@ -103,6 +114,25 @@ class CallIndex:
         self.phased = phased(call)
         self._caused: dict[int, list[int]] | None = None
         self._texts: SearchTexts | None = None
+        self._scopes: dict[str, str] = {}  # name stack -> its module or scope path
+        self._scope_runs: dict[int, list[ScopeRun] | None] = {}  # level -> its runs
+
+    def scope_runs(self, level: int) -> list[ScopeRun] | None:
+        """A level's steps cut into runs by module or named scope, or None when none of them
+        ran in one; worked out once per level."""
+        if level not in self._scope_runs:
+            steps = self.steps_by_level.get(level, ())
+            scoped = any(self.scope(p) for p in steps)
+            self._scope_runs[level] = scope_runs(self.call.steps, steps) if scoped else None
+        return self._scope_runs[level]
+
+    def scope(self, pos: int) -> str:
+        """The module or named scope the step at `pos` ran in (`MLP/attn`), or ""."""
+        stack = self.call.steps[pos].name_stack or ""
+        found = self._scopes.get(stack)
+        if found is None:
+            found = self._scopes[stack] = scope_path(stack)
+        return found
 
     def level_rows(self, expanded: set[int]) -> list[LevelRow]:
         """The navigator's level rows: runs of identical levels folded unless expanded."""
@@ -263,6 +293,9 @@ class Outline:
         self.session = session
         self._index: dict[int, CallIndex] = {}
         self.collapsed: set[tuple[int, int]] = set()  # (call, level position) or (call, -1)
+        # (call, position of the first step) of the module groups folded
+        self.collapsed_groups: set[tuple[int, int]] = set()
+        self.group_sizes: dict[tuple[int, int], int] = {}  # the same key -> its steps listed
         # (call, first level position) of runs of identical levels listed level by level
         self.expanded_runs: set[tuple[int, int]] = set()
         if session.step_count > COLLAPSED_OPEN_STEPS:
@@ -315,10 +348,28 @@ class Outline:
                 rows.append(pack(LEVEL, c, pos))
                 if (c, pos) in self.collapsed:
                     continue
-                shift = _CALL_BITS + 2
-                base = (c << 2) | STEP
-                rows.extend((p << shift) | base for p in steps)
+                self._add_steps(rows, c, idx, level, steps)
         self.rows = rows
+
+    def _add_steps(self, rows: array, c: int, idx: CallIndex, level: int, steps: array) -> None:
+        """A level's step rows (`steps`, filtered or all); a run of steps in one module or
+        named scope under a group row named for it (none when no step of the level ran in one)."""
+        shift = _CALL_BITS + 2
+        base = (c << 2) | STEP
+        runs = idx.scope_runs(level)
+        if runs is None:
+            rows.extend((p << shift) | base for p in steps)
+            return
+        if not self.filter.empty:
+            runs = scope_runs(idx.call.steps, steps)
+        for run in runs:
+            first = run.positions[0]
+            if run.scope:
+                rows.append(pack(GROUP, c, first))
+                self.group_sizes[(c, first)] = len(run.positions)
+                if (c, first) in self.collapsed_groups:
+                    continue
+            rows.extend((p << shift) | base for p in run.positions)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -333,6 +384,8 @@ class Outline:
     def toggle(self, i: int, expand: bool | None = None) -> int:
         """Fold or unfold the call or level on row i; returns the row the cursor should take."""
         kind, call, index = self.row(i)
+        if kind == GROUP:
+            return self._toggle_group(i, (call, index), expand)
         key = (call, -1) if kind == CALL else (call, index) if kind == LEVEL else None
         if key is None:
             return i
@@ -349,6 +402,15 @@ class Outline:
         if want_collapsed == (key in self.collapsed):
             return i
         (self.collapsed.add if want_collapsed else self.collapsed.discard)(key)
+        code = self.rows[i]
+        self.rebuild()
+        return self.find(code, i)
+
+    def _toggle_group(self, i: int, key: tuple[int, int], expand: bool | None) -> int:
+        want_collapsed = (key not in self.collapsed_groups) if expand is None else not expand
+        if want_collapsed == (key in self.collapsed_groups):
+            return i
+        (self.collapsed_groups.add if want_collapsed else self.collapsed_groups.discard)(key)
         code = self.rows[i]
         self.rebuild()
         return self.find(code, i)
@@ -392,6 +454,10 @@ class Outline:
             if key in self.collapsed:
                 self.collapsed.discard(key)
                 changed = True
+        folded_groups = {key for key in self.collapsed_groups if key[0] == call}
+        if folded_groups:  # which group holds it depends on the filter: unfold them all
+            self.collapsed_groups -= folded_groups
+            changed = True
         if changed:
             self.rebuild()
         for j, code in enumerate(self.rows):
@@ -432,10 +498,12 @@ class Outline:
         return self._failing_codes
 
     def parent_row(self, i: int) -> int:
-        kind = self.row(i)[0]
-        want = {STEP: LEVEL, LEVEL: CALL}.get(kind)
+        kind, call, index = self.row(i)
+        want = {STEP: LEVEL, GROUP: LEVEL, LEVEL: CALL}.get(kind)
         if want is None:
             return i
+        if kind == STEP and self.index(call).scope(index):
+            want = GROUP  # a step in a module: its group's row
         for j in range(i - 1, -1, -1):
             if self.rows[j] & 3 == want:
                 return j
@@ -492,6 +560,8 @@ class Outline:
             if kind == LEVEL:
                 lv = call.levels[index] if index < len(call.levels) else None
                 hay = f"{lv.label} {lv.kind} {lv.trace_type}".lower() if lv else ""
+            elif kind == GROUP:
+                hay = self.index(c).scope(index).lower()
             else:
                 hay = self.call_label(c).lower()
             if q in hay:

@@ -11,7 +11,12 @@ from transforms.model import Call, Session, Stage, Step
 
 from .. import _safe_text as safe_text
 from .._words import plural as plural
-from ..analysis import TRANSFORMATIONS as TRANSFORMATIONS, call_label, composition as composition
+from ..analysis import (
+    TRANSFORMATIONS as TRANSFORMATIONS,
+    call_label,
+    composition as composition,
+    step_label as analysis_step_label,
+)
 
 # --- call labels --------------------------------------------------------------------
 
@@ -57,9 +62,18 @@ def step_title(step: Step) -> str:
         return str(step.primitive)
 
 
+def step_label(step: Step) -> str:
+    """How the navigator lists a step: a jit of JAX's own function as its operation at the
+    user's line (`take at model.py:41`), any other as step_title."""
+    try:
+        return analysis_step_label(step)
+    except (AttributeError, TypeError, ValueError):  # odd params (not pairs of text)
+        return step_title(step)
+
+
 def step_haystack(step: Step, label: str = "") -> str:
     """What text search and filters look in, lower-cased."""
-    parts = [step_title(step), step.kind, step.phase, label, step.name_stack or ""]
+    parts = [step_title(step), step_label(step), step.kind, step.phase, label, step.name_stack or ""]
     for pair in step.params or ():
         parts.extend(str(x) for x in pair)
     if step.source is not None:

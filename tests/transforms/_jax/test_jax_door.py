@@ -399,6 +399,22 @@ def test_inline_jit_params_say_whether_a_staged_jaxpr_holds_the_jit():
     assert not _i.is_inline_jit_params({})
 
 
+def test_library_jit_params_say_whether_the_jitted_function_is_jaxs_own():
+    """jnp's wrappers, inline (`multiply`) or not (`_take`), jit a function of JAX's package;
+    a user's jit does not (a user's jit of jnp.sin jits JAX's function: it is one too)."""
+    def user_fn(y):
+        return y * 2.0
+
+    with T.record() as session:
+        T.grad(lambda x: jnp.take(jax.jit(user_fn)(x) * jax.jit(jnp.sin)(x), 0))(jnp.ones(2))
+    seen = {(step.title, step.library) for step in session.calls[0].steps
+            if step.primitive in _i.JIT_PRIMITIVE_NAMES}
+    assert seen == {("jit[name=multiply]", True), ("jit[name=sin]", True),
+                    ("jit[name=_take]", True), ("jit[name=user_fn]", False)}
+    assert not _i.is_library_jit_params({})
+    assert not _i.is_library_jit_params({"jaxpr": object()})
+
+
 def test_wrapped_python_function():
     from jax.extend import linear_util as lu
 

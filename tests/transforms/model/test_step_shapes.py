@@ -209,8 +209,8 @@ def test_a_step_shape_table_of_the_wrong_shape_is_refused(tmp_path):
     assert "tables['Step']: expected an array, got an object" in _refused(tmp_path, data)
     data = _saved(_small())
     data["tables"]["Step"][1].append(0)
-    assert ("tables['Step'][1]: a step shape has 14 values, fields['Step'] without 'index' "
-            "names 13") in _refused(tmp_path, data)
+    assert ("tables['Step'][1]: a step shape has 15 values, fields['Step'] without 'index' "
+            "names 14") in _refused(tmp_path, data)
 
 
 def test_the_checks_still_see_every_step(tmp_path, monkeypatch):

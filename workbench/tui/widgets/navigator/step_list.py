@@ -6,7 +6,7 @@ from textual.binding import Binding
 
 from ....analysis import UNKNOWN_LEVEL, level_title
 from ...messages import StepSelected
-from ...navigation import CALL, LEVEL, STEP, Outline, StepFilter, plural, step_title
+from ...navigation import CALL, GROUP, LEVEL, STEP, Outline, StepFilter, plural, step_label
 from ..common.line_list import LineList
 
 # A step's phase, marked after its primitive; the navigator's legend explains each mark.
@@ -31,10 +31,11 @@ class StepList(LineList):
     StepList { scrollbar-size-vertical: 1; }
     StepList > .step-list--call { text-style: bold; }
     StepList > .step-list--level { color: $accent; }
+    StepList > .step-list--group { color: $secondary; }
     StepList > .step-list--fail { color: $error; text-style: bold; }
     """
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "step-list--call", "step-list--level", "step-list--fail"}
+        "step-list--call", "step-list--level", "step-list--group", "step-list--fail"}
 
     def __init__(self, outline: Outline, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -91,11 +92,19 @@ class StepList(LineList):
         step = call.steps[index]
         depth = idx.depth_of_level.get(step.level, 0)
         pad = "  " * (2 + min(max(depth, 0), 12))
+        if kind == GROUP:  # the steps of a module or named scope: its path, how many
+            folded = (c, index) in self.outline.collapsed_groups
+            size = self.outline.group_sizes.get((c, index), 0)
+            return Text.assemble(pad, "▸ " if folded else "▾ ",
+                                 (self.one_line(idx.scope(index)), self._style("group")),
+                                 (f"  {size}", self.dim_style()))
+        if idx.scope(index):
+            pad += "  "  # under its module's row
         failing = step.index in idx.failing
         text = Text(pad)
         text.append("✗ " if failing else "  ", style=self._style("fail"))
         text.append(f"{step.index:>4} ", style=self.dim_style())
-        text.append(self.one_line(step_title(step)),
+        text.append(self.one_line(step_label(step)),
                     style=self._style("fail") if failing else "")
         phase = PHASE_MARKS.get(step.phase)
         if phase:
@@ -161,14 +170,17 @@ class StepList(LineList):
         if not self.row_count:
             return
         kind, c, index = self.outline.row(self.cursor)
-        folded = ((c, -1) if kind == CALL else (c, index)) in self.outline.collapsed
+        if kind == GROUP:
+            folded = (c, index) in self.outline.collapsed_groups
+        else:
+            folded = ((c, -1) if kind == CALL else (c, index)) in self.outline.collapsed
         if kind == STEP or folded:
             self.set_cursor(self.outline.parent_row(self.cursor))
         else:
             self.action_fold(False)
 
     def action_choose(self) -> None:
-        if self.row_count and self.outline.row(self.cursor)[0] in (CALL, LEVEL):
+        if self.row_count and self.outline.row(self.cursor)[0] in (CALL, LEVEL, GROUP):
             self.action_fold(None)
         else:
             super().action_choose()

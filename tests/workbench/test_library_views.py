@@ -1,0 +1,283 @@
+"""Programs written as flax (linen, nnx) and equinox users write them, read as their authors
+wrote them: jnp's own jits are one step each, named for the operation and the user's line,
+and a call's steps are grouped by the module or named scope they ran in."""
+from __future__ import annotations
+
+import inspect
+import os
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transforms as T
+from transforms.model import load
+from workbench.analysis import scope_path, step_label
+from workbench.cli import main
+from workbench.cli._summary import summarize_call
+from workbench.run._runner import jax_patched
+from workbench.tui.navigation import GROUP, LEVEL, STEP, Outline
+
+eqx = pytest.importorskip("equinox")
+nn = pytest.importorskip("flax.linen")
+nnx = pytest.importorskip("flax.nnx")
+
+FILE = os.path.basename(__file__)
+
+
+def _line(marker: str) -> int:
+    """The line of this file ending with `marker` (one)."""
+    lines = inspect.getsource(inspect.getmodule(_line)).splitlines()
+    (found,) = [n for n, line in enumerate(lines, start=1) if line.endswith(marker)]
+    return found
+
+
+# --- a linen MLP with an attention block, as its users write it -------------------------
+
+class Attention(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        q = nn.Dense(4, name="query")(x)  # LINE query
+        k = nn.Dense(4, name="key")(x)  # LINE key
+        weights = jax.nn.softmax(q @ k.T, axis=-1)  # LINE softmax
+        return weights @ x  # LINE out
+
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = Attention(name="attn")(x)
+        return nn.Dense(1, name="head")(x)[:, 0]  # LINE head
+
+
+def run_linen():
+    model = MLP()
+    x = jnp.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    params = model.init(jax.random.key(0), x)
+
+    @jax.jit
+    def loss(params):
+        return jnp.mean(jnp.take(model.apply(params, x), jnp.array([0, 2])))  # LINE take
+
+    return loss(params)
+
+
+@pytest.fixture(scope="module")
+def linen_call():
+    with T.record() as session, jax_patched():
+        run_linen()
+    (call,) = session.calls
+    return call
+
+
+def test_a_linen_mlps_show_names_its_modules(linen_call):
+    assert summarize_call(linen_call)[1:7] == [
+        "    jit#1  DynamicJaxprTrace  22 steps",
+        "      in MLP/attn/query  3 steps",
+        "      in MLP/attn/key  3 steps",
+        "      in MLP/attn  9 steps",
+        "      in MLP/head  3 steps",
+        "      in MLP  1 step",
+    ]
+    assert summarize_call(linen_call)[7].startswith("  input params['params']")
+
+
+def test_show_steps_lists_a_modules_steps_under_its_path(linen_call):
+    lines = summarize_call(linen_call, with_steps=True)
+    start = lines.index("      in MLP/head:")
+    assert [line.split(" (")[0] for line in lines[start:start + 8]] == [
+        "      in MLP/head:",
+        "        #15 dot_general",
+        "        #16 reshape",
+        f"        #17 add at {FILE}:{_line('# LINE head')}",
+        "      in MLP:",
+        "        #18 squeeze",
+        "      #19 convert_element_type",
+        f"      #20 take at {FILE}:{_line('# LINE take')}",
+    ]
+    assert lines[start + 8] == (f"      #21 mean at {FILE}:{_line('# LINE take')} "
+                                "(JitTracer(float32[2])) -> (JitTracer(float32[]))")
+
+
+def test_no_jnp_wrapper_is_listed_as_a_top_step(linen_call):
+    """jnp's jits (inline ones like add, and jnp.take's plain `_take`) read as operations;
+    every other step is a primitive."""
+    library = [s for s in linen_call.steps if s.library]
+    assert {s.title for s in library} >= {"jit[name=_take]", "jit[name=add]",
+                                         "jit[name=matmul]"}
+    assert not any(step_label(s).startswith("jit[") for s in linen_call.steps)
+    take = next(s for s in library if s.title == "jit[name=_take]")
+    assert not take.inline  # a plain jit of JAX's, not an inlined wrapper
+    assert step_label(take) == f"take at {FILE}:{_line('# LINE take')}"
+
+
+def test_a_users_own_jit_stays_a_level_or_a_jit_step():
+    def double(y):
+        return 2.0 * y
+
+    with T.record() as session:  # jax's own jit, not the recorder's: a step at the level
+        T.grad(lambda x: jax.jit(double)(jnp.sin(x)))(1.0)
+    steps = session.calls[0].steps
+    mine = [s for s in steps if s.title == "jit[name=double]"]
+    assert mine and not any(s.library for s in mine)
+    assert [step_label(s) for s in mine] == ["jit[name=double]"] * len(mine)
+    with T.record() as session, jax_patched():  # `workbench run`: the user's jit is a level
+        jax.jit(double)(1.0)
+    assert [lv.label for lv in session.calls[0].levels] == ["jit#1"]
+
+
+def test_the_navigator_groups_a_levels_steps_by_module(linen_call):
+    from transforms.model import Session
+    outline = Outline(Session(calls=[linen_call]))
+    index = outline.index(0)
+    shown = []
+    for i in range(len(outline)):
+        kind, _, pos = outline.row(i)
+        if kind == GROUP:
+            shown.append(f"[{index.scope(pos)}]")
+        elif kind == STEP:
+            shown.append(step_label(linen_call.steps[pos]))
+    at = {name: f"at {FILE}:{_line('# LINE ' + name)}"
+          for name in ("query", "key", "softmax", "out", "head", "take")}
+    assert shown == [
+        "[MLP/attn/query]", "dot_general", "reshape", f"add {at['query']}",
+        "[MLP/attn/key]", "dot_general", "reshape", f"add {at['key']}",
+        "[MLP/attn]", "transpose", f"matmul {at['softmax']}", f"reduce_max {at['softmax']}",
+        "stop_gradient", f"subtract {at['softmax']}", f"exp {at['softmax']}",
+        f"reduce_sum {at['softmax']}", f"true_divide {at['softmax']}", f"matmul {at['out']}",
+        "[MLP/head]", "dot_general", "reshape", f"add {at['head']}",
+        "[MLP]", "squeeze",
+        "convert_element_type", f"take {at['take']}", f"mean {at['take']}",
+    ]
+    # a module's group folds and unfolds; its steps' parent is its row
+    group = next(i for i in range(len(outline)) if outline.row(i)[0] == GROUP)
+    assert outline.parent_row(group + 1) == group
+    assert outline.row(outline.parent_row(group))[0] == LEVEL
+    before = len(outline)
+    outline.toggle(group)
+    assert len(outline) == before - 3
+    assert outline.row_of_step(0, outline.row(group + 1)[2]) is not None  # unfolds it
+    assert len(outline) == before
+
+
+def test_show_of_a_saved_linen_session_names_its_modules(linen_call, tmp_path, capsys):
+    from transforms.model import Session
+    path = str(tmp_path / "mlp.json")
+    Session(calls=[linen_call]).save(path)
+    assert [c.steps == linen_call.steps for c in load(path).calls] == [True]
+    assert main(["show", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "      in MLP/attn/query  3 steps" in out and "      in MLP/head  3 steps" in out
+
+
+# --- equinox's and jax.named_scope's scopes --------------------------------------------
+
+def test_equinox_steps_are_grouped_by_its_modules():
+    mlp = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.key(0))
+    x = jnp.ones((3, 2))
+    with T.record() as session, jax_patched():
+        eqx.filter_jit(lambda m: jax.vmap(m)(x).sum())(mlp)
+    (call,) = [c for c in session.calls if c.transform == "jit"]
+    assert summarize_call(call)[1:7] == [
+        "    jit#1  DynamicJaxprTrace  8 steps",
+        "      in eqx.nn.MLP/eqx.nn.Linear  4 steps",
+        "      in eqx.nn.MLP  3 steps",
+        "      jit#1/vmap#2  BatchTrace  7 steps",
+        "        in eqx.nn.MLP/eqx.nn.Linear  4 steps",
+        "        in eqx.nn.MLP  3 steps",
+    ]
+
+
+def test_named_scopes_group_steps_and_transformations_are_left_out():
+    def f(x):
+        with jax.named_scope("encoder"):
+            h = jnp.tanh(x)
+        with jax.named_scope("decoder"):
+            return jnp.sum(h * 2.0)
+
+    with T.record() as session:
+        T.grad(f)(jnp.ones(3))
+    assert summarize_call(session.calls[0])[1:7] == [
+        "  eval#0  EvalTrace  9 steps",
+        "    in encoder  4 steps",
+        "    in decoder  4 steps",
+        "    grad#1  LinearizeTrace  3 steps",
+        "      in encoder  1 step",
+        "      in decoder  2 steps",
+    ]
+    assert scope_path("transpose(jvp(GPT))/blocks_2/attn") == "GPT/blocks_2/attn"
+    assert scope_path("vmap(transpose(jvp()))") == ""
+
+
+def test_nnx_modules_record_no_scopes_and_list_their_steps_plainly():
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 1, rngs=rngs)
+
+        def __call__(self, x):
+            return self.linear(x).sum()
+
+    model = Model(nnx.Rngs(0))
+    with T.record() as session, jax_patched():
+        nnx.jit(lambda m: m(jnp.ones((3, 2))))(model)
+    call = session.calls[0]
+    outline = Outline(session)
+    assert not any(outline.row(i)[0] == GROUP for i in range(len(outline)))
+    assert all(not step_label(s).startswith("jit[name=_") for s in call.steps)
+
+
+def test_the_tower_graph_boxes_a_levels_steps_by_module(linen_call):
+    from workbench.export import collect_tower
+    graph = collect_tower(linen_call)
+    boxes = {c.id: c for c in graph.clusters if c.kind == "scope"}
+    assert [c.label for c in boxes.values()] == ["MLP/attn/query", "MLP/attn/key", "MLP/attn",
+                                                 "MLP/head", "MLP"]
+    assert {c.parent for c in boxes.values()} == {"cluster_L0"}
+    nodes = {n.id: n for n in graph.nodes}
+    assert nodes["s17"].cluster == "cluster_L0_s15"  # MLP/head's add, in MLP/head's box
+    assert nodes["s17"].label.splitlines()[0] == f"#17 add at {FILE}:{_line('# LINE head')}"
+    assert nodes["s20"].cluster == "cluster_L0"  # take, outside every module
+
+
+def test_the_tui_lists_a_modules_steps_under_its_row_and_folds_it(linen_call):
+    from tui_sessions import build_app, sync
+
+    from transforms.model import Session
+    from workbench.tui.widgets.navigator.step_list import StepList
+
+    @sync
+    async def drive():
+        app = build_app(Session(calls=[linen_call]))
+        async with app.run_test(size=(100, 40)) as pilot:
+            steps = app.screen.query_one(StepList)
+            rows = [steps.row_text(i).plain.strip() for i in range(steps.row_count)]
+            assert rows[:6] == ["▾   jit(run_linen.<locals>.loss)  22 steps", "▾ jit#1  22",
+                                "▾ MLP/attn/query  3", "0 dot_general  → float32[3,4]",
+                                "1 reshape  → float32[1,4]",
+                                f"2 add at {FILE}:{_line('# LINE query')}  → float32[3,4]"]
+            assert steps.cursor == 3  # the first step
+            await pilot.press("left")  # a step: to its module's row
+            assert steps.cursor == 2
+            await pilot.press("left")  # the module's row: folded
+            assert steps.row_text(3).plain.strip() == "▾ MLP/attn/key  3"
+            assert steps.row_text(2).plain.strip() == "▸ MLP/attn/query  3"
+            await pilot.press("enter")  # unfolded again
+            assert steps.row_count == len(rows)
+
+    drive()
+
+
+def test_a_filter_keeps_the_modules_of_the_steps_it_shows(linen_call):
+    from transforms.model import Session
+    from workbench.tui.navigation import StepFilter
+    outline = Outline(Session(calls=[linen_call]))
+    outline.filter = StepFilter.parse("p:dot_general")
+    outline.rebuild()
+    index = outline.index(0)
+    shown = [f"[{index.scope(pos)}]" if kind == GROUP else step_label(linen_call.steps[pos])
+             for kind, _, pos in map(outline.row, range(len(outline))) if kind in (GROUP, STEP)]
+    assert shown == ["[MLP/attn/query]", "dot_general", "[MLP/attn/key]", "dot_general",
+                     "[MLP/head]", "dot_general"]
+    outline.filter = StepFilter.parse("p:take")  # `take` as listed, outside every module
+    outline.rebuild()
+    assert [outline.row(i)[0] for i in range(len(outline))] == [0, LEVEL, STEP]
