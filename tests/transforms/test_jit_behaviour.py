@@ -321,3 +321,25 @@ def test_ahead_of_time_methods_record_a_trace_jax_cached_before_the_block(method
         getattr(ours, method)(X3)
     assert [(c.transform, c.function.split(".")[-1]) for c in session.calls] == [
         ("jit", "doubled_sin")]
+
+
+def test_static_argnums_and_argnames_that_disagree_are_taken_as_given_in_a_block():
+    """JAX's api_test test_jit_with_mismatched_static_argnames, inside record(): given both,
+    jit takes them as they are (`y` passed by keyword stays traced under static_argnums=1)."""
+    import transforms as T
+    from jax import core
+
+    seen = []
+
+    def f(x, y):
+        seen.append((isinstance(x, core.Tracer), isinstance(y, core.Tracer)))
+        return 1
+
+    with T.record():
+        f_nums = T.jit(f, static_argnums=1, static_argnames=())
+        f_nums(2, "foo")
+        f_nums(1, y=2)
+        f_mixed = T.jit(f, static_argnums=(1,), static_argnames="x")
+        f_mixed(2, "foo")
+        f_mixed(1, y=3)
+    assert seen == [(True, False), (True, True), (True, False), (True, True)]

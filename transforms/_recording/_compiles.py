@@ -192,13 +192,17 @@ def trace_signature(fun: Any, jit_kwargs: dict, args: tuple, kwargs: dict) -> tu
 
 
 def _statics(jit_kwargs: dict, names: list[str], count: int) -> tuple[set[int], set[str]]:
-    """The static argument positions and names jax.jit was given, each side completed
-    from the other by the parameters' names, as JAX infers them."""
+    """The static argument positions and names jax.jit was given; where only one side was
+    given, the other completed from it by the parameters' names, as JAX infers them (given
+    both, JAX takes them as they are, even where they disagree)."""
+    given_numbers, given_names = (jit_kwargs.get(k) is not None
+                                  for k in ("static_argnums", "static_argnames"))
     numbers = _as_tuple(jit_kwargs.get("static_argnums", ()))
     argnames = set(_as_tuple(jit_kwargs.get("static_argnames", ())))
     positions = {n if n >= 0 else count + n for n in numbers if isinstance(n, int)}
-    positions |= {i for i, name in enumerate(names) if name in argnames}
-    argnames |= {names[i] for i in positions if 0 <= i < len(names)}
+    if not (given_numbers and given_names):
+        positions |= {i for i, name in enumerate(names) if name in argnames}
+        argnames |= {names[i] for i in positions if 0 <= i < len(names)}
     return positions, {n for n in argnames if isinstance(n, str)}
 
 
