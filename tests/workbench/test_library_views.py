@@ -182,7 +182,7 @@ def test_equinox_steps_are_grouped_by_its_modules():
         "    jit#1  DynamicJaxprTrace  8 steps",
         "      in eqx.nn.MLP/eqx.nn.Linear  4 steps",
         "      in eqx.nn.MLP  3 steps",
-        "      jit#1/vmap#2  BatchTrace  7 steps",
+        "      jit#1/vmap#2 (MLP)  BatchTrace  7 steps",  # vmap of the module
         "        in eqx.nn.MLP/eqx.nn.Linear  4 steps",
         "        in eqx.nn.MLP  3 steps",
     ]
@@ -281,3 +281,24 @@ def test_a_filter_keeps_the_modules_of_the_steps_it_shows(linen_call):
     outline.filter = StepFilter.parse("p:take")  # `take` as listed, outside every module
     outline.rebuild()
     assert [outline.row(i)[0] for i in range(len(outline))] == [0, LEVEL, STEP]
+
+
+def test_the_step_view_names_a_library_cause_as_the_navigator_lists_it():
+    from rich.console import Console
+
+    from workbench.render.step import StepView
+
+    def loss(x):
+        return jnp.sum(jnp.tanh(x))
+
+    with T.record() as session, jax_patched():
+        jax.jit(jax.grad(loss))(jnp.ones(3))
+    (call,) = session.calls
+    caused = next(s for s in call.steps if s.cause is not None
+                  and call.steps[s.cause].library)
+    cause = call.steps[caused.cause]
+    console = Console(width=200, record=True)
+    console.print(StepView(caused, cause=cause))
+    text = console.export_text()
+    assert f"caused by #{cause.index} {step_label(cause)} at" in text
+    assert "jit[name=" not in text.split("caused by")[1].splitlines()[0]

@@ -192,7 +192,7 @@ class StepView:
     def _links(self) -> RenderableType:
         text = Text(style="dim")
         if self.cause is not None:
-            text.append(f"caused by #{self.cause.index} {_title(self.cause)} at "
+            text.append(f"caused by #{self.cause.index} {_title(self.cause, label=True)} at "
                         f"{self.labels.get(self.cause.level, self.cause.level)}")
         if self.caused:
             if text:
