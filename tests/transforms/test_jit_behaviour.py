@@ -326,8 +326,9 @@ def test_ahead_of_time_methods_record_a_trace_jax_cached_before_the_block(method
 def test_static_argnums_and_argnames_that_disagree_are_taken_as_given_in_a_block():
     """JAX's api_test test_jit_with_mismatched_static_argnames, inside record(): given both,
     jit takes them as they are (`y` passed by keyword stays traced under static_argnums=1)."""
-    import transforms as T
     from jax import core
+
+    import transforms as T
 
     seen = []
 
