@@ -17,6 +17,7 @@ a module:
   _sharding_text a sharding, a mesh and a PartitionSpec as text
   _step_core     the step core (PyStepCore, or the C one of _core.c)
   _bracket_class which Bracket records (the C core's, or _common's Python twin)
+  _jit_call      what a transforms.jit object's call runs through (the C core's JitCall, or its twin)
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .._common import use_bracket_class as _use_bracket_class  # noqa: E402
 from ._bracket_class import bracket_class as _bracket_class  # noqa: E402
 from ._describe import Describer as Describer
 from ._jaxpr_records import jaxpr_record as jaxpr_record
+from ._jit_call import PyJitCall as PyJitCall, jit_call_class as jit_call_class
 from ._locations import (
     location_of as location_of,
     returned_location as returned_location,

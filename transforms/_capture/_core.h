@@ -146,5 +146,6 @@ CORE_INTERNAL int check_index(StepCore *self, Py_ssize_t index);
 /* _core_type.c */
 CORE_INTERNAL PyObject *step_core_type_new(PyObject *module);
 CORE_INTERNAL PyObject *bracket_type_new(PyObject *module);
+CORE_INTERNAL PyObject *jit_call_type_new(PyObject *module);
 
 #endif

@@ -150,6 +150,11 @@ core_exec(PyObject *module)
         return -1;
     int added = PyModule_AddObjectRef(module, "Bracket", bracket_type);
     Py_DECREF(bracket_type);
+    PyObject *jit_call_type = added < 0 ? NULL : jit_call_type_new(module);
+    if (jit_call_type == NULL)
+        return -1;
+    added = PyModule_AddObjectRef(module, "JitCall", jit_call_type);
+    Py_DECREF(jit_call_type);
     if (added < 0 ||
         PyModule_AddObjectRef(module, "StepCore", st->step_core_type) < 0 ||
         PyModule_AddStringConstant(module, "SOURCE_SHA", CORE_SOURCE_SHA) < 0 ||

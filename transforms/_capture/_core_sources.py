@@ -10,6 +10,7 @@ SOURCES = (
     "transforms/_capture/_core_steps.c",
     "transforms/_capture/_core_type.c",
     "transforms/_capture/_core_bracket.c",
+    "transforms/_capture/_core_jitcall.c",
 )
 # What the stamp covers, in this order.
 STAMPED = (HEADER, *SOURCES)

@@ -18,9 +18,10 @@ stands for f:
 A function JAX cannot weak-reference or hash is given to jax.jit as it is
 (JAX raises for it as it would), and not recorded.
 
-What the user holds is a `Jitted` around JAX's jitted object. Its `__call__` is a
-property too: outside record() it is JAX's object itself (no frame of ours, JAX's
-C++ dispatch). Inside, each call first asks JAX for its trace (`.trace`, JAX's own
+What the user holds is a `Jitted` around JAX's jitted object. Its call is a JitCall's
+(the C core's, or a Python twin whose `__call__` is a property): outside record() it is
+JAX's object called, chosen with no Python code run (no frame of ours, JAX's C++
+dispatch). Inside, each call first asks JAX for its trace (`.trace`, JAX's own
 tracing cache): a miss traces here, recorded by the entry; a hit is a trace JAX made
 before the block, traced once more for the recording only (see retracing_to_record),
 once per block. The call then runs on JAX's own caches: a block never makes JAX trace
@@ -35,7 +36,7 @@ import inspect
 import threading
 import types
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _jax as _i
 from .._capture import (
@@ -47,6 +48,7 @@ from .._capture import (
     any_block_open,
     argument_names,
     check_retrace,
+    jit_call_class,
     note_jit_traced,
     recording_off,
     retrace_refused,
@@ -310,37 +312,33 @@ def jit(fun=_NOT_SPECIFIED, /, **kwargs):
     jitted = jax_own.jit(entry, **kwargs)
     jitted.__wrapped__ = fun  # as jax.jit(f).__wrapped__ is f; it keeps f alive, as JAX's does
     jitted.__transform_spec__ = entry.transform_spec()
-    return Jitted(jitted, entry)
+    return _jitted_class(jit_call_class())(jitted, entry)
 
 
 class Jitted:
     """What transforms.jit returns: JAX's jitted object, seen through (see the notes above).
 
     Attributes are JAX's object's (`.lower`, `.trace`, `.clear_cache`, `_cache_size`, ...);
-    metadata is jax.jit(f)'s; `__get__` binds it as a method, as JAX's binds.
+    metadata is jax.jit(f)'s; `__get__` binds it as a method, as JAX's binds. Its call is a
+    JitCall's (`_capture.jit_call_class`: C, or a Python twin): made by `_jitted_class`.
     """
+
+    if TYPE_CHECKING:  # the JitCall's, see _jitted_class
+        _jitted: Any
+        _entry: _JitEntry
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+        def _call_target(self) -> Callable: ...
 
     def __init__(self, jitted: Any, entry: _JitEntry):
         functools.update_wrapper(self, jitted)
         self.__wrapped__ = jitted.__wrapped__  # f, as jax.jit(f).__wrapped__ is
-        self._jitted = jitted
-        self._entry = entry
-        # NB: kept, and holding this object weakly: no cycle, and JAX's leak checker, which
-        # walks the referrers of a leaked tracer, meets nothing of ours on the way.
-        self._in_block = bracket(functools.partial(_open_in_block, weakref.ref(self)))
-
-    @property
-    def __call__(self) -> Callable:
-        if not OPEN_BLOCKS[0]:  # any_block_open(), without a call: this is the hot path
-            return self._jitted
-        # Every trace JAX can answer this call from is recorded in this block: JAX's own
-        # call (a miss traces, and the entry records it). NB: only with one block open in
-        # this context (with several, which records depends on the frames: see_trace); with
-        # none here (the one block is open in another thread), nothing records in this one.
-        owner = self._entry.owner
-        if ONLY_BLOCK[0] == owner or SINGLE_BLOCK.get() == owner:
-            return self._jitted
-        return self._in_block
+        # NB: the recording path is kept, and holds this object weakly: no cycle, and JAX's
+        # leak checker, which walks the referrers of a leaked tracer, meets nothing of ours.
+        in_block = bracket(functools.partial(_open_in_block, weakref.ref(self)))
+        super().__init__(jitted, entry, in_block, OPEN_BLOCKS, ONLY_BLOCK,  # type: ignore[call-arg]
+                         SINGLE_BLOCK)  # JitCall's (see _jitted_class)
 
     # JAX's ahead-of-time methods trace too: in a block, the trace they use is recorded.
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -373,6 +371,12 @@ class Jitted:
 
     def __reduce__(self) -> Any:  # pickled as JAX's object: nothing of the recorder travels
         return self._jitted.__reduce__()
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_class(call: type) -> type:
+    """Jitted with its call made by `call` (a JitCall, or its Python twin)."""
+    return type("Jitted", (Jitted, call), {"__module__": __name__, "__doc__": Jitted.__doc__})
 
 
 def _open_in_block(jitted_ref: Callable, args: tuple, kwargs: dict | None) -> tuple:
