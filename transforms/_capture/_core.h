@@ -9,7 +9,7 @@
  *     a Python scalar or typed literal by (class, exact value, aval) from `scalars`;
  *   - the user's line: a walk over frames whose code objects' kinds are known
  *     (_locations.CODE_KINDS), ending on a user line already in _locations.LOCATIONS;
- *   - the name stack: the same object as the previous step's;
+ *   - the name stack (its text and scope path): the same object as the previous step's;
  *   - params of plain data seen before (_param_rules.param_summaries, keyed as params_key);
  *     a jit step's summary kept for its jaxpr object (the shared summaries' jit_entries:
  *     JAX reuses the jaxprs of jnp wrappers, and those its rules make of them).
@@ -46,7 +46,7 @@
 
 /* The cells of a row, as _step_core names them. */
 enum { LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS,
-       ERROR_, CAUSE, INLINE, STRIDE };
+       ERROR_, CAUSE, INLINE, SCOPE, STRIDE };
 #define RUNNING (-1)
 #define NONE (-1)
 /* Numbers of the seeded texts (_step_core.SEEDED; checked by configure). */
@@ -67,7 +67,7 @@ enum { PARTS_FLAT = 0, PARTS_BATCHED = 1, PARTS_PAIR = 2 };
     X(s_trace) X(s_aval) X(s_val) X(s_bdim) X(s_primal) X(s_tangent) /* its parts */     \
     X(name_stack_holder)  /* the object holding JAX's source-info context */             \
     X(s_context) X(s_name_stack)                                                         \
-    X(name_stack_fn)      /* () -> the current name stack's text */                      \
+    X(name_stack_fn)      /* () -> the current name stack's (text, scope path) */        \
     X(code_kinds)         /* id(code) -> (code, kind) */                                 \
     X(locations)          /* (id(code), line) -> (code, None, SourceLocation) */         \
     X(user_location_fn)   /* (skip) -> SourceLocation | None */                          \
@@ -115,7 +115,7 @@ typedef struct {
     int *phases;
     PyObject **backward;  /* by level: its backward pass's source, or NULL */
     Py_ssize_t n_levels, cap_levels;
-    int last_stack_text;
+    int last_stack_text, last_stack_scope;  /* the numbers of last_stack's facts */
 } StepCore;
 
 /* _core_values.c */

@@ -71,8 +71,9 @@ user_location(CoreState *st)
     return PyObject_CallFunction(st->user_location_fn, "i", 1);
 }
 
+/* The numbers of the current name stack's text and scope path (in *scope); -1 on error. */
 static int
-name_stack_text(StepCore *self)
+name_stack_numbers(StepCore *self, int *scope)
 {
     CoreState *st = self->st;
     PyObject *context = PyObject_GetAttr(st->name_stack_holder, st->s_context);
@@ -82,17 +83,26 @@ name_stack_text(StepCore *self)
         return -1;
     if (stack == self->last_stack) {  /* consecutive steps mostly share one */
         Py_DECREF(stack);
+        *scope = self->last_stack_scope;
         return self->last_stack_text;
     }
-    PyObject *text = PyObject_CallNoArgs(st->name_stack_fn);
-    int number = text == NULL ? -1 : text_number(self, text);
-    Py_XDECREF(text);
-    if (number < 0) {
+    PyObject *facts = PyObject_CallNoArgs(st->name_stack_fn);
+    int number = -1, path = -1;
+    if (facts != NULL && (!PyTuple_Check(facts) || PyTuple_GET_SIZE(facts) != 2 ||
+                          !PyUnicode_Check(PyTuple_GET_ITEM(facts, 0)) ||
+                          !PyUnicode_Check(PyTuple_GET_ITEM(facts, 1))))
+        bad_entry("name_stack()", "a (text, scope path) pair of str", facts);
+    else if (facts != NULL && (number = text_number(self, PyTuple_GET_ITEM(facts, 0))) >= 0)
+        path = text_number(self, PyTuple_GET_ITEM(facts, 1));
+    Py_XDECREF(facts);
+    if (number < 0 || path < 0) {
         Py_DECREF(stack);
         return -1;
     }
     Py_XSETREF(self->last_stack, stack);  /* kept: its id is not reused */
     self->last_stack_text = number;
+    self->last_stack_scope = path;
+    *scope = path;
     return number;
 }
 
@@ -227,7 +237,8 @@ core_begin(StepCore *self, PyObject *const *args, Py_ssize_t nargs)
     int primitive = name == NULL ? -1 : text_number(self, name);
     Py_XDECREF(name);
     int kind = primitive < 0 ? -1 : text_number(self, args[3]);
-    int names = kind < 0 ? -1 : name_stack_text(self);
+    int scope = 0;
+    int names = kind < 0 ? -1 : name_stack_numbers(self, &scope);
     if (names < 0)
         return NULL;
     Py_ssize_t index = self->count;
@@ -235,7 +246,7 @@ core_begin(StepCore *self, PyObject *const *args, Py_ssize_t nargs)
     if (row == NULL || push_active(self, (int)index, phase, source, number) < 0)
         return NULL;
     int32_t values[STRIDE] = {level, primitive, kind, phase, 0, inputs, RUNNING, number, names,
-                              0, NONE, cause, 0};
+                              0, NONE, cause, 0, scope};
     memcpy(row, values, sizeof(values));
     return PyLong_FromSsize_t(index);
 }
@@ -308,7 +319,7 @@ core_event(StepCore *self, PyObject *args)
     if (row == NULL)
         return NULL;
     int32_t cells[STRIDE] = {level, primitive, TEXT_ERROR, self->phases[level], 0, values,
-                             values, source, 0, 0, err, because, 0};
+                             values, source, 0, 0, err, because, 0, 0};
     memcpy(row, cells, sizeof(cells));
     return PyLong_FromSsize_t(index);
 }

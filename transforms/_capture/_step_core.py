@@ -36,9 +36,10 @@ __all__ = ["INLINE_FLAG", "LIBRARY_FLAG", "STRIDE", "PyStepCore", "built_steps",
            "steps_from"]
 
 # The cells of a row, in order.
+# NAMES and SCOPE: the name stack's text and its scope path (_jax.current_name_stack).
 LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS, ERROR, CAUSE, \
-    INLINE = range(13)
-STRIDE = 13
+    INLINE, SCOPE = range(14)
+STRIDE = 14
 RUNNING = -1  # OUTPUTS of a step still running
 NONE = -1     # ERROR and CAUSE when None
 # A jit step's INLINE cell: bits of what its jit is (Step.inline, Step.library).
@@ -62,10 +63,10 @@ JitStep = Callable[[dict], tuple]
 class PyStepCore:
     """The steps of one call as rows of numbers in `cells`, and what each step does to them.
 
-    Texts (primitive names, kinds, phases, name stacks, error messages) are numbers into
-    `texts`; params and sub-jaxprs into `params` and `subjaxprs` (the tuples as recorded,
-    shared by every step with the same ones); inputs and outputs into the describer's
-    `tuples` (tuples of ValueRecords), sources into `sources`.
+    Texts (primitive names, kinds, phases, name stacks and their scope paths, error messages)
+    are numbers into `texts`; params and sub-jaxprs into `params` and `subjaxprs` (the tuples
+    as recorded, shared by every step with the same ones); inputs and outputs into the
+    describer's `tuples` (tuples of ValueRecords), sources into `sources`.
     """
 
     def __init__(self, describer: Any, step_params: StepParams, jit_step: JitStep,
@@ -131,8 +132,10 @@ class PyStepCore:
                 source = user_location(1)
             number = self.source_number(source)
         index = self.count
+        names, scope = _i.current_name_stack()
         self.cells.extend((level, self.text(primitive.name), self.text(kind), phase, 0, inputs,
-                           RUNNING, number, self.text(_i.name_stack()), 0, NONE, cause, 0))
+                           RUNNING, number, self.text(names), 0, NONE, cause, 0,
+                           self.text(scope)))
         self.count = index + 1
         active.append((index, phase, source, number))
         return index
@@ -180,7 +183,7 @@ class PyStepCore:
         self.cells.extend((level, self.text(name), self.text("error"), self._phases[level], 0,
                            values, values, source, 0, 0,
                            NONE if error is None else self.text(error),
-                           NONE if cause is None else cause, 0))
+                           NONE if cause is None else cause, 0, 0))
         self.count = index + 1
         return index
 
@@ -256,13 +259,13 @@ def built_steps(core: Any) -> list[Step | None]:
 def _step(index: int, row: Any, texts: list, params: list, subjaxprs: list, values: list,
           sources: list) -> Step:
     (level, primitive, kind, phase, param, inputs, outputs, source, names, subjaxpr, error,
-     cause, inline) = row
+     cause, inline, scope) = row
     return _new_step(Step, (index, level, texts[primitive], texts[kind], texts[phase],
                             params[param], values[inputs], values[outputs],
                             sources[source], texts[names], subjaxprs[subjaxpr],
                             None if error == NONE else texts[error],
                             None if cause == NONE else cause, bool(inline & INLINE_FLAG),
-                            bool(inline & LIBRARY_FLAG)))
+                            bool(inline & LIBRARY_FLAG), texts[scope]))
 
 
 # -- choosing a core ---------------------------------------------------------------------
@@ -300,7 +303,7 @@ def _core_setting() -> dict[str, Any]:
         tracer_type=_i.Tracer,
         tracer_parts=_i.TRACER_PART_NAMES,
         name_stack_place=_i.NAME_STACK_PLACE,
-        name_stack=_i.name_stack,
+        name_stack=_i.current_name_stack,
         code_kinds=CODE_KINDS,
         locations=LOCATIONS,
         user_kind=kinds["user"],

@@ -101,11 +101,13 @@ from ._replay import (
 )
 from ._sources import (
     NAME_STACK_PLACE as NAME_STACK_PLACE,
-    _name_stack_texts as _name_stack_texts,
+    _name_stack_facts as _name_stack_facts,
     _source_context as _source_context,
     context_traceback as context_traceback,
+    current_name_stack as current_name_stack,
     name_depth as name_depth,
-    name_stack as name_stack,
+    name_stack_facts as name_stack_facts,
+    scope_path as scope_path,
     source_frame as source_frame,
     source_now as source_now,
     staged_at as staged_at,

@@ -12,6 +12,8 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from jax.extend import core as jax_core
 
+from ._sources import name_stack_facts
+
 __all__ = ["calls_back", "consts_of", "eqn_facts", "eval_equations", "inner_call", "inner_jaxprs",
            "input_types", "values_by_var", "with_consts"]
 
@@ -140,6 +142,6 @@ def inner_call(eqn: Any) -> tuple[str, Any] | None:
     return None
 
 
-def eqn_facts(eqn: Any) -> tuple[str, str]:
-    """(primitive name, name stack as JAX prints it) of a live equation."""
-    return eqn.primitive.name, str(eqn.source_info.name_stack)
+def eqn_facts(eqn: Any) -> tuple[str, str, str]:
+    """(primitive name, name stack as JAX prints it, its scope path) of a live equation."""
+    return eqn.primitive.name, *name_stack_facts(eqn.source_info.name_stack)

@@ -16,28 +16,51 @@ from .._common import BoundedCache
 # hash and == run Python code (about a third of a step's recording cost when JAX makes a new
 # NameStack per bind, as its transform_name_stack does), and its == takes Scope('jvp') for
 # Transform('jvp') (both are NamedTuples: equal as tuples), which print differently.
-_name_stack_texts: BoundedCache = BoundedCache(10_000)
-_last_name_stack: list[Any] = [None, ""]  # the stack seen last and its text
+_name_stack_facts: BoundedCache = BoundedCache(10_000)  # key -> (text, scope path)
+_last_name_stack: list[Any] = [None, ("", "")]  # the stack seen last and its facts
 
 # Where the current name stack is, for the C step core's look without a call:
 # (holder, context attribute, name stack attribute), as current_name_stack reads it
 # (NB: jax._src; the same on 0.10 and 0.12).
 NAME_STACK_PLACE = (_source_info._source_info_context, "context", "name_stack")
 
+# NB: jax._src.source_info_util: NameStack.stack is a tuple of Scope (a module's or
+# named_scope's name) and Transform (jvp, transpose, vmap ...) NamedTuples; neither class
+# has a public alias.
+_SCOPE = _source_info.Scope
 
-def name_stack() -> str:
-    """The current name stack, e.g. `vmap(transpose(jvp()))`, printed once per value."""
+
+def name_stack_facts(stack: Any) -> tuple[str, str]:
+    """A NameStack's text as JAX prints it (`transpose(jvp(MLP))/attn/query`) and its scope
+    path (`MLP/attn/query`), made once per distinct stack."""
+    elements = stack.stack  # NB: NameStack.stack, a tuple of Scope / Transform NamedTuples
+    key = (elements, *map(type, elements))
+    facts = _name_stack_facts.get(key)
+    if facts is None:
+        facts = _name_stack_facts.put(key, (str(stack), _scope_path(elements)))
+    return facts
+
+
+def _scope_path(elements: tuple) -> str:
+    return "/".join([e.name for e in elements if type(e) is _SCOPE])
+
+
+def scope_path(stack: Any) -> str:
+    """The modules and named scopes of a NameStack, its transformations left out: `MLP/attn/query`
+    for `transpose(jvp(MLP))/attn/query`, "" for `vmap(jvp())`."""
+    return name_stack_facts(stack)[1]
+
+
+def current_name_stack() -> tuple[str, str]:
+    """The current name stack's text (`vmap(transpose(jvp()))`) and scope path, as
+    name_stack_facts gives them (the step cores' callback)."""
     stack = source_info_util.current_name_stack()
     last = _last_name_stack
     if stack is last[0]:  # consecutive steps mostly share one
         return last[1]
-    elements = stack.stack  # NB: NameStack.stack, a tuple of Scope / Transform NamedTuples
-    key = (elements, *map(type, elements))
-    text = _name_stack_texts.get(key)
-    if text is None:
-        text = _name_stack_texts.put(key, str(stack))
-    last[0], last[1] = stack, text
-    return text
+    facts = name_stack_facts(stack)
+    last[0], last[1] = stack, facts
+    return facts
 
 
 # NB: jax._src: the source context has no public reader. eval_jaxpr and the

@@ -76,9 +76,13 @@ def _finite(x: Any) -> tuple[bool, bool]:
 
 
 class _Finder:
-    def __init__(self, stage: str, has_where: bool, path: tuple[str, ...], outer_stack: str = ""):
+    def __init__(self, stage: str, has_where: bool, path: tuple[str, ...], outer_stack: str = "",
+                 outer_scope: str = ""):
         self.stage, self.has_where, self.path = stage, has_where, path
-        self.outer_stack = outer_stack
+        # The call-like equation's descended into: its name stack stands for an inner
+        # equation's with none; its scope path is above every inner one (JAX records an
+        # inner jaxpr's name stacks from where that jaxpr starts).
+        self.outer_stack, self.outer_scope = outer_stack, outer_scope
         self.records: tuple[NonFiniteRecord, ...] = ()
         self.first: Any = None
         self.first_nan: Any = None
@@ -105,7 +109,7 @@ class _Finder:
             found = self._descend(kind, inner, eqn, inputs)
             if found is not None:
                 return dataclasses.replace(found, eqn=index)
-        primitive, stack = _i.eqn_facts(eqn)
+        primitive, stack, scope = _i.eqn_facts(eqn)
         stack = stack or self.outer_stack
         frame = _i.source_frame(eqn.source_info)
         ins = tuple(_summary(x) for x in inputs)
@@ -115,18 +119,25 @@ class _Finder:
                                                       self.has_where))
         return NonFiniteRecord(kind, self.stage, index, self.path, primitive, phase, stack,
                                source=SourceLocation(*frame) if frame is not None else None,
-                               inputs=ins, outputs=outs, rule=rule, hint=hint)
+                               inputs=ins, outputs=outs, rule=rule, hint=hint,
+                               scope=_joined(self.outer_scope, scope))
 
     def _descend(self, kind: str, inner: tuple[str, Any], eqn: Any,
                  inputs: list) -> NonFiniteRecord | None:
         label, closed = inner
-        stack = _i.eqn_facts(eqn)[1] or self.outer_stack
-        finder = _Finder(self.stage, self.has_where, self.path + (label,), stack)
+        _, stack, scope = _i.eqn_facts(eqn)
+        finder = _Finder(self.stage, self.has_where, self.path + (label,),
+                         stack or self.outer_stack, _joined(self.outer_scope, scope))
         try:
             _i.eval_equations(closed, inputs, finder.visit)
         except _Stop:
             pass
         return finder.first if kind == "first" else finder.first_nan
+
+
+def _joined(outer: str, inner: str) -> str:
+    """An inner jaxpr's scope path under the scope path of the equation holding it."""
+    return f"{outer}/{inner}" if outer and inner else outer or inner
 
 
 def _summary(x: Any) -> Any:

@@ -176,13 +176,13 @@ def joined_notes(*notes: str) -> str:
 
 
 def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ...]:
-    """Each top-level equation: primitive, params, avals, source line, name stack, dataflow."""
+    """Each top-level equation: primitive, params, avals, source line, name stack (and its
+    scope path), dataflow."""
     jaxpr = getattr(closed, "jaxpr", closed)
     if namer is None:
         namer = _Namer()
         namer.names(jaxpr.constvars)
         namer.names(jaxpr.invars)
-    stacks: dict[Any, str] = {}
     records = []
     # JAX prints an output nothing reads as `_` and gives it no name: so do we.
     used = {v for eqn in jaxpr.eqns for v in eqn.invars if not isinstance(v, Literal)}
@@ -191,9 +191,7 @@ def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ..
         name = eqn.primitive.name
         params, found = summarize_params(name, eqn.params)
         info = eqn.source_info
-        stack = stacks.get(info.name_stack)
-        if stack is None:
-            stack = stacks[info.name_stack] = str(info.name_stack)
+        stack, scope = _i.name_stack_facts(info.name_stack)
         # Named in the order JAX prints them: inputs, outputs, then the sub-jaxprs
         # in the order of their params' names (printed sorted), so names match the text.
         in_vars, out_vars = namer.names(eqn.invars), namer.out_names(eqn.outvars, used)
@@ -205,7 +203,7 @@ def eqn_records(closed: Any, namer: _Namer | None = None) -> tuple[EqnRecord, ..
             name, params,
             tuple(aval_text(v.aval) for v in eqn.invars),
             tuple(aval_text(v.aval) for v in eqn.outvars),
-            source, stack, in_vars, out_vars, subjaxprs, location))
+            source, stack, in_vars, out_vars, subjaxprs, location, scope))
     return tuple(records)
 
 

@@ -94,6 +94,7 @@ class EqnRecord(NamedTuple):
     out_vars: tuple[str, ...] = ()  # "_" for an output nothing reads
     subjaxprs: tuple[SubJaxprRecord, ...] = ()  # cond branches, scan/while bodies, inner jit
     location: SourceLocation | None = None  # `source` as a record: the file, line, function
+    scope: str = ""           # its modules and named scopes, as Step.scope: "MLP/attn/query"
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +249,10 @@ class Step(NamedTuple):
     # as one operation at the user's line (`library_step_name`). Recorded from the jitted
     # function's file, whatever its params say.
     library: bool = False
+    # The modules and named scopes it ran in, the transformations left out: flax's
+    # `MLP/attn/query` where name_stack is `transpose(jvp(MLP))/attn/query`; "" for none,
+    # and in dumps written before it was recorded (read as "", not parsed from name_stack).
+    scope: str = ""
 
     @property
     def title(self) -> str:
@@ -315,6 +320,7 @@ class NonFiniteRecord:
     rule: str = ""            # the known cause that matched (_trees' NONFINITE_RULES)
     hint: str = ""
     note: str = ""            # e.g. why the replay stopped short
+    scope: str = ""           # its modules and named scopes, as Step.scope: "MLP/attn/query"
 
     @property
     def headline(self) -> str:
