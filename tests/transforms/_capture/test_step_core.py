@@ -70,7 +70,7 @@ def test_both_cores_record_the_same(case, stages, monkeypatch):
 
 
 @needs_c
-def test_both_cores_agree_on_a_tower_a_custom_rule_and_a_failure(monkeypatch):
+def test_both_cores_agree_on_a_tower_a_custom_rule_a_scope_and_a_failure(monkeypatch):
     @jax.custom_jvp
     def soft(x):
         return jnp.log1p(jnp.exp(x))
@@ -81,7 +81,9 @@ def test_both_cores_agree_on_a_tower_a_custom_rule_and_a_failure(monkeypatch):
         return soft(x), t * jax.nn.sigmoid(x)
 
     def f(x):
-        return jnp.sum(soft(jnp.sin(x) * 2.0)) + jnp.float32(0.5) * x[0]
+        with jax.named_scope("block"), jax.named_scope("inner"):
+            y = jnp.sin(x) * 2.0
+        return jnp.sum(soft(y)) + jnp.float32(0.5) * x[0]
 
     def run():
         x = jnp.arange(6.0).reshape(2, 3)
@@ -94,6 +96,7 @@ def test_both_cores_agree_on_a_tower_a_custom_rule_and_a_failure(monkeypatch):
              for core in (_step_core.PyStepCore, _step_core.PyStepCore, C_CORE)]
     assert texts[2] == texts[1]
     assert '"custom_jvp_call"' in texts[2] and "TypeError" in texts[2]
+    assert '"block/inner"' in texts[2]  # the steps' scope path (their name stacks: vmap(block)/inner ...)
 
 
 @needs_c
