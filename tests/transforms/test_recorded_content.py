@@ -454,6 +454,7 @@ def test_steps_keep_the_name_stack():
     assert "my_scope" in sin_step.name_stack
     assert "my_scope" not in mul_step.name_stack
     assert sin_step.name_stack.startswith("vmap(")
+    assert (sin_step.scope, mul_step.scope) == ("my_scope", "")
 
 
 def _records_inside(x):

@@ -130,6 +130,24 @@ def test_calls_sharing_stages_are_replayed_too():
     assert session.calls[2].nonfinite[0].primitive == "log"
 
 
+def _scoped_log(x):
+    with jax.named_scope("inner"):
+        return jnp.log(x) * 2.0
+
+
+def scoped_inner_jit(x):
+    with jax.named_scope("model"):
+        return jnp.sum(jax.jit(_scoped_log)(x))
+
+
+def test_a_finding_keeps_its_scope_path_through_the_jits_descended_into():
+    with record(find_nans=True) as session:
+        transforms.jit(scoped_inner_jit)(jnp.array([-1.0, 1.0]))
+    first = session.calls[0].nonfinite[0]
+    assert (first.primitive, first.path, first.name_stack, first.scope) == (
+        "log", ("jit[name=_scoped_log]",), "inner", "model/inner")
+
+
 def test_findings_survive_a_dump():
     from transforms.model import loads
     with record(find_nans=True) as session:
