@@ -49,7 +49,6 @@ from ._session_diff import diff_sessions as diff_sessions, format_diff as format
 from ._step_groups import (
     ScopeRun as ScopeRun,
     library_operation as library_operation,
-    scope_path as scope_path,
     scope_runs as scope_runs,
     scope_totals as scope_totals,
     step_label as step_label,

@@ -1,7 +1,7 @@
 """A call's steps read as their authors wrote them, as plain data for every reader: a jit of
 JAX's own function (jnp.take's `_take`) is one operation at the user's line
 (`take at model.py:41`), and steps run in one module or named scope are grouped under its
-path (flax's `MLP/attn/query`, `jax.named_scope`'s), the transformations left out."""
+path (flax's `MLP/attn/query`, `jax.named_scope`'s: Step.scope, recorded)."""
 from __future__ import annotations
 
 import os
@@ -10,8 +10,7 @@ from typing import NamedTuple
 
 from transforms.model import Step
 
-__all__ = ["ScopeRun", "library_operation", "scope_path", "scope_runs", "scope_totals",
-           "step_label"]
+__all__ = ["ScopeRun", "library_operation", "scope_runs", "scope_totals", "step_label"]
 
 
 def library_operation(step: Step) -> str:
@@ -37,25 +36,6 @@ def step_label(step: Step) -> str:
     return f"{operation} at {os.path.basename(source.file)}:{source.line}"
 
 
-def scope_path(name_stack: str) -> str:
-    """The modules and named scopes of a recorded name stack, the transformations left out:
-    `MLP/attn/query` for `transpose(jvp(MLP))/attn/query`, "" for `jvp()`.
-
-    NB: JAX prints a name stack (NameStack.__str__) as its scopes joined by `/`, each
-    transformation wrapping the scope after it: `name(scope)`, or `name()` at the end.
-    """
-    parts = []
-    for part in name_stack.split("/"):
-        while part.endswith(")") and "(" in part:
-            head, _, inner = part.partition("(")
-            if not head.replace("_", "").isalnum():
-                break  # a scope's own parentheses, not a transformation's
-            part = inner[:-1]
-        if part:
-            parts.append(part)
-    return "/".join(parts)
-
-
 class ScopeRun(NamedTuple):
     """Consecutive steps of one level run in one module or scope."""
     scope: str                 # "MLP/attn/query"; "" for steps in none
@@ -65,14 +45,10 @@ class ScopeRun(NamedTuple):
 def scope_runs(steps: Sequence[Step], positions: Iterable[int]) -> list[ScopeRun]:
     """`positions` (of `steps`, in order) cut into runs of one scope each."""
     runs: list[ScopeRun] = []
-    paths: dict[str, str] = {}  # name stack -> its scope: a few hundred texts per call
     current: list[int] = []
     scope = ""
     for pos in positions:
-        stack = steps[pos].name_stack or ""
-        path = paths.get(stack)
-        if path is None:
-            path = paths[stack] = scope_path(stack)
+        path = steps[pos].scope
         if current and path != scope:
             runs.append(ScopeRun(scope, tuple(current)))
             current = []

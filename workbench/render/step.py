@@ -18,7 +18,7 @@ from rich.tree import Tree
 from transforms.model import SourceLocation, Step, ValueRecord, tracer_kind
 
 from .. import _safe_text as safe_text
-from ..analysis import StepValue, scope_path, step_label
+from ..analysis import StepValue, step_label
 from ._safe import safe
 
 _CHILD_NAMES = {"val": "batched value", "primal": "primal", "tangent": "tangent"}
@@ -161,9 +161,8 @@ class StepView:
             parts.append(Text(f"{_clip(_title(s))}: a jit of JAX's own function, one step "
                               "(its body in the params and the Stages pane)", style="dim"))
         if s.name_stack:
-            scope = scope_path(s.name_stack)
             parts.append(Text(f"name stack: {_clip(s.name_stack)}"
-                              + (f"  (in {_clip(scope)})" if scope else ""), style="dim"))
+                              + (f"  (in {_clip(s.scope)})" if s.scope else ""), style="dim"))
         parts.append(self._links())
         if s.params:
             parts.append(_params(s))

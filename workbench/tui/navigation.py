@@ -18,7 +18,6 @@ from ..analysis import (
     ScopeRun,
     failing_steps,
     phased,
-    scope_path,
     scope_runs,
     steps_by_level,
 )
@@ -114,7 +113,6 @@ class CallIndex:
         self.phased = phased(call)
         self._caused: dict[int, list[int]] | None = None
         self._texts: SearchTexts | None = None
-        self._scopes: dict[str, str] = {}  # name stack -> its module or scope path
         self._scope_runs: dict[int, list[ScopeRun] | None] = {}  # level -> its runs
 
     def scope_runs(self, level: int) -> list[ScopeRun] | None:
@@ -128,11 +126,7 @@ class CallIndex:
 
     def scope(self, pos: int) -> str:
         """The module or named scope the step at `pos` ran in (`MLP/attn`), or ""."""
-        stack = self.call.steps[pos].name_stack or ""
-        found = self._scopes.get(stack)
-        if found is None:
-            found = self._scopes[stack] = scope_path(stack)
-        return found
+        return self.call.steps[pos].scope
 
     def level_rows(self, expanded: set[int]) -> list[LevelRow]:
         """The navigator's level rows: runs of identical levels folded unless expanded."""
