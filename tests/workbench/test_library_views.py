@@ -303,3 +303,20 @@ def test_the_step_view_names_a_library_cause_as_the_navigator_lists_it():
     text = console.export_text()
     assert f"caused by #{cause.index} {step_label(cause)} at" in text
     assert "jit[name=" not in text.split("caused by")[1].splitlines()[0]
+
+
+def test_the_step_view_names_the_scope_a_step_ran_in():
+    from rich.console import Console
+
+    from workbench.render.step import StepView
+
+    def f(x):
+        with jax.named_scope("encoder"), jax.named_scope("layer_0"):
+            return jax.lax.sin(x)
+
+    with T.record() as session:
+        T.grad(f)(1.0)
+    sin = next(s for s in session.calls[0].steps if s.primitive == "sin")
+    console = Console(width=200, record=True)
+    console.print(StepView(sin))
+    assert "name stack: jvp(encoder)/layer_0  (in encoder/layer_0)" in console.export_text()
