@@ -240,6 +240,26 @@ def test_the_tower_graph_boxes_a_levels_steps_by_module(linen_call):
     assert nodes["s20"].cluster == "cluster_L0"  # take, outside every module
 
 
+def test_the_jaxpr_graph_boxes_equations_by_module_nested_by_path(linen_call):
+    from transforms.model import find_stage
+    from workbench.export import collect_jaxpr
+    graph = collect_jaxpr(find_stage(linen_call.stages, "f"), linen_call)
+    assert [(c.id, c.label, c.parent) for c in graph.clusters if c.kind == "scope"] == [
+        ("cluster_scope0", "MLP", None), ("cluster_scope1", "attn", "cluster_scope0"),
+        ("cluster_scope2", "query", "cluster_scope1"), ("cluster_scope3", "key", "cluster_scope1"),
+        ("cluster_scope4", "head", "cluster_scope0")]
+    boxed: dict[str | None, list[str]] = {}
+    for node in graph.nodes:
+        if node.kind == "eqn":
+            boxed.setdefault(node.cluster, []).append(node.label.splitlines()[0])
+    assert boxed["cluster_scope2"] == ["#0 dot_general", "#1 reshape", "#2 add"]  # MLP/attn/query
+    assert boxed["cluster_scope3"] == ["#3 dot_general", "#4 reshape", "#5 add"]
+    assert boxed["cluster_scope1"][0] == "#6 transpose" and len(boxed["cluster_scope1"]) == 12
+    assert boxed["cluster_scope4"] == ["#18 dot_general", "#19 reshape", "#20 add"]
+    assert boxed["cluster_scope0"] == ["#21 squeeze"]
+    assert boxed[None] == ["#23 reduce_sum", "#24 div"]  # the loss, outside every module
+
+
 def test_the_tui_lists_a_modules_steps_under_its_row_and_folds_it(linen_call):
     from tui_sessions import build_app, sync
 

@@ -1,7 +1,7 @@
 """The jaxpr view: a stage's equations as a Graph (inputs, equations, outputs; sub-jaxprs as
-clusters or folded; repeats folded; long edges drawn as references), built within the node
-budget. What is folded is decided in `_jaxpr_folds.py`. Re-exported by
-workbench/export/graphviz.py."""
+clusters or folded; repeats folded; long edges drawn as references; equations run in a module
+or named scope boxed by its path, EqnRecord.scope), built within the node budget. What is
+folded is decided in `_jaxpr_folds.py`. Re-exported by workbench/export/graphviz.py."""
 from __future__ import annotations
 
 import re
@@ -68,8 +68,8 @@ def _bodies_within(build: Callable[[_JaxprBuilder], Graph], options: GraphOption
     """The graph with bodies expanded as deep as fits DEFAULT_BODY_NODES (a flat graph as it
     is), and a note saying what was drawn as one node and how to see it."""
     whole = build(_JaxprBuilder(options, expand=True))
-    if len(whole.nodes) <= DEFAULT_BODY_NODES or not whole.clusters:
-        return whole
+    if len(whole.nodes) <= DEFAULT_BODY_NODES or not any(c.kind == "eqn" for c in whole.clusters):
+        return whole  # no body drawn (a module's box is no body)
     for depth in range(options.max_depth - 1, -1, -1):
         shallower = replace(options, max_depth=depth)
         graph = build(_JaxprBuilder(shallower, expand=depth > 0))
@@ -162,6 +162,7 @@ class _JaxprBuilder:
         self.legend: dict[str, None] = {}
         self._long = False
         self._refs = 0
+        self._scopes: dict[tuple[str | None, str], str] = {}  # (box, scope path) -> its cluster
 
     def graph(self, title: str, notes: Sequence[str], rankdir: str = "TB") -> Graph:
         return Graph(title, tuple(self.nodes), tuple(self.edges), tuple(self.clusters),
@@ -410,9 +411,27 @@ class _JaxprBuilder:
         for var, aval in zip(eqn.out_vars, eqn.out_avals):
             scope.producers[var] = (node_id, aval)
 
+    def _in_scope(self, cluster: str | None, path: str) -> str | None:
+        """The cluster of the module or named scope `path` (`GPT/blocks_1/attn`) inside
+        `cluster`: one per path, nested as the path is (GPT > blocks_1 > attn), each labelled
+        with its own name; `cluster` itself for no scope."""
+        if not path:
+            return cluster
+        box, prefix = cluster, ""
+        for name in path.split("/"):
+            prefix = f"{prefix}/{name}" if prefix else name
+            found = self._scopes.get((cluster, prefix))
+            if found is None:
+                found = self._scopes[(cluster, prefix)] = f"cluster_scope{len(self._scopes)}"
+                self.clusters.append(Cluster(found, name, box, "scope"))
+            box = found
+        return box
+
     def _add_eqn(self, eqn: EqnRecord, node_id: str, title: str, scope: _Scope,
                  cluster: str | None, mark: str, depth: int, outer_stack: str = "",
                  values: Sequence[ValueSummary | None] | None = None) -> None:
+        # Boxed by its module; a body's scopes are relative to it, boxed inside its cluster.
+        cluster = self._in_scope(cluster, eqn.scope)
         # A body's name stacks are relative to it: its equation's stack comes first.
         stack = f"{outer_stack}/{eqn.name_stack}" if outer_stack else eqn.name_stack
         origin, batched = origin_of(stack)

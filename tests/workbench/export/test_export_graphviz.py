@@ -45,10 +45,11 @@ needs_dot = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz's dot is not insta
 
 # --- hand-made records -------------------------------------------------------------
 
-def eqn(prim, ins, outs, in_avals=None, out_avals=None, stack="", subjaxprs=(), params=()):
+def eqn(prim, ins, outs, in_avals=None, out_avals=None, stack="", subjaxprs=(), params=(),
+        scope=""):
     return EqnRecord(prim, params, tuple(in_avals or ["float32[3]"] * len(ins)),
                      tuple(out_avals or ["float32[3]"] * len(outs)), "", stack, tuple(ins),
-                     tuple(outs), tuple(subjaxprs))
+                     tuple(outs), tuple(subjaxprs), scope=scope)
 
 
 def stage(eqns, in_vars=("a", "b"), out_vars=("d",), name="f", role="f", const_vars=()):
@@ -157,6 +158,65 @@ def test_subjaxpr_is_a_labelled_cluster_fed_by_the_equation_inputs():
     # body equations take the origin of the equation holding them
     assert {n.origin for n in g.nodes if n.id.startswith("e0_0e")} == {"transpose"}
     assert g.node("e0").label == "#0 scan\nlength=3"
+
+
+SCOPED = stage([eqn("sin", ["a"], ["c"], stack="jvp(GPT)/attn", scope="GPT/attn"),
+                eqn("mul", ["c", "b"], ["d"], stack="GPT", scope="GPT"),
+                eqn("cos", ["d"], ["e"], stack="GPT/attn", scope="GPT/attn"),
+                eqn("add", ["e", "b"], ["f"])], out_vars=("f",))
+
+
+def test_equations_are_boxed_by_module_one_box_per_path_nested_as_the_path():
+    assert to_dot(collect_jaxpr(SCOPED)) == """\
+digraph workbench {
+	graph [fontname=Helvetica fontsize=12 label="f  (4 equations)\\nblue: traced under jvp; \
+white: primal" labeljust=l labelloc=t newrank=true nodesep=0.25 rankdir=TB ranksep=0.35]
+	node [fillcolor="#ffffff" fontname=Helvetica fontsize=10 height=0.3 margin="0.08,0.04" \
+shape=box style="rounded,filled"]
+	edge [arrowsize=0.6 color="#555555" fontcolor="#333333" fontname=Helvetica fontsize=8]
+	i0 [label="a\\nf32[3]" fillcolor="#e2e8f0" shape=box style=filled tooltip="input 0: a"]
+	i1 [label="b\\nf32[3]" fillcolor="#e2e8f0" shape=box style=filled tooltip="input 1: b"]
+	e3 [label="#3 add" fillcolor="#ffffff"]
+	o0 [label="out[0]\\nf32[3]" fillcolor="#e2e8f0" shape=box style="filled,bold" \
+tooltip="output 0"]
+	subgraph cluster_scope0 {
+		graph [color="#7c3aed" fontsize=10 label=GPT labeljust=l style="rounded,dashed"]
+		e1 [label="#1 mul" fillcolor="#ffffff" tooltip=GPT]
+		subgraph cluster_scope1 {
+			graph [color="#7c3aed" fontsize=10 label=attn labeljust=l style="rounded,dashed"]
+			e0 [label="#0 sin" fillcolor="#dbeafe" tooltip="jvp(GPT)/attn"]
+			e2 [label="#2 cos" fillcolor="#ffffff" tooltip="GPT/attn"]
+		}
+	}
+	i0 -> e0 [label="a: f32[3]"]
+	e0 -> e1 [label="c: f32[3]"]
+	i1 -> e1 [label="b: f32[3]"]
+	e1 -> e2 [label="d: f32[3]"]
+	e2 -> e3 [label="e: f32[3]"]
+	i1 -> e3 [label="b: f32[3]"]
+	e3 -> o0 [label="f: f32[3]"]
+}
+"""
+
+
+def test_a_bodys_modules_are_boxed_inside_its_cluster_from_where_it_starts():
+    body = SubJaxprRecord("jaxpr", ("e",), ("g",), ("float32[3]",), ("float32[3]",),
+                          operands=(0,), eqn_count=1,
+                          eqns=(eqn("sin", ["e"], ["g"], stack="cell", scope="cell"),))
+    scoped_jit = stage([eqn("jit", ["a"], ["c"], stack="rnn", scope="rnn", subjaxprs=[body],
+                            params=(("name", "step"),))], in_vars=("a",), out_vars=("c",))
+    g = collect_jaxpr(scoped_jit)
+    assert [(c.id, c.label, c.parent) for c in g.clusters] == [
+        ("cluster_scope0", "rnn", None), ("cluster_e0", "#0 jit", "cluster_scope0"),
+        ("cluster_e0_0", "jaxpr", "cluster_e0"), ("cluster_scope1", "cell", "cluster_e0_0")]
+    assert g.node("e0_0e0").cluster == "cluster_scope1"
+
+
+def test_a_large_stage_boxed_by_modules_without_bodies_is_drawn_whole():
+    many = stage([eqn("sin", [f"v{i}"], [f"v{i + 1}"], scope="m") for i in range(320)],
+                 in_vars=("v0",), out_vars=("v320",))
+    g = collect_jaxpr(many)
+    assert len(g.nodes) > 300 and not any("drawn with" in note for note in g.notes)
 
 
 def test_collapsed_subjaxprs_are_one_node():
