@@ -1,9 +1,11 @@
 """Where things are in text JAX printed: each top-level equation's lines in a jaxpr's text,
-and the file and line in an equation's source summary.
+the file and line in an equation's source summary, and the scopes of a name stack's text.
 
-The recorder applies these once, when a stage is made (transforms/_stages/_chain.py), and records
-the answers as data (Stage.eqn_spans, EqnRecord.location); the loader applies them to dumps
-written before those fields existed (transforms/model/_load.py). Readers never parse the text.
+The recorder applies the first two once, when a stage is made (transforms/_stages/_chain.py),
+and records the answers as data (Stage.eqn_spans, EqnRecord.location; a name stack's scope path
+it records from JAX's NameStack itself: Step.scope, EqnRecord.scope); the loader applies them to
+dumps written before those fields existed (transforms/model/_load.py). Readers never parse the
+text.
 NB: JAX-free (the loader imports no JAX), so this one fact about JAX's printing, its
 layout, lives here rather than in the transforms/_jax package.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["eqn_line_spans", "summary_frame"]
+__all__ = ["eqn_line_spans", "name_stack_scope", "summary_frame"]
 
 # A line of a jaxpr's equations that is not an equation's first: deeper, or closing a bracket.
 _CONTINUED = ("", " ", "]", ")", "}")
@@ -48,3 +50,24 @@ def summary_frame(summary: str) -> tuple[str, int, str] | None:
     """(file, line, function) of an equation's source summary, or None (no user frame)."""
     m = _SUMMARY.match(summary)
     return (m.group(1), int(m.group(2)), m.group(3)) if m is not None else None
+
+
+def name_stack_scope(name_stack: str) -> str:
+    """The modules and named scopes of a name stack's text, the transformations left out:
+    `MLP/attn/query` for `transpose(jvp(MLP))/attn/query`, "" for `jvp()`.
+
+    JAX prints a name stack (NameStack.__str__) as its scopes joined by `/`, each
+    transformation wrapping the scope after it: `name(scope)`, or `name()` at the end. A
+    scope named with parentheses of its own (`f(x)`) reads as a transformation here: the text
+    cannot tell them apart (the recorder reads the NameStack's elements instead).
+    """
+    parts = []
+    for part in name_stack.split("/"):
+        while part.endswith(")") and "(" in part:
+            head, _, inner = part.partition("(")
+            if not head.replace("_", "").isalnum():
+                break  # a scope's own parentheses, not a transformation's
+            part = inner[:-1]
+        if part:
+            parts.append(part)
+    return "/".join(parts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import json
 import os
@@ -29,7 +30,7 @@ from ._layout import (
     split_indexed,
 )
 from ._lazy import Lazy
-from ._records import Call, EqnRecord, Stage
+from ._records import Call, EqnRecord, NonFiniteRecord, Stage, Step
 from ._session import RECORD_TYPES, Session
 from ._source_location import SourceLocation
 
@@ -230,7 +231,8 @@ def _session_v3(data: dict[str, Any], indexed: Indexed, text: str | bytes, sourc
     if len(session.calls) != len(indexed):
         raise ValueError(f"lazy_at has {len(indexed)} entries for "
                          f"{len(session.calls)} calls")
-    parts = _Parts(reader, text, indexed, session.calls, source, lazy)
+    parts = _Parts(reader, text, indexed, session.calls, source, lazy,
+                   _lacks(data["fields"], "Step", "scope"))
     calls = []
     for position, call in enumerate(session.calls):
         found: dict[str, Any] = {}
@@ -259,13 +261,15 @@ class _Parts:
     same steps (trees, pairs) again and again; decoding the same text with the same tables
     makes equal records, so a part whose text was decoded before is those records again (one
     tuple, shared by those calls, as the table's values are shared). Its checks still run."""
-    __slots__ = ("reader", "text", "spans", "calls", "source", "lazy", "annotations", "decoded")
+    __slots__ = ("reader", "text", "spans", "calls", "source", "lazy", "annotations", "decoded",
+                 "scopes")
 
     def __init__(self, reader: _codec.Reader, text: str | bytes, spans: Indexed,
-                 calls: list[Call], source: str, lazy: bool):
+                 calls: list[Call], source: str, lazy: bool, scopes: bool):
         self.reader, self.text, self.spans, self.source = reader, text, spans, source
         self.calls = calls  # as the skeleton made them (each part empty)
         self.lazy = lazy
+        self.scopes = scopes  # steps written before Step.scope: derived as they are decoded
         fields = {f.name: str(f.type) for f in dataclasses.fields(Call)}
         self.annotations = [fields[name] for name in LAZY_FIELDS]
         self.decoded: dict[tuple[int, int, int], tuple[int, int, tuple]] = {}
@@ -286,6 +290,8 @@ class _Parts:
                 with gc_paused() if gc.isenabled() else contextlib.nullcontext():
                     rows = json.loads(part, object_pairs_hook=_unique_keys)
                     items = tuple(self.reader.decode(self.annotations[k], [rows], where)[0])
+                if self.scopes and LAZY_FIELDS[k] == "steps":
+                    items = _steps_with_scopes(items)
                 self.decoded.setdefault(key, (start, stop, items))
             if len(items) != count:
                 raise ValueError(f"{len(items)} records, lazy_at says {count}")
@@ -333,18 +339,24 @@ def _session_v2(data: dict[str, Any], keep_reader: bool = False) -> Any:
 
 
 
-# --- dumps from before equations' locations and line spans were recorded ---------------
+# --- dumps from before equations' locations, line spans and scopes were recorded ---------
+
+def _lacks(fields: dict[str, Any], record: str, name: str) -> bool:
+    """Whether a dump's `fields` header has no `record.name` (written before it was)."""
+    return not isinstance(fields.get(record), list) or name not in fields[record]
+
 
 def _with_text_facts(session: Session, fields: dict[str, Any]) -> Session:
-    """A dump whose `fields` header has no Stage.eqn_spans or EqnRecord.location (written
-    before they were recorded): both derived once, here, from the text the recorder kept
-    (transforms/model/_jaxpr_text.py), so that readers only ever read records."""
-    spans = not isinstance(fields.get("Stage"), list) or "eqn_spans" not in fields["Stage"]
-    locations = (not isinstance(fields.get("EqnRecord"), list)
-                 or "location" not in fields["EqnRecord"])
-    if not (spans or locations):
+    """A dump whose `fields` header has no Stage.eqn_spans, EqnRecord.location or the
+    records' `scope` (written before they were recorded): each derived once, here, from the
+    text the recorder kept (transforms/model/_jaxpr_text.py), so that readers only ever read
+    records. (A version 3 dump's steps are derived as they are decoded: _Parts.)"""
+    upgrade = _TextFacts(_lacks(fields, "Stage", "eqn_spans"),
+                         _lacks(fields, "EqnRecord", "location"),
+                         _lacks(fields, "EqnRecord", "scope"), _lacks(fields, "Step", "scope"),
+                         _lacks(fields, "NonFiniteRecord", "scope"))
+    if not upgrade.needed:
         return session
-    upgrade = _TextFacts(spans, locations)
     session.calls = [upgrade.call(c) for c in session.calls]
     session.processes = tuple(dataclasses.replace(p, calls=tuple(map(upgrade.call, p.calls)))
                               for p in session.processes)
@@ -352,23 +364,32 @@ def _with_text_facts(session: Session, fields: dict[str, Any]) -> Session:
 
 
 class _TextFacts:
-    def __init__(self, spans: bool, locations: bool):
-        self.spans, self.locations = spans, locations
+    def __init__(self, spans: bool, locations: bool, eqn_scopes: bool, step_scopes: bool,
+                 finding_scopes: bool):
+        self.spans, self.locations, self.eqn_scopes = spans, locations, eqn_scopes
+        self.step_scopes, self.finding_scopes = step_scopes, finding_scopes
+        self.needed = spans or locations or eqn_scopes or step_scopes or finding_scopes
         self._stages: dict[int, tuple[tuple[Stage, ...], tuple[Stage, ...]]] = {}
         self._where: dict[str, SourceLocation | None] = {}
 
     def call(self, call: Call) -> Call:
-        if not call.stages:
-            return call
-        # NB: a signature's stages are one tuple shared by its calls: upgraded once.
-        hit = self._stages.get(id(call.stages))
-        if hit is None or hit[0] is not call.stages:
-            hit = self._stages[id(call.stages)] = (call.stages, tuple(map(self.stage, call.stages)))
-        return dataclasses.replace(call, stages=hit[1])
+        changes: dict[str, Any] = {}
+        if self.step_scopes and isinstance(call.steps, tuple) and call.steps:
+            changes["steps"] = _steps_with_scopes(call.steps)
+        if self.finding_scopes and call.nonfinite:
+            changes["nonfinite"] = tuple(map(_finding_with_scope, call.nonfinite))
+        if call.stages:
+            # NB: a signature's stages are one tuple shared by its calls: upgraded once.
+            hit = self._stages.get(id(call.stages))
+            if hit is None or hit[0] is not call.stages:
+                hit = self._stages[id(call.stages)] = (call.stages,
+                                                       tuple(map(self.stage, call.stages)))
+            changes["stages"] = hit[1]
+        return dataclasses.replace(call, **changes) if changes else call
 
     def stage(self, stage: Stage) -> Stage:
         changes: dict[str, Any] = {}
-        if self.locations and stage.eqns:
+        if (self.locations or self.eqn_scopes) and stage.eqns:
             changes["eqns"] = tuple(map(self.eqn, stage.eqns))
         if self.spans and stage.jaxpr is not None and not stage.eqn_spans:
             changes["eqn_spans"] = _jaxpr_text.eqn_line_spans(stage.jaxpr.text,
@@ -376,13 +397,31 @@ class _TextFacts:
         return dataclasses.replace(stage, **changes) if changes else stage
 
     def eqn(self, eqn: EqnRecord) -> EqnRecord:
-        where = self._where.get(eqn.source, _UNSEEN)
-        if where is _UNSEEN:
-            frame = _jaxpr_text.summary_frame(eqn.source)
-            where = self._where[eqn.source] = SourceLocation(*frame) if frame else None
+        changes: dict[str, Any] = {}
+        if self.locations:
+            where = self._where.get(eqn.source, _UNSEEN)
+            if where is _UNSEEN:
+                frame = _jaxpr_text.summary_frame(eqn.source)
+                where = self._where[eqn.source] = SourceLocation(*frame) if frame else None
+            changes["location"] = where
+        if self.eqn_scopes and eqn.name_stack:
+            changes["scope"] = _scope_of(eqn.name_stack)
         subjaxprs = tuple(dataclasses.replace(s, eqns=tuple(map(self.eqn, s.eqns)))
                           if s.eqns else s for s in eqn.subjaxprs)
-        return eqn._replace(location=where, subjaxprs=subjaxprs)
+        return eqn._replace(subjaxprs=subjaxprs, **changes)
 
 
 _UNSEEN: Any = object()
+_scope_of = functools.lru_cache(maxsize=4096)(_jaxpr_text.name_stack_scope)
+
+
+def _steps_with_scopes(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """Steps of a dump written before Step.scope, each with its name stack's scopes."""
+    return tuple(s._replace(scope=_scope_of(s.name_stack)) if s.name_stack else s
+                 for s in steps)
+
+
+def _finding_with_scope(finding: NonFiniteRecord) -> NonFiniteRecord:
+    # NB: a finding inside an inner jit kept only the inner name stack (or the outer one
+    # when it had none): its scope is read from that text alone.
+    return dataclasses.replace(finding, scope=_scope_of(finding.name_stack))

@@ -314,3 +314,19 @@ def test_a_version_3_dump_written_by_the_old_code_still_loads(tmp_path):
     assert path.stat().st_size < old_path.stat().st_size * 1.02
     v1_as_v2 = old_path.with_name("session_v1.as_v2.json")  # its stages inline: older still
     assert cli.main(["schema", "--validate", str(old_path), str(v1_as_v2), str(path)]) == 0
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_dump_from_before_scopes_were_recorded_gets_them_once_when_loaded(lazy):
+    """tests/data/session_unscoped.json: written before Step.scope, EqnRecord.scope and
+    NonFiniteRecord.scope (make_session_unscoped.py); the loader derives each from the name
+    stack's text, so readers read the field."""
+    (call,) = transforms.load(DATA / "session_unscoped.json", lazy=lazy).calls
+    assert [(s.name_stack, s.scope) for s in call.steps if s.primitive != "jit"] == [
+        ("", ""), ("transpose(jvp(head))", "head"), ("transpose(jvp(head))", "head"),
+        ("transpose(jvp(encoder))/layer_0", "encoder/layer_0")]
+    jvp = next(stage for stage in call.stages if stage.name == "jvp(f)")
+    assert {(e.primitive, e.scope) for e in jvp.eqns} == {
+        ("log", "encoder/layer_0"), ("div", "encoder/layer_0"), ("mul", "head"),
+        ("reduce_sum", "head")}
+    assert [(f.primitive, f.scope) for f in call.nonfinite] == [("log", "encoder/layer_0")]
