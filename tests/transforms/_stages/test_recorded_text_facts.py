@@ -1,6 +1,7 @@
 """Facts recorded once, as data (issue 13, item 2): each equation's source as a location
-(EqnRecord.location), each equation's line span in its stage's text (Stage.eqn_spans) and
-the step each equation was staged from (Stage.eqn_steps), recorded when the stage is made;
+(EqnRecord.location), each equation's line span in its stage's text (Stage.eqn_spans), its
+scope path (EqnRecord.scope) and the step each equation was staged from (Stage.eqn_steps),
+recorded when the stage is made;
 dumps from before the first two get them when loaded; readers read them and never parse the
 text or match steps to equations by source line."""
 from __future__ import annotations
@@ -8,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
 from repo_paths import DATA
 
 import transforms as T
-from transforms.model import SessionLoadError, SourceLocation, _jaxpr_text, loads
+from transforms.model import SessionLoadError, SourceLocation, _jaxpr_text, find_stage, loads
 from workbench.tui.stage_map import StageMap, eqn_lines, step_primitive
 
 
@@ -238,3 +240,26 @@ def test_a_top_level_jit_s_equations_name_their_steps():
                                              "reduce_sum", "div", "add"]
     mean = next(st for st in call.steps if st.title == "jit[name=_mean]")
     assert f.eqns[StageMap(f).eqn_of_step(mean, lambda i: call.steps[i])].primitive == "div"
+
+
+def _scoped_sin_sum(x):
+    with jax.named_scope("encoder"), jax.named_scope("layer_0"):
+        y = jnp.sin(x)
+    with jax.named_scope("head"):
+        y = jax.jit(lambda v: v * 2.0)(y)  # an inner jaxpr's scopes start at the jit
+    return y.sum()
+
+
+def test_each_equation_keeps_its_scope_path_the_transformations_left_out():
+    with T.record(stages=True) as session:
+        T.grad(_scoped_sin_sum)(jnp.arange(5.0))
+    stages = session.calls[0].stages
+    grad = find_stage(stages, "grad(f)")
+    scopes = {(e.primitive, e.name_stack, e.scope) for e in grad.eqns if e.primitive != "pjit"}
+    assert {("sin", "jvp(encoder)/layer_0", "encoder/layer_0"),
+            ("cos", "jvp(encoder)/layer_0", "encoder/layer_0"),
+            ("reduce_sum", "jvp()", "")} <= scopes
+    assert {e.scope for e in grad.eqns if e.primitive in ("mul", "jit", "pjit")} >= {
+        "head", "encoder/layer_0"}
+    (jit,) = [e for e in find_stage(stages, "f").eqns if e.subjaxprs]
+    assert (jit.scope, [e.scope for e in jit.subjaxprs[0].eqns]) == ("head", [""])

@@ -266,27 +266,6 @@ def test_transposed_jaxpr_holds_the_backward_of_each_forward_op():
     assert [e.name_stack for e in grad.eqns] == ["jvp()"] * 4 + ["transpose(jvp())"] * 5
 
 
-def _scoped_sin_sum(x):
-    with jax.named_scope("encoder"), jax.named_scope("layer_0"):
-        y = jnp.sin(x)
-    with jax.named_scope("head"):
-        y = jax.jit(lambda v: v * 2.0)(y)  # an inner jaxpr's scopes start at the jit
-    return y.sum()
-
-
-def test_each_equation_keeps_its_scope_path_the_transformations_left_out():
-    stages = stages_of(transforms.grad(_scoped_sin_sum), X)
-    grad = find_stage(stages, "grad(f)")
-    scopes = {(e.primitive, e.name_stack, e.scope) for e in grad.eqns if e.primitive != "pjit"}
-    assert {("sin", "jvp(encoder)/layer_0", "encoder/layer_0"),
-            ("cos", "jvp(encoder)/layer_0", "encoder/layer_0"),
-            ("reduce_sum", "jvp()", "")} <= scopes
-    assert {e.scope for e in grad.eqns if e.primitive in ("mul", "jit", "pjit")} >= {
-        "head", "encoder/layer_0"}
-    (jit,) = [e for e in find_stage(stages, "f").eqns if e.subjaxprs]
-    assert (jit.scope, [e.scope for e in jit.subjaxprs[0].eqns]) == ("head", [""])
-
-
 def test_each_equation_keeps_its_source_line():
     stages = stages_of(transforms.grad(sin_sum), X)
     line = sin_sum.__code__.co_firstlineno + 1
