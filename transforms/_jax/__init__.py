@@ -107,7 +107,6 @@ from ._sources import (
     current_name_stack as current_name_stack,
     name_depth as name_depth,
     name_stack_facts as name_stack_facts,
-    scope_path as scope_path,
     source_frame as source_frame,
     source_now as source_now,
     staged_at as staged_at,

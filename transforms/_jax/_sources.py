@@ -32,7 +32,8 @@ _SCOPE = _source_info.Scope
 
 def name_stack_facts(stack: Any) -> tuple[str, str]:
     """A NameStack's text as JAX prints it (`transpose(jvp(MLP))/attn/query`) and its scope
-    path (`MLP/attn/query`), made once per distinct stack."""
+    path: its modules and named scopes, the transformations left out (`MLP/attn/query`; "" for
+    `vmap(jvp())`). Made once per distinct stack."""
     elements = stack.stack  # NB: NameStack.stack, a tuple of Scope / Transform NamedTuples
     key = (elements, *map(type, elements))
     facts = _name_stack_facts.get(key)
@@ -43,12 +44,6 @@ def name_stack_facts(stack: Any) -> tuple[str, str]:
 
 def _scope_path(elements: tuple) -> str:
     return "/".join([e.name for e in elements if type(e) is _SCOPE])
-
-
-def scope_path(stack: Any) -> str:
-    """The modules and named scopes of a NameStack, its transformations left out: `MLP/attn/query`
-    for `transpose(jvp(MLP))/attn/query`, "" for `vmap(jvp())`."""
-    return name_stack_facts(stack)[1]
 
 
 def current_name_stack() -> tuple[str, str]:
