@@ -78,12 +78,14 @@ from ._state import (
 )
 from ._step_core import (
     ERROR as ERROR,
+    INLINE as INLINE,
     INLINE_FLAG as INLINE_FLAG,
     KIND as KIND,
     LEVEL as LEVEL,
     LIBRARY_FLAG as LIBRARY_FLAG,
     NONE as NONE,
     OUTPUTS as OUTPUTS,
+    PARAMS as PARAMS,
     PRIMITIVE as PRIMITIVE,
     RUNNING as RUNNING,
     STRIDE as STRIDE,

@@ -119,6 +119,7 @@ from ._trace import (
     _is_inlinable_jit as _is_inlinable_jit,
     _record_rule as _record_rule,
     _recording_forwarder as _recording_forwarder,
+    binding_params as binding_params,
     current_trace as current_trace,
     enclosing_traces as enclosing_traces,
     eval_jaxpr as eval_jaxpr,

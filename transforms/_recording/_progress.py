@@ -16,8 +16,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .._capture import LEVEL, PRIMITIVE
-from ..model import Journal
+from .. import _jax as _i
+from .._capture import INLINE, LEVEL, LIBRARY_FLAG, OUTPUTS, PARAMS, PRIMITIVE, RUNNING
+from ..model import Journal, operation_name
 
 __all__ = ["INTERVAL", "Progress"]
 
@@ -72,7 +73,8 @@ class Progress:
 
 
 def _latest_step(builder: Any) -> dict[str, Any] | None:
-    """The latest step the call began, as data: its number, primitive, level and line."""
+    """The latest step the call began, as data: its number, primitive, level and line, and
+    for a jit of JAX's own function the operation readers list it as (`sin`)."""
     steps = getattr(builder, "steps", None)  # None while the builder is being made
     if steps is None:
         return None
@@ -84,6 +86,28 @@ def _latest_step(builder: Any) -> dict[str, Any] | None:
     level = core.cell(index, LEVEL)
     levels = steps.levels
     source = core.source_at(index)
-    return {"step": index, "primitive": core.texts[core.cell(index, PRIMITIVE)],
+    step = {"step": index, "primitive": core.texts[core.cell(index, PRIMITIVE)],
             "level": levels[level].label if level < len(levels) else "",
             "source": str(source) if source is not None else ""}
+    operation = _library_operation(builder, core, index)
+    if operation:
+        step["operation"] = operation
+    return step
+
+
+def _library_operation(builder: Any, core: Any, index: int) -> str:
+    """The operation a library jit step stands for (`sin` for jnp.sin's jit), "" for any
+    other step: from its recorded params once it ended, from the frame binding it while it
+    runs (the params reach the core only at its end)."""
+    if core.cell(index, OUTPUTS) != RUNNING:
+        if not core.cell(index, INLINE) & LIBRARY_FLAG:
+            return ""
+        name = dict(core.params[core.cell(index, PARAMS)]).get("name", "")
+        return operation_name(name.strip("'")) if name else ""
+    thread_id = getattr(builder, "thread_id", None)
+    if core.texts[core.cell(index, PRIMITIVE)] not in _i.JIT_PRIMITIVE_NAMES or thread_id is None:
+        return ""
+    params = _i.binding_params(thread_id, core, index)
+    if params is None or not _i.is_library_jit_params(params):
+        return ""
+    return operation_name(str(params.get("name", "")))

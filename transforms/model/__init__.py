@@ -111,6 +111,7 @@ from ._records import (
     SubJaxprRecord as SubJaxprRecord,
     ValueRecord as ValueRecord,
     histogram_count as histogram_count,
+    operation_name as operation_name,
 )
 from ._schema import (
     SCHEMA_FILE as SCHEMA_FILE,

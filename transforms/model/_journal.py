@@ -89,7 +89,8 @@ class Journal:
 
     def step(self, index: int, step: dict[str, Any]) -> None:
         """The latest step call `index` began: {"step": its number, "primitive", "level"
-        (its label), "source" (the user's line)} (written by _recording's progress thread)."""
+        (its label), "source" (the user's line), and for a jit of JAX's own function
+        "operation" (`sin`)} (written by _recording's progress thread)."""
         self._write("P", json.dumps({"index": index, **step}).encode())
 
     def call(self, call: Call) -> None:
@@ -129,7 +130,8 @@ class Recovered:
     session: Session
     in_progress: str = ""       # the call that had begun and not finished ("" for none)
     last_step: dict[str, Any] = field(default_factory=dict)  # its latest step recorded:
-    # {"step", "primitive", "level", "source"} as the progress frame said
+    # {"step", "primitive", "level", "source"} and for a library jit "operation", as the
+    # progress frame said
     how: str = ""               # how the process ended ("" when nobody saw it end)
     pid: int | None = None      # the process that wrote it (None: an older journal)
     running: bool = False       # that process was alive when the journal was read
@@ -252,8 +254,10 @@ def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, str],
         where = f" in thread {thread}" if thread and thread != "MainThread" else ""
         begun[int(value["index"])] = str(value.get("label", "")) + where
     elif kind == "P":
-        steps[int(value["index"])] = {"step": int(value["step"]),
-                                      **{k: str(value.get(k, "")) for k in _STEP_TEXTS}}
+        step = {"step": int(value["step"]), **{k: str(value.get(k, "")) for k in _STEP_TEXTS}}
+        if value.get("operation"):  # a jit of JAX's own function (older journals: none)
+            step["operation"] = str(value["operation"])
+        steps[int(value["index"])] = step
     elif kind == "E":
         recovered.how = str(value.get("how", ""))
     else:
@@ -265,7 +269,8 @@ _STEP_TEXTS = ("primitive", "level", "source")
 
 def step_text(step: dict[str, Any]) -> str:
     """The step as an ending says it: `dot_general` (step 12) at t.py:41 (loss) under jit#1."""
-    text = f"`{step.get('primitive', '')}` (step {step.get('step', '?')})"
+    # NB: a jit of JAX's own function reads as the operation it stands for, as readers list it
+    text = f"`{step.get('operation') or step.get('primitive', '')}` (step {step.get('step', '?')})"
     if step.get("source"):
         text += f" at {step['source']}"
     if step.get("level"):

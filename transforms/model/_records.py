@@ -258,6 +258,13 @@ class Step(NamedTuple):
         return self.primitive
 
 
+def operation_name(jit_name: str) -> str:
+    """The operation a jit of JAX's own function stands for, as the user called it (`take` for
+    jnp.take's `_take`, `mean` for jnp.mean's): how readers and the journal's progress frames
+    name a library step."""
+    return jit_name.lstrip("_") or jit_name
+
+
 @dataclass(frozen=True, slots=True)
 class Level:
     """One recorder in the stack: a transformation applied, or the level around it."""

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from transforms.model import Step
+from transforms.model import Step, operation_name
 
 __all__ = ["ScopeRun", "library_operation", "scope_path", "scope_runs", "scope_totals",
            "step_label"]
@@ -21,7 +21,7 @@ def library_operation(step: Step) -> str:
         return ""
     for key, value in step.params:
         if key == "name":
-            return value.strip("'").lstrip("_") or value
+            return operation_name(value.strip("'"))
     return ""
 
 
