@@ -3,10 +3,9 @@ step it died (primitive, step number, user line, level), under `workbench dump`.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
+from _children import dump_script
 
 from transforms.model import Journal, load, read_journal
 
@@ -34,11 +33,7 @@ ENDINGS = {"kill": (137, "the process died by SIGKILL"),
 
 @pytest.mark.parametrize("how", list(ENDINGS))
 def test_a_death_mid_call_says_the_latest_step_recorded(tmp_path, how):
-    script = tmp_path / "mid.py"
-    script.write_text(MID_CALL)
-    out = tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "workbench", "dump", "-o", str(out), str(script),
-                           how], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    done, out, script = dump_script(tmp_path, "mid.py", MID_CALL, how)
     code, said = ENDINGS[how]
     assert done.returncode == code, done.stderr
     # `jnp.sin(x) * x` binds two jnp wrappers (jit steps 0 and 1) at the jit's level: the
@@ -100,11 +95,7 @@ jax.vmap(lambda v: jnp.piecewise(v, [v > 0], [positive, lambda v: -v]))(xs)
 def test_a_death_inside_a_running_jit_of_jnp_names_its_operation(tmp_path):
     """The step running when the process died is a jnp function's jit: its params reach the
     core only at its end, so the progress frame reads them from the frame binding it."""
-    script = tmp_path / "inside.py"
-    script.write_text(IN_A_JNP_JIT)
-    out = tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "workbench", "dump", "-o", str(out), str(script)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    done, out, script = dump_script(tmp_path, "inside.py", IN_A_JNP_JIT)
     assert done.returncode == 139, done.stderr
     ended = load(out).metadata["ended"]
     assert ended.startswith("the process died by SIGSEGV, during call 0 (vmap(<lambda>) at "), ended

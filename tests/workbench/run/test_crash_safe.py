@@ -12,6 +12,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from _children import dump_script
 
 import transforms as T
 from transforms.model import Journal, journal_of, load, read_journal
@@ -40,11 +41,7 @@ ENDINGS = {"kill": (137, "the process died by SIGKILL"),
 
 @pytest.mark.parametrize("how", list(ENDINGS))
 def test_a_hard_death_under_dump_keeps_every_finished_call_and_says_how(tmp_path, how):
-    script = tmp_path / "dies.py"
-    script.write_text(DIES)
-    out = tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "workbench", "dump", "-o", str(out), str(script),
-                           how], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    done, out, script = dump_script(tmp_path, "dies.py", DIES, how)
     code, said = ENDINGS[how]
     assert done.returncode == code, done.stderr
     assert not os.path.exists(journal_of(str(out)))
