@@ -479,7 +479,8 @@ class Outline:
         return None
 
     def failing_codes(self) -> set[int]:
-        """The packed rows of every failing step of the session.
+        """The packed rows of every failing step of the session, and of each failed call that
+        has none.
 
         NB: a call a lazy load has not decoded yet is searched only when it failed or
         recorded errors (decoding a million-step dump to find none would take seconds);
@@ -494,6 +495,8 @@ class Outline:
                 if failing:
                     codes.update(pack(STEP, c, pos) for pos, s in enumerate(call.steps)
                                  if s.index in failing)
+                elif not call.ok:  # failed with no step to show: its own row (a call the
+                    codes.add(pack(CALL, c, 0))  # process died in, a pre-trace failure)
             self._failing_codes = codes
         return self._failing_codes
 

@@ -8,6 +8,7 @@ import pytest
 from _children import dump_script
 
 from transforms.model import Journal, load, read_journal
+from workbench.analysis import no_stages_reason
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -40,9 +41,16 @@ def test_a_death_mid_call_says_the_latest_step_recorded(tmp_path, how):
     # second is named as readers list it, for the operation it stands for.
     ended = (f"{said}, during call 1 (jit(f) at {script}:12 (<module>)), after `multiply` "
              f"(step 1) at {script}:4 (f) under jit#1")
-    assert f"workbench: {ended}; recovered 1 call, " in done.stderr
+    assert f"workbench: {ended}; recovered 1 call and the call it died in, " in done.stderr
     session = load(out)
-    assert [c.index for c in session.calls] == [0]
+    # the call in progress is listed, failed: what it was, and the ending as its error
+    assert [(c.index, c.transform, c.function, c.ok) for c in session.calls] == [
+        (0, "grad", "tanh", True), (1, "jit", "f", False)]
+    died_in = session.calls[1]
+    assert (died_in.errors[0].type_name, died_in.errors[0].message) == ("process ended", ended)
+    assert (died_in.source.file, died_in.source.line) == (str(script), 12)
+    assert no_stages_reason(died_in) == ("the process ended during the call: its stages were "
+                                         "never written")
     assert session.metadata["ended"] == ended
 
 

@@ -91,7 +91,10 @@ def test_os_exit_at_points_of_a_run_keeps_every_call_finished_before(tmp_path, d
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 7, done.stderr
     session = load(path)  # no dump: the journal beside it
-    assert [c.index for c in session.calls] == list(range(die_after))
+    # every call finished before, then the one in progress, failed with how the run ended
+    assert [(c.index, c.ok) for c in session.calls] == [(i, True) for i in range(die_after)] + \
+        [(die_after, False)]
+    assert session.calls[-1].errors[0].message == session.metadata["ended"]
     dropped = session.metadata.get("journal_notes", "")
     if mid == "mid":
         assert "is cut short: it and the " in dropped
