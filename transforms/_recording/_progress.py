@@ -65,6 +65,9 @@ class Progress:
             if step is None or self._written.get(index) == step["step"] + 1:
                 continue
             self._written[index] = step["step"] + 1
+            operation = _library_operation(builder, builder.steps.core, step["step"])
+            if operation:  # looked up once the count moved: it may walk the call's frames
+                step["operation"] = operation
             try:
                 self.journal.step(index, step)
             except (OSError, ValueError):  # ValueError: the journal was closed meanwhile
@@ -73,8 +76,7 @@ class Progress:
 
 
 def _latest_step(builder: Any) -> dict[str, Any] | None:
-    """The latest step the call began, as data: its number, primitive, level and line, and
-    for a jit of JAX's own function the operation readers list it as (`sin`)."""
+    """The latest step the call began, as data: its number, primitive, level and line."""
     steps = getattr(builder, "steps", None)  # None while the builder is being made
     if steps is None:
         return None
@@ -86,13 +88,9 @@ def _latest_step(builder: Any) -> dict[str, Any] | None:
     level = core.cell(index, LEVEL)
     levels = steps.levels
     source = core.source_at(index)
-    step = {"step": index, "primitive": core.texts[core.cell(index, PRIMITIVE)],
+    return {"step": index, "primitive": core.texts[core.cell(index, PRIMITIVE)],
             "level": levels[level].label if level < len(levels) else "",
             "source": str(source) if source is not None else ""}
-    operation = _library_operation(builder, core, index)
-    if operation:
-        step["operation"] = operation
-    return step
 
 
 def _library_operation(builder: Any, core: Any, index: int) -> str:
