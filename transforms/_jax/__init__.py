@@ -68,6 +68,7 @@ from ._compiles import (
 )
 from ._custom_rules import (
     bind_with_rules as bind_with_rules,
+    is_defjvps_rule as is_defjvps_rule,
     rewound as rewound,
     rule_identity as rule_identity,
     wrapped_like as wrapped_like,

@@ -415,6 +415,19 @@ def test_library_jit_params_say_whether_the_jitted_function_is_jaxs_own():
     assert not _i.is_library_jit_params({"jaxpr": object()})
 
 
+def test_defjvps_rules_are_told_from_the_users_rules():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvps(lambda t, out, x: jnp.cos(x) * t)
+
+    def own_jvp(primals, tangents):
+        return f(primals[0]), tangents[0]
+
+    assert _i.is_defjvps_rule(f.jvp) and _i.is_defjvps_rule(jax.nn.relu.jvp)
+    assert not _i.is_defjvps_rule(own_jvp) and not _i.is_defjvps_rule(object())
+
+
 def test_wrapped_python_function():
     from jax.extend import linear_util as lu
 
