@@ -394,9 +394,13 @@ class Outline:
         """Unfold the listed library steps whose body has an equation holding `query` (search
         shows the match); whether any was."""
         q = query.lower()
-        listed = {unpack(code)[1:] for code in self.rows if code & KIND_MASK == STEP}
-        found = {(c, pos) for c, pos in listed if (c, pos) not in self.unfolded_bodies
-                 and any(q in p.lower() for p in self.index(c).bodies().get(pos, ()))} if q else set()
+        if not q:
+            return False
+        found = {(c, pos) for c in self._index for pos, body in self.index(c).bodies().items()
+                 if (c, pos) not in self.unfolded_bodies and any(q in p.lower() for p in body)}
+        if found:  # only those whose step is listed (the rows of folded levels stay folded)
+            listed = set(self.rows)
+            found = {(c, pos) for c, pos in found if pack(STEP, c, pos) in listed}
         if found:
             self.unfolded_bodies |= found
             self.rebuild()

@@ -108,5 +108,8 @@ def test_the_tui_unfolds_a_library_row_with_the_key_that_unfolds_others(session)
             assert steps.row_text(row + 1).plain.strip().split()[1] == "reduce_sum"
             await pilot.press("enter")  # unfolded again
             assert steps.row_text(row + 1).plain.strip() == "lt"
+            found = steps.search("scatter")  # the backward take: unfolded to show it
+            assert steps.row_count == len(steps.outline) and found == 2
+            assert [steps.row_text(i).plain.strip() for i in steps.matches][1] == "scatter-add"
 
     drive()
