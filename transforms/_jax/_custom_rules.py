@@ -3,8 +3,10 @@ their identity, wrapping a function in their place. Part of the door.
 """
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
+import jax
 from jax._src.util import Unhashable as _Unhashable
 from jax.extend import linear_util as lu
 
@@ -104,3 +106,18 @@ def wrapped_like(f: Callable, like: Any) -> Any:
 def wrapped_python_function(fun: Any) -> Any:
     """The Python function inside a linear_util WrappedFun (a custom rule), or `fun` itself."""
     return getattr(fun, "f", fun)
+
+
+def is_defjvps_rule(fun: Any) -> bool:
+    """True for the jvp rule `custom_jvp.defjvps` writes around the user's tangent functions
+    (jax.nn.relu's): a closure of JAX's, named `custom_jvp.defjvps.<locals>.jvp`.
+
+    NB: jax._src.custom_derivatives.custom_jvp.defjvps defines `jvp` inside it; its code
+    object is one of defjvps' constants (0.10.2 to 0.12), whatever the closure's name.
+    """
+    code = getattr(wrapped_python_function(fun), "__code__", None)
+    return code is not None and code in _DEFJVPS_CODES
+
+
+_DEFJVPS_CODES = frozenset(c for c in jax.custom_jvp.defjvps.__code__.co_consts
+                           if isinstance(c, types.CodeType))

@@ -155,8 +155,9 @@ class RecordingTrace(Trace):
         primitive, fun, jvp, tracers = args
         level = self.level
         index = level.begin_step(primitive, tracers, params or {}, "custom_jvp_call", (fun, jvp))
+        primal = fun  # the function differentiated: names a `defjvps` rule
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
-        jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
+        jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp, primal))
         return _ParentStep(self, index, primitive, params or {}).run(
             self.parent.process_custom_jvp_call, (primitive, fun, jvp, tracers))
 

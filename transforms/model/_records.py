@@ -246,7 +246,8 @@ class Step(NamedTuple):
     inline: bool = False
     # A jit of JAX's own function (jnp.take's `_take`, jnp.mean), not the user's code: read
     # as one operation at the user's line (`library_step_name`). Recorded from the jitted
-    # function's file, whatever its params say.
+    # function's file, whatever its params say; a jit the user wrote of such a function
+    # (transforms.jit(jnp.sin)) is not one.
     library: bool = False
 
     @property

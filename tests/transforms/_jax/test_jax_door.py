@@ -401,18 +401,49 @@ def test_inline_jit_params_say_whether_a_staged_jaxpr_holds_the_jit():
 
 def test_library_jit_params_say_whether_the_jitted_function_is_jaxs_own():
     """jnp's wrappers, inline (`multiply`) or not (`_take`), jit a function of JAX's package;
-    a user's jit does not (a user's jit of jnp.sin jits JAX's function: it is one too)."""
+    a user's jit does not. (A jax.jit of jnp.arctan jits JAX's function: it is one too, where
+    the user never jitted it with transforms.jit: see test_library_views.)"""
     def user_fn(y):
         return y * 2.0
 
     with T.record() as session:
-        T.grad(lambda x: jnp.take(jax.jit(user_fn)(x) * jax.jit(jnp.sin)(x), 0))(jnp.ones(2))
+        T.grad(lambda x: jnp.take(jax.jit(user_fn)(x) * jax.jit(jnp.arctan)(x), 0))(jnp.ones(2))
     seen = {(step.title, step.library) for step in session.calls[0].steps
             if step.primitive in _i.JIT_PRIMITIVE_NAMES}
-    assert seen == {("jit[name=multiply]", True), ("jit[name=sin]", True),
+    assert seen == {("jit[name=multiply]", True), ("jit[name=arctan]", True),
                     ("jit[name=_take]", True), ("jit[name=user_fn]", False)}
     assert not _i.is_library_jit_params({})
     assert not _i.is_library_jit_params({"jaxpr": object()})
+
+
+def test_a_jits_function_source_is_named_as_jax_names_it():
+    """The name a jit's jaxpr gives its function (`sin at .../ufuncs.py:N`) is the one
+    jax_function_source gives a function of JAX's package, through partials; the user's
+    functions have none there."""
+    def user_fn(y):
+        return y * 2.0
+
+    (eqn,) = jax.make_jaxpr(jax.jit(jnp.sin))(1.0).eqns
+    source = _i.jit_function_source(eqn.params)
+    assert source is not None and source.startswith("sin at ")
+    assert source == _i.jax_function_source(jnp.sin)
+    assert source == _i.jax_function_source(functools.partial(jnp.sin))
+    assert _i.jax_function_source(jax.nn.softmax).startswith("softmax at ")
+    assert _i.jax_function_source(user_fn) is None and _i.jax_function_source(len) is None
+    assert _i.jit_function_source({}) is None
+
+
+def test_defjvps_rules_are_told_from_the_users_rules():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvps(lambda t, out, x: jnp.cos(x) * t)
+
+    def own_jvp(primals, tangents):
+        return f(primals[0]), tangents[0]
+
+    assert _i.is_defjvps_rule(f.jvp) and _i.is_defjvps_rule(jax.nn.relu.jvp)
+    assert not _i.is_defjvps_rule(own_jvp) and not _i.is_defjvps_rule(object())
 
 
 def test_wrapped_python_function():
