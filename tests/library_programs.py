@@ -1,6 +1,6 @@
 """Programs written as users of flax (linen, nnx), equinox, optax, numpyro and diffrax write
 them, each with its library's documented API, and two of JAX's own idioms (implicit
-differentiation through lax.custom_root, a Hessian-vector product). Models are small and
+differentiation through lax.custom_root, a Hessian-vector product, MAML's inner steps). Models are small and
 steps few: each runs in a second or two.
 
 The library tests (tests/transforms/test_libraries.py, test_level_names.py) and the sweep
@@ -225,8 +225,26 @@ def run_hvp():
     return jax.jvp(jax.grad(rosenbrock), (x,), (jnp.ones_like(x),))[1]
 
 
-PROGRAMS = ("linen", "nnx", "equinox_cnn", "max_pool_in_filter_jit", "module_list_holding_relu",
-            "numpyro_nuts", "diffrax", "custom_root", "hvp")
+# --- MAML: two inner gradient steps, differentiated through by the outer one -----------------
+
+def mse(params, x, y):
+    w, b = params
+    return jnp.mean((jnp.tanh(x @ w + b) - y) ** 2)
+
+
+def run_maml():
+    x, y = x_y()
+
+    def adapted(params):
+        for _ in range(2):
+            grads = jax.grad(mse)(params, x, y)
+            params = jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+        return params
+
+    def meta_loss(params):
+        return mse(adapted(params), x, y)
+
+    return jax.jit(jax.value_and_grad(meta_loss))((jnp.full((2,), 0.5), jnp.float32(0.1)))
 
 
 def main(out: str, names: list[str]) -> None:
