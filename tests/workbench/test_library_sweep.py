@@ -15,6 +15,7 @@ records only then) and run plainly in another. For each program:
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
@@ -134,9 +135,10 @@ def _printed(*argv: str) -> str:
     return out.getvalue()
 
 
-def _listing(program: Recorded, call: Call) -> str:
+@functools.cache
+def _listing(dump: str, call: int) -> str:
     """`show --steps` of the call, every level listed (none folded with identical ones)."""
-    return _printed("show", program.dump, "--call", str(call.index), "--steps", "--expand")
+    return _printed("show", dump, "--call", str(call), "--steps", "--expand")
 
 
 def _describe(call: Call) -> str:
@@ -192,7 +194,7 @@ def test_every_stage_jax_made_is_available(program):
 @pytest.mark.parametrize("program", _params(), indirect=True)
 def test_no_jnp_wrapper_is_listed_as_a_step(program):
     for call in program.calls:
-        lines = _listing(program, call)
+        lines = _listing(program.dump, call.index)
         library = [s for s in call.steps if s.library]
         for step in library:
             listed = re.search(rf"^ *#{step.index} (\S+)(.*)$", lines, re.MULTILINE)
@@ -257,7 +259,7 @@ def _listed_groups(lines: str) -> dict[int, str]:
 def test_steps_are_listed_under_their_modules(program):
     seen: set[str] = set()
     for call in program.calls:
-        groups = _listed_groups(_listing(program, call))
+        groups = _listed_groups(_listing(program.dump, call.index))
         wrong = [(s.index, s.name_stack, groups.get(s.index)) for s in call.steps
                  if groups.get(s.index) != scope_path(s.name_stack)]
         assert wrong == [], f"{_describe(call)}: (step, name stack, listed under) {wrong}"
