@@ -167,9 +167,11 @@ def _made_by_jax(call: Call, stage) -> bool:
 
 
 DIFFRAX_STAGES = (
-    "diffrax's solve differentiates equinox's checkpointed while loop: its custom_vjp bodies "
-    "(jaxpr_as_fun, traced by JAX under linearize/vjp at this call) are RuleNotRun, and "
-    "filter_custom_vjp's bwd rule (fn_bwd_wrapped) could not be told apart from others")
+    "equinox's checkpointed while loop (diffrax's solve under grad) linearizes and vjps its "
+    "body (_to_linearize, _to_vjp): the stages of those nested calls need the body of a "
+    "closure-converted custom_vjp (jaxpr_as_fun), which JAX never ran there (it ran the fwd "
+    "rule, a fresh lift_fwd closure), so RuleNotRun: 'did not run at this call at these "
+    "argument types'")
 
 
 @pytest.mark.timeout(600)
