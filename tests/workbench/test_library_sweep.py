@@ -9,7 +9,7 @@ records only then) and run plainly in another. For each program:
 (c) no jit of JAX's own (a jnp wrapper) is listed as a step by `workbench show --steps`: it
     reads as its operation at the user's line (`mean at library_programs.py:49`);
 (d) stage names are unique in each call, and `workbench graph --stage NAME` draws each
-    (`f` and `f#2` alike);
+    (`mse` and `mse#2` alike, MAML's two inner grads);
 (e) `show --steps` lists each step under the module or named scope it ran in.
 """
 from __future__ import annotations
@@ -86,12 +86,13 @@ def _record_group(folder, names: tuple[str, ...]) -> dict[str, Recorded]:
     runs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              stdin=subprocess.DEVNULL, cwd=os.path.dirname(TESTS)) for c in commands]
     for command, run in zip(commands, runs):
-        out, err = run.communicate(timeout=600)
+        _, err = run.communicate(timeout=600)
         assert run.returncode == 0, f"{' '.join(command)} exited {run.returncode}:\n{err}"
     session = load(dump)
     by_program = {name: [c for c in session.calls if c.source is not None
                          and c.source.function == f"run_{name}"] for name in names}
-    strays = [c.index for c in session.calls if not any(c in cs for cs in by_program.values())]
+    claimed = {c.index for calls in by_program.values() for c in calls}
+    strays = [c.index for c in session.calls if c.index not in claimed]
     assert strays == [], f"calls made by no program's run_*: {strays}"
     return {name: Recorded(name, dump, session, calls, _results(str(recorded_dir), name),
                            _results(str(plain_dir), name))
