@@ -19,6 +19,12 @@ from workbench.analysis import call_label
 from workbench.cli._summary import summarize_call
 from workbench.run._runner import jax_patched
 
+pytest.importorskip("flax")  # library_programs imports the libraries its programs use
+pytest.importorskip("diffrax")
+pytest.importorskip("numpyro")
+
+from library_programs import newton_loss  # sqrt(a) by Newton's method in lax.custom_root
+
 
 def level_lines(call) -> list[str]:
     """`workbench show`'s level rows of the call."""
@@ -26,22 +32,6 @@ def level_lines(call) -> list[str]:
 
 
 # --- a jaxpr traced for a control-flow primitive: named for what it traces ---------------
-
-def newton_sqrt(a):
-    """sqrt(a) by Newton's method inside lax.custom_root; the body calls jax.grad."""
-    def f(x):
-        return x * x - a
-
-    def solve(g, x0):
-        def body(x):
-            return x - g(x) / jax.grad(g)(x)
-        return jax.lax.while_loop(lambda x: jnp.abs(g(x)) > 1e-6, body, x0)
-    return jax.lax.custom_root(f, 1.0, solve, lambda g, y: y / g(1.0))
-
-
-def newton_loss(a):
-    return newton_sqrt(a) ** 2
-
 
 # JAX 0.10's lax.custom_root is a custom_jvp (_custom_root, _root_jvp); from 0.11 a primitive
 # of its own, differentiated by JAX (its body traced again, closure-converted).

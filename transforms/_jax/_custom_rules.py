@@ -60,6 +60,9 @@ def _hashable_transform(transform: Any) -> Any:
     when their values are; JAX keys no cache by them, so the rule ran once per call and
     is one program wherever the same values are passed. A value that will not hash is
     known by its object (held, so its id stays its own while the key is).
+    jax._src.custom_derivatives._handle_consts_in_bwd holds a custom_vjp's constants'
+    avals as a plain list (a closure-converted custom_vjp, as equinox's checkpointed
+    loops under diffrax bind): equal lists of avals are one program.
     """
     fn, static = transform
     if not isinstance(static, tuple) or not any(_holds_unhashable(s) for s in static):
@@ -68,20 +71,27 @@ def _hashable_transform(transform: Any) -> Any:
 
 
 def _holds_unhashable(static: Any) -> bool:
-    return isinstance(static, _Unhashable) or (
-        isinstance(static, tuple) and any(isinstance(s, _Unhashable) for s in static))
+    return isinstance(static, (_Unhashable, list)) or (
+        isinstance(static, tuple) and any(isinstance(s, (_Unhashable, list)) for s in static))
 
 
 def _unwrapped(static: Any) -> Any:
     if isinstance(static, tuple):
         return tuple(_unwrapped(s) for s in static)
+    if isinstance(static, list):
+        return _by_value(("list", tuple(static)), static)
     if not isinstance(static, _Unhashable):
         return static
+    return _by_value(("value", static.val), static.val)
+
+
+def _by_value(key: tuple, value: Any) -> Any:
+    """`key` where it hashes; else the value's object stands for it (a list, a dict)."""
     try:
-        hash(static.val)
-    except TypeError:  # a list, a dict: its object stands for it
-        return _SameObject(static.val)
-    return ("value", static.val)
+        hash(key)
+    except TypeError:
+        return _SameObject(value)
+    return key
 
 
 class _SameObject:

@@ -479,6 +479,26 @@ def test_rule_identity_of_a_custom_jvp_with_non_differentiated_arguments():
     assert key((1, 2)) == key((1, 2)) and key((1, 2)) != key((1, 3))
     assert key(values) == key(values) and key(values) != key([3])
 
+def test_rule_identity_of_a_custom_vjp_bwd_holding_its_constants_avals():
+    """A closure-converted custom_vjp's bwd holds its constants' avals as a plain list
+    (_handle_consts_in_bwd; equinox's checkpointed loop under diffrax): keyed, equal
+    avals as one program."""
+    from jax._src.custom_derivatives import _handle_consts_in_bwd
+    from jax.extend import linear_util as lu
+
+    def bwd(residuals, g):
+        return (g,)
+
+    debug = jax.api_util.debug_info("test", bwd, (0, 1.0), {}) if hasattr(jax, "api_util") else None
+
+    def key(avals: list) -> object:
+        return _i.rule_identity(_handle_consts_in_bwd(lu.wrap_init(bwd, debug_info=debug), avals))
+
+    aval = jnp.ones(2).aval
+    assert key([]) is not None and key([aval]) is not None
+    assert key([]) == key([]) and key([aval]) == key([jnp.zeros(2).aval]) != key([])
+
+
 def test_staged_var_is_the_variable_of_the_equation_jax_staged():
     seen = []
 
