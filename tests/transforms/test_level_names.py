@@ -222,6 +222,21 @@ def test_a_partial_is_named_for_its_function():
     assert [s.name for s in call.stages][:1] == ["f"]
 
 
+def test_equinox_filter_value_and_grad_is_named_for_the_users_function():
+    """equinox differentiates a closure of its wrapper (`fun_value_and_grad`), whose `self`
+    wraps the user's function."""
+    eqx = pytest.importorskip("equinox")
+    model = [eqx.nn.Linear(3, 4, key=jax.random.key(0)), jax.nn.relu]
+    with T.record() as session:
+        with jax_patched():
+            eqx.filter_value_and_grad(layers_loss)(model, jnp.ones(3))
+    assert [call_label(c) for c in session.calls] == ["value_and_grad(layers_loss)"]
+
+
+def layers_loss(model, x):
+    return jnp.sum(model[1](model[0](x)))
+
+
 NUMPYRO_SCRIPT = """
 import jax, jax.numpy as jnp
 import numpyro, numpyro.distributions as dist
