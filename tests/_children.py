@@ -1,8 +1,12 @@
-"""Starting a child process whose signals are at their defaults, as a user's would be."""
+"""Starting a child process as a user would: signals at their defaults, or `workbench dump`
+of a script."""
 from __future__ import annotations
 
 import contextlib
 import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 
@@ -19,3 +23,14 @@ def signals_at_default(*signums: int) -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def dump_script(folder: Path, name: str, text: str,
+                *args: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """`workbench dump -o t.json SCRIPT ARGS` of a script written to `folder`, as a user runs
+    it: (the finished process, the dump's path, the script's path)."""
+    script, out = folder / name, folder / "t.json"
+    script.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "workbench", "dump", "-o", str(out), str(script),
+                           *args], capture_output=True, text=True, cwd=folder, timeout=240)
+    return done, out, script

@@ -194,3 +194,21 @@ def widget_text(widget) -> str:
 
 def status_text(app) -> str:
     return widget_text(app.screen.query_one(StatusBar))
+
+
+async def view_body(app, pilot, key: str, view: str, pane: type, body: str) -> str:
+    """The text of a view's body once its key is pressed (the view must be the active one)."""
+    await pilot.press(key)
+    await pilot.pause()
+    assert app.screen.active_view == view
+    return widget_text(app.screen.query_one(pane).query_one(body))
+
+
+async def missing_view_says(app, pilot, key: str, pane: type) -> str:
+    """For a session without a view: the status bar's word once its key is pressed (the pane
+    is not there, and the step view stays)."""
+    assert not app.screen.query(pane)
+    await pilot.press(key)
+    await pilot.pause()
+    assert app.screen.active_view == "step"
+    return status_text(app)

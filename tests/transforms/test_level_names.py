@@ -19,6 +19,12 @@ from workbench.analysis import call_label
 from workbench.cli._summary import summarize_call
 from workbench.run._runner import jax_patched
 
+pytest.importorskip("flax")  # library_programs imports the libraries its programs use
+pytest.importorskip("diffrax")
+pytest.importorskip("numpyro")
+
+from library_programs import newton_loss  # sqrt(a) by Newton's method in lax.custom_root
+
 
 def level_lines(call) -> list[str]:
     """`workbench show`'s level rows of the call."""
@@ -26,22 +32,6 @@ def level_lines(call) -> list[str]:
 
 
 # --- a jaxpr traced for a control-flow primitive: named for what it traces ---------------
-
-def newton_sqrt(a):
-    """sqrt(a) by Newton's method inside lax.custom_root; the body calls jax.grad."""
-    def f(x):
-        return x * x - a
-
-    def solve(g, x0):
-        def body(x):
-            return x - g(x) / jax.grad(g)(x)
-        return jax.lax.while_loop(lambda x: jnp.abs(g(x)) > 1e-6, body, x0)
-    return jax.lax.custom_root(f, 1.0, solve, lambda g, y: y / g(1.0))
-
-
-def newton_loss(a):
-    return newton_sqrt(a) ** 2
-
 
 # JAX 0.10's lax.custom_root is a custom_jvp (_custom_root, _root_jvp); from 0.11 a primitive
 # of its own, differentiated by JAX (its body traced again, closure-converted).
@@ -117,7 +107,7 @@ def relu_loss(w, x):
     (lambda: T.value_and_grad(relu_loss)(jnp.ones(3), jnp.arange(3.0) - 1), [
         "  eval#0  EvalTrace  16 steps",
         "    value_and_grad#1  LinearizeTrace  5 steps",
-        "      value_and_grad#1/custom_jvp_rule#2 (custom_jvp.defjvps.<locals>.jvp)  "
+        "      value_and_grad#1/custom_jvp_rule#2 (relu's defjvps)  "
         "JaxprTrace  5 steps",
         "        value_and_grad#1/custom_jvp_rule#2/custom_jvp_fun#3 (relu)  EvalTrace  1 step",
         "    custom_jvp_fun#1 (relu)  EvalTrace  0 steps (its run's steps are at "
@@ -127,7 +117,7 @@ def relu_loss(w, x):
     (lambda: T.jit(T.grad(relu_loss))(jnp.ones(3), jnp.arange(3.0) - 1), [
         "    jit#1  DynamicJaxprTrace  15 steps",
         "      jit#1/grad#2  LinearizeTrace  4 steps",
-        "        jit#1/grad#2/custom_jvp_rule#3 (custom_jvp.defjvps.<locals>.jvp)  JaxprTrace  "
+        "        jit#1/grad#2/custom_jvp_rule#3 (relu's defjvps)  JaxprTrace  "
         "5 steps",
         "          jit#1/grad#2/custom_jvp_rule#3/custom_jvp_fun#4 (relu)  DynamicJaxprTrace  "
         "1 step",
@@ -157,7 +147,7 @@ def test_a_rule_level_holding_steps_of_its_own_is_no_pass_through():
     with T.record() as session, jax_patched():
         jax.jit(jax.value_and_grad(loss))(jnp.ones(3))
     assert level_lines(session.calls[0])[5:] == [
-        "        jit#1/value_and_grad#2/custom_jvp_rule#3 (custom_jvp.defjvps.<locals>.jvp)  "
+        "        jit#1/value_and_grad#2/custom_jvp_rule#3 (relu's defjvps)  "
         "JaxprTrace  6 steps",
         "          jit#1/value_and_grad#2/custom_jvp_rule#3/custom_jvp_fun#4 (relu)  "
         "DynamicJaxprTrace  1 step",
@@ -177,6 +167,46 @@ def test_a_rule_that_records_its_own_steps_has_no_note():
     assert all(lv.ran_as is None for lv in session.calls[0].levels)
 
 
+# --- a rule written by defjvps: named for the function it differentiates ------------------
+
+@jax.custom_jvp
+def scaled_sin(x, y):
+    return jnp.sin(x) * y
+
+
+def d_scaled_sin_dx(x_dot, out, x, y):
+    return jnp.cos(x) * x_dot * y
+
+
+scaled_sin.defjvps(d_scaled_sin_dx, lambda y_dot, out, x, y: jnp.sin(x) * y_dot)
+
+
+def test_a_defjvps_rule_is_named_for_its_function():
+    """defjvps wraps the tangent functions in a closure of JAX's (`custom_jvp.defjvps.
+    <locals>.jvp` on every release): the rule's level is named for the function."""
+    with T.record() as session:
+        T.grad(scaled_sin)(1.0, 2.0)
+    labels = [f"{lv.label} ({lv.function})" for lv in session.calls[0].levels if lv.function]
+    assert labels == ["grad#1 (scaled_sin)", "grad#1/custom_jvp_rule#2 (scaled_sin's defjvps)",
+                      "custom_jvp_fun#1 (scaled_sin)",
+                      "grad#1/custom_jvp_rule#2/custom_jvp_fun#3 (scaled_sin)"]
+
+
+def test_a_defjvp_rule_keeps_its_own_name():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), jnp.cos(primals[0]) * tangents[0]
+
+    with T.record() as session:
+        T.grad(f)(1.0)
+    assert [lv.function for lv in session.calls[0].levels if lv.kind == "custom_jvp_rule"] == [
+        "test_a_defjvp_rule_keeps_its_own_name.<locals>.f_jvp"]
+
+
 # --- a functools.partial: named for its function ----------------------------------------
 
 def potential_energy(model, params):
@@ -190,6 +220,21 @@ def test_a_partial_is_named_for_its_function():
     call = session.calls[0]
     assert call_label(call) == "value_and_grad(potential_energy)"
     assert [s.name for s in call.stages][:1] == ["f"]
+
+
+def test_equinox_filter_value_and_grad_is_named_for_the_users_function():
+    """equinox differentiates a closure of its wrapper (`fun_value_and_grad`), whose `self`
+    wraps the user's function."""
+    eqx = pytest.importorskip("equinox")
+    model = [eqx.nn.Linear(3, 4, key=jax.random.key(0)), jax.nn.relu]
+    with T.record() as session:
+        with jax_patched():
+            eqx.filter_value_and_grad(layers_loss)(model, jnp.ones(3))
+    assert [call_label(c) for c in session.calls] == ["value_and_grad(layers_loss)"]
+
+
+def layers_loss(model, x):
+    return jnp.sum(model[1](model[0](x)))
 
 
 NUMPYRO_SCRIPT = """

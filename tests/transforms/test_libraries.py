@@ -1,8 +1,9 @@
 """Programs written with flax (linen, nnx), equinox, optax and diffrax, each with its
-documented API: a training step per library, recorded as `workbench run` records it
-(jax.* patched, so the library's own jax.jit/jax.grad calls record). Every result is
-bitwise equal to plain JAX's, inside and outside record(). Models are small and steps
-few: these run in a few seconds.
+documented API (most in tests/library_programs.py, which the library sweep runs too): a
+training step per library, recorded as `workbench run` records it (jax.* patched, so the
+library's own jax.jit/jax.grad calls record). Every result is bitwise equal to plain
+JAX's, inside and outside record(). Models are small and steps few: these run in a few
+seconds.
 """
 from __future__ import annotations
 
@@ -24,16 +25,13 @@ from workbench.run._runner import jax_patched
 
 eqx = pytest.importorskip("equinox")
 optax = pytest.importorskip("optax")
-nn = pytest.importorskip("flax.linen")
-nnx = pytest.importorskip("flax.nnx")
-diffrax = pytest.importorskip("diffrax")
+for _library in ("flax", "diffrax", "numpyro"):  # library_programs imports them too
+    pytest.importorskip(_library)
+
+import library_programs as programs
 
 HERE = os.path.abspath(__file__)
-
-
-def _x_y(n: int = 8):
-    x = jnp.linspace(-1.0, 1.0, 2 * n).reshape(n, 2)
-    return x, jnp.sin(x[:, 0]) * x[:, 1]
+PROGRAMS = programs.FILE
 
 
 def assert_bitwise(a, b) -> None:
@@ -87,7 +85,7 @@ def _library_file(path: str, library: str) -> bool:
 
 def _equinox_step(name: str):
     """A fresh eqx.filter_jit step (equinox caches its jit wrapper by function name)."""
-    x, y = _x_y()
+    x, y = programs.x_y()
     tx = optax.adam(1e-2)
 
     def loss(model):
@@ -175,14 +173,7 @@ def _without_addresses(text: str) -> str:
 def test_filter_jit_of_a_module_with_float_fields_keeps_all_its_stages():
     """Issue 39, item 1: MaxPool2d's float fields reach jax.jit inside a static argument;
     stage capture reads JAX's cache with them as they were, not as abstract types."""
-    pool = eqx.nn.MaxPool2d(kernel_size=2, stride=2)
-
-    def run():
-        @eqx.filter_jit
-        def f(pool, x):
-            return jnp.sum(pool(x))
-        return f(pool, jnp.arange(16.0).reshape(1, 4, 4))
-    session, _ = recorded(run)
+    session, _ = recorded(programs.run_max_pool_in_filter_jit)
     (call,) = [c for c in session.calls if c.transform == "jit"]
     assert [(s.name, s.reason) for s in call.stages if not s.available] == []
     assert {s.name for s in call.stages} >= {"f", "stablehlo(jit(f))", "hlo(jit(f))"}
@@ -191,14 +182,7 @@ def test_filter_jit_of_a_module_with_float_fields_keeps_all_its_stages():
 def test_filter_value_and_grad_of_a_model_holding_a_function_keeps_all_its_stages():
     """Issue 39, item 1: jax.nn.relu (a custom_jvp function) among the model's layers is
     passed through by grad; stage capture holds it fixed, as the call had it."""
-    model = [eqx.nn.Linear(3, 4, key=jax.random.PRNGKey(0)), jax.nn.relu]
-
-    def loss(model, x):
-        for layer in model:
-            x = layer(x)
-        return jnp.sum(x)
-
-    session, _ = recorded(lambda: eqx.filter_value_and_grad(loss)(model, jnp.ones(3)))
+    session, _ = recorded(programs.run_module_list_holding_relu)
     (call,) = [c for c in session.calls if c.transform == "value_and_grad"]
     assert [(s.name, s.reason) for s in call.stages if not s.available] == []
     assert {"f", "value_and_grad(f)"} <= {s.name for s in call.stages}
@@ -247,41 +231,14 @@ def test_a_non_array_leaf_in_a_plain_container_names_static_argnums():
     assert ok.ok
 
 
-# --- flax linen + optax ---------------------------------------------------------------
-
-class _LinenMLP(nn.Module):
-    @nn.compact
-    def __call__(self, x):
-        hidden = nn.relu(nn.Dense(8)(x))
-        return nn.Dense(1)(hidden)[:, 0]
-
-
-def run_linen():
-    x, y = _x_y()
-    model, tx = _LinenMLP(), optax.adam(1e-2)
-    params = model.init(jax.random.key(0), x)
-    opt_state = tx.init(params)
-
-    def loss(params):
-        return jnp.mean((model.apply(params, x) - y) ** 2)
-
-    @jax.jit
-    def train_step(params, opt_state):
-        value, grads = jax.value_and_grad(loss)(params)
-        updates, opt_state = tx.update(grads, opt_state)
-        return optax.apply_updates(params, updates), opt_state, value
-
-    for _ in range(2):
-        params, opt_state, value = train_step(params, opt_state)
-    return params, opt_state, value
-
+# --- flax linen + optax adamw ---------------------------------------------------------------
 
 def test_flax_linen_training_step():
-    session, _ = recorded(run_linen)
+    session, _ = recorded(programs.run_linen)
     (call,) = session.calls
-    assert call.ok and call.source.file == HERE and call.source.function == "run_linen"
-    assert all(s.source.file == HERE for s in call.steps)
-    assert any(s.source.function == "_LinenMLP.__call__" for s in call.steps)
+    assert call.ok and call.source.file == PROGRAMS and call.source.function == "run_linen"
+    assert all(s.source.file == PROGRAMS for s in call.steps)
+    assert any(s.source.function == "LinenMLP.__call__" for s in call.steps)
     assert any(s.source.via is not None and _library_file(s.source.via.file, "flax")
                for s in call.steps)
     assert any("Dense_0" in s.name_stack for s in call.steps)  # linen's own scopes
@@ -293,52 +250,16 @@ def test_flax_linen_training_step():
 
 # --- flax nnx (with a custom_vjp) + optax -----------------------------------------------
 
-@jax.custom_vjp
-def _clip_gradient(x):
-    return x
-
-
-_clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
-
-
-class _NnxMLP(nnx.Module):
-    def __init__(self, rngs):
-        self.l1 = nnx.Linear(2, 8, rngs=rngs)
-        self.l2 = nnx.Linear(8, 1, rngs=rngs)
-
-    def __call__(self, x):
-        return self.l2(_clip_gradient(nnx.relu(self.l1(x))))[:, 0]
-
-
-def run_nnx():
-    x, y = _x_y()
-    model = _NnxMLP(nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
-
-    @nnx.jit
-    def train_step(model, optimizer):
-        def loss(model):
-            return jnp.mean((model(x) - y) ** 2)
-        value, grads = nnx.value_and_grad(loss)(model)
-        optimizer.update(model, grads)
-        return value
-
-    values = []
-    for _ in range(2):
-        values.append(train_step(model, optimizer))
-    return nnx.state(model), values
-
-
 def test_flax_nnx_training_step():
-    session, _ = recorded(run_nnx)
+    session, _ = recorded(programs.run_nnx)
     (call,) = session.calls
-    assert call.ok and call.source.file == HERE and call.source.function == "run_nnx"
+    assert call.ok and call.source.file == PROGRAMS and call.source.function == "run_nnx"
     assert _library_file(call.source.via.file, "flax")
-    in_module = [s for s in call.steps if s.source.function == "_NnxMLP.__call__"]
+    in_module = [s for s in call.steps if s.source.function == "NnxMLP.__call__"]
     assert in_module and any(s.source.via is not None and s.source.via.function ==
                              "Linear.__call__" for s in in_module)
     model = _paths(_tree(call, "model"))
-    assert model[""].type_name.endswith("_NnxMLP")
+    assert model[""].type_name == "library_programs.NnxMLP"
     assert model[".l1.kernel.value"].aval == "float32[2,8]"
     assert model[".l1"].type_name == "flax.nnx.nn.linear.Linear"
     assert ("in_features", "2") in model[".l1"].static
@@ -350,22 +271,9 @@ def test_flax_nnx_training_step():
 
 # --- diffrax under grad --------------------------------------------------------------------
 
-def _vector_field(t, y, rate):
-    return -rate * jnp.sin(y)
-
-
-def run_diffrax():
-    def loss(rate):
-        solution = diffrax.diffeqsolve(diffrax.ODETerm(_vector_field), diffrax.Tsit5(), t0=0.0,
-                                       t1=1.0, dt0=0.25, y0=jnp.array([1.0, 2.0]), args=rate)
-        return jnp.sum(solution.ys[-1] ** 2)
-
-    return jax.grad(loss)(jnp.float32(0.5))
-
-
 @pytest.fixture(scope="module")
 def diffrax_session():
-    session, _ = recorded(run_diffrax, clear_jax_caches=True)
+    session, _ = recorded(programs.run_diffrax, clear_jax_caches=True)
     return session
 
 
@@ -383,7 +291,7 @@ def test_diffrax_under_grad_reports_no_leaked_tracer(diffrax_session):
 @pytest.mark.timeout(300)  # the module's diffrax recording: minutes on a loaded machine
 def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_path, capsys):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
-    assert call.ok and call.source.file == HERE
+    assert call.ok and call.source.file == PROGRAMS
     rows = level_rows(call)
     assert max(r.repeats for r in rows) >= 2
     assert len(rows) < len(call.levels)
@@ -404,8 +312,8 @@ def test_diffrax_solve_under_grad_folds_repeated_levels(diffrax_session, tmp_pat
 def test_diffrax_vector_field_ops_are_located_where_the_user_wrote_them(diffrax_session):
     (call,) = [c for c in diffrax_session.calls if c.transform == "grad"]
     sines = [s for s in call.steps if s.primitive == "sin"]
-    assert sines and all(s.source.function == "_vector_field" for s in sines)
-    assert all(s.source.file == HERE for s in call.steps if s.source is not None)
+    assert sines and all(s.source.function == "vector_field" for s in sines)
+    assert all(s.source.file == PROGRAMS for s in call.steps if s.source is not None)
 
 
 # --- what counts as user code ----------------------------------------------------------------

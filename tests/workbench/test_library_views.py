@@ -127,6 +127,26 @@ def test_a_users_own_jit_stays_a_level_or_a_jit_step():
     assert [lv.label for lv in session.calls[0].levels] == ["jit#1"]
 
 
+def sin_twice(x):
+    return jnp.sum(jnp.sin(x) * jax.jit(jnp.sin)(x))  # LINE sin twice
+
+
+def test_a_users_jit_of_a_jnp_function_is_the_users_jit():
+    """`jax.jit(jnp.sin)` under `workbench run` is the user's jit: a level of its own and a
+    jit step at the grad's level, as are the jits JAX derives from it (its known part, its
+    transpose); jnp.sin's own jit, beside it, is the operation `sin`."""
+    with T.record() as session, jax_patched():
+        jax.grad(sin_twice)(jnp.ones(3))
+    (call,) = session.calls
+    assert [lv.label for lv in call.levels] == ["eval#0", "grad#1", "grad#1/jit#2"]
+    at = f"at {FILE}:{_line('# LINE sin twice')}"
+    grad_level = [step_label(s) for s in call.steps if s.level == 1]
+    assert grad_level == [f"sin {at}", "jit[name=sin]", f"multiply {at}", f"reduce_sum {at}"]
+    users = [s for s in call.steps if s.title == "jit[name=sin]" and not s.inline]
+    assert len(users) == 3 and not any(s.library for s in users)  # grad's, known, transposed
+    assert [s.phase for s in users if s.level == 0] == ["forward", "backward"]
+
+
 def test_the_navigator_groups_a_levels_steps_by_module(linen_call):
     from transforms.model import Session
     outline = Outline(Session(calls=[linen_call]))

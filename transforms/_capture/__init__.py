@@ -16,13 +16,13 @@ a module:
   _param_rules   each primitive's params as text, one rule per primitive
   _sharding_text a sharding, a mesh and a PartitionSpec as text
   _step_core     the step core (PyStepCore, or the C one of _core.c)
-  _bracket_class which Bracket records (the C core's, or _common's Python twin)
+  _core_types    the C core's callables, or their Python twins: which Bracket records
   _jit_call      what a transforms.jit object's call runs through (the C core's JitCall, or its twin)
 """
 from __future__ import annotations
 
 from .._common import use_bracket_class as _use_bracket_class  # noqa: E402
-from ._bracket_class import bracket_class as _bracket_class  # noqa: E402
+from ._core_types import bracket_class as _bracket_class  # noqa: E402
 from ._describe import Describer as Describer
 from ._jaxpr_records import jaxpr_record as jaxpr_record
 from ._jit_call import PyJitCall as PyJitCall, jit_call_class as jit_call_class
@@ -78,12 +78,14 @@ from ._state import (
 )
 from ._step_core import (
     ERROR as ERROR,
+    INLINE as INLINE,
     INLINE_FLAG as INLINE_FLAG,
     KIND as KIND,
     LEVEL as LEVEL,
     LIBRARY_FLAG as LIBRARY_FLAG,
     NONE as NONE,
     OUTPUTS as OUTPUTS,
+    PARAMS as PARAMS,
     PRIMITIVE as PRIMITIVE,
     RUNNING as RUNNING,
     STRIDE as STRIDE,

@@ -9,10 +9,9 @@ open, or while the one block open has recorded every trace JAX can answer the ca
 from __future__ import annotations
 
 import contextvars
-import os
 from typing import Any, Callable
 
-from ._step_core import core_source_sha
+from ._core_types import core_type
 
 __all__ = ["PyJitCall", "jit_call_class"]
 
@@ -45,13 +44,4 @@ class PyJitCall:
 
 
 def jit_call_class() -> type:
-    if os.environ.get("WORKBENCH_CORE") == "python":
-        return PyJitCall
-    try:
-        from . import _core
-    except ImportError:  # step_core_class() warns about the missing core
-        return PyJitCall
-    sha = core_source_sha()
-    if sha is not None and sha != _core.SOURCE_SHA:
-        return PyJitCall
-    return _core.JitCall
+    return core_type("JitCall", PyJitCall)

@@ -18,7 +18,8 @@ from .._common import BoundedCache
 from .._jax import JAX_DIR, PACKAGE_DIR, context_traceback, traceback_frames
 from ..model import SourceLocation
 
-__all__ = ["CODE_KINDS", "LOCATIONS", "code_kind_numbers", "location_of", "location_via",
+__all__ = ["CODE_KINDS", "LOCATIONS", "code_kind_numbers", "library_closure_of", "location_of",
+           "location_via",
            "returned_location", "set_user_code", "staged_location", "traceback_location",
            "user_location"]
 
@@ -81,6 +82,25 @@ def _kind_of_file(filename: str) -> int:
     if filename.startswith(_library_prefixes):
         return _LIBRARY
     return _USER
+
+
+def library_closure_of(fun: Any) -> Any:
+    """The user's function a library's closure stands for, else None: equinox's
+    filter_value_and_grad differentiates a closure of its wrapper's `__call__`, whose `self`
+    wraps the user's function (`__wrapped__`, as functools.wraps and equinox's
+    module_update_wrapper set it)."""
+    code = getattr(fun, "__code__", None)
+    closure = getattr(fun, "__closure__", None)
+    if code is None or not closure or "self" not in code.co_freevars or \
+            _kind_of_file(code.co_filename) != _LIBRARY:
+        return None
+    try:
+        owner = closure[code.co_freevars.index("self")].cell_contents
+        # NB: a library's property: what it raises means only that it wraps nothing
+        wrapped = getattr(owner, "__wrapped__", None)
+    except Exception:
+        return None
+    return wrapped if callable(wrapped) and wrapped is not fun else None
 
 
 def _kind(code) -> int:

@@ -1,7 +1,8 @@
 """What one of our wrappers was built from: its kind, its function, its options as data.
 
 Read by the recorder (a call's trees, its shardings), by stage capture (to rebuild the
-pipeline) and by the wrappers themselves. Imports nothing of JAX's or ours but the kinds.
+pipeline) and by the wrappers themselves. Imports nothing of ours but the kinds and what
+tells user code from a library's (`_locations`, for the names of functions).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from .._common import safe_repr
 from ..model import TransformKind, kind_of
+from ._locations import library_closure_of
 
 __all__ = ["Options", "TransformSpec", "Wrapper", "chain_of", "function_name", "spec_of"]
 
@@ -111,10 +113,16 @@ class Wrapper:
 
 def function_name(fun: Any) -> str:
     """The function's name as its author wrote it: a functools.partial is named for the
-    function it fixes arguments of (numpyro's `partial(potential_energy, model, ...)`)."""
+    function it fixes arguments of (numpyro's `partial(potential_energy, model, ...)`), a
+    library's closure for the user's function it stands for (equinox's
+    filter_value_and_grad(loss) differentiates its `fun_value_and_grad`: `loss`)."""
     for _ in range(16):  # a partial of a partial ...
-        if not isinstance(fun, functools.partial):
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+            continue
+        wrapped = library_closure_of(fun)
+        if wrapped is None:
             break
-        fun = fun.func
+        fun = wrapped
     name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None)
     return name if isinstance(name, str) else type(fun).__name__

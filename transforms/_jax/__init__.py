@@ -68,6 +68,7 @@ from ._compiles import (
 )
 from ._custom_rules import (
     bind_with_rules as bind_with_rules,
+    is_defjvps_rule as is_defjvps_rule,
     rewound as rewound,
     rule_identity as rule_identity,
     wrapped_like as wrapped_like,
@@ -83,6 +84,8 @@ from ._params import (
     inline_token as inline_token,
     is_inline_jit_params as is_inline_jit_params,
     is_library_jit_params as is_library_jit_params,
+    jax_function_source as jax_function_source,
+    jit_function_source as jit_function_source,
     jit_summary_key as jit_summary_key,
     scan_groups as scan_groups,
     while_consts as while_consts,
@@ -120,6 +123,7 @@ from ._trace import (
     _is_inlinable_jit as _is_inlinable_jit,
     _record_rule as _record_rule,
     _recording_forwarder as _recording_forwarder,
+    binding_params as binding_params,
     current_trace as current_trace,
     enclosing_traces as enclosing_traces,
     eval_jaxpr as eval_jaxpr,

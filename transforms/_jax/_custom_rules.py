@@ -3,8 +3,10 @@ their identity, wrapping a function in their place. Part of the door.
 """
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
+import jax
 from jax._src.util import Unhashable as _Unhashable
 from jax.extend import linear_util as lu
 
@@ -58,6 +60,9 @@ def _hashable_transform(transform: Any) -> Any:
     when their values are; JAX keys no cache by them, so the rule ran once per call and
     is one program wherever the same values are passed. A value that will not hash is
     known by its object (held, so its id stays its own while the key is).
+    jax._src.custom_derivatives._handle_consts_in_bwd holds a custom_vjp's constants'
+    avals as a plain list (a closure-converted custom_vjp, as equinox's checkpointed
+    loops under diffrax bind): equal lists of avals are one program.
     """
     fn, static = transform
     if not isinstance(static, tuple) or not any(_holds_unhashable(s) for s in static):
@@ -66,20 +71,27 @@ def _hashable_transform(transform: Any) -> Any:
 
 
 def _holds_unhashable(static: Any) -> bool:
-    return isinstance(static, _Unhashable) or (
-        isinstance(static, tuple) and any(isinstance(s, _Unhashable) for s in static))
+    return isinstance(static, (_Unhashable, list)) or (
+        isinstance(static, tuple) and any(isinstance(s, (_Unhashable, list)) for s in static))
 
 
 def _unwrapped(static: Any) -> Any:
     if isinstance(static, tuple):
         return tuple(_unwrapped(s) for s in static)
+    if isinstance(static, list):
+        return _by_value(("list", tuple(static)), static)
     if not isinstance(static, _Unhashable):
         return static
+    return _by_value(("value", static.val), static.val)
+
+
+def _by_value(key: tuple, value: Any) -> Any:
+    """`key` where it hashes; else the value's object stands for it (a list, a dict)."""
     try:
-        hash(static.val)
-    except TypeError:  # a list, a dict: its object stands for it
-        return _SameObject(static.val)
-    return ("value", static.val)
+        hash(key)
+    except TypeError:
+        return _SameObject(value)
+    return key
 
 
 class _SameObject:
@@ -104,3 +116,18 @@ def wrapped_like(f: Callable, like: Any) -> Any:
 def wrapped_python_function(fun: Any) -> Any:
     """The Python function inside a linear_util WrappedFun (a custom rule), or `fun` itself."""
     return getattr(fun, "f", fun)
+
+
+def is_defjvps_rule(fun: Any) -> bool:
+    """True for the jvp rule `custom_jvp.defjvps` writes around the user's tangent functions
+    (jax.nn.relu's): a closure of JAX's, named `custom_jvp.defjvps.<locals>.jvp`.
+
+    NB: jax._src.custom_derivatives.custom_jvp.defjvps defines `jvp` inside it; its code
+    object is one of defjvps' constants (0.10.2 to 0.12), whatever the closure's name.
+    """
+    code = getattr(wrapped_python_function(fun), "__code__", None)
+    return code is not None and code in _DEFJVPS_CODES
+
+
+_DEFJVPS_CODES = frozenset(c for c in jax.custom_jvp.defjvps.__code__.co_consts
+                           if isinstance(c, types.CodeType))

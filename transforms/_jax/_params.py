@@ -4,10 +4,13 @@ custom_vjp_call's primal outputs. Part of the door.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from typing import Any
 
 import jax
+from jax._src.api_util import fun_sourceinfo as _fun_sourceinfo
 
 
 def custom_vjp_out_count(params: dict) -> int | None:
@@ -42,6 +45,38 @@ def is_library_jit_params(params: dict) -> bool:
     info = getattr(info, "debug_info", None)
     filename = getattr(info, "func_filename", None)
     return isinstance(filename, str) and filename.startswith(_JAX_PACKAGE)
+
+
+def jit_function_source(params: dict) -> str | None:
+    """The function a jit step's jaxpr was traced from, as JAX names it
+    (`sin at .../jax/_src/numpy/ufuncs.py:584`); None when JAX did not know it. The jaxprs
+    JAX derives from it (a grad's known part, its transpose) keep the name.
+
+    NB: jax._src.core.DebugInfo.func_src_info, made by api_util.fun_sourceinfo.
+    """
+    info = getattr(getattr(params.get("jaxpr"), "jaxpr", None), "debug_info", None)
+    source = getattr(info, "func_src_info", None)
+    return source if isinstance(source, str) else None
+
+
+def jax_function_source(fun: Any) -> str | None:
+    """For a function of JAX's package (jnp.sin, jax.nn.softmax, through partials and
+    `__wrapped__`), the name a jit of it gives its jaxpr (`jit_function_source`); None
+    for any other function.
+
+    NB: jax._src.api_util.fun_sourceinfo names the function jax.jit traces from.
+    """
+    inner = fun
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    try:
+        code = getattr(inspect.unwrap(inner), "__code__", None)
+    except ValueError:  # a cycle of __wrapped__: JAX's own name for it is not ours to make
+        return None
+    filename = getattr(code, "co_filename", None)
+    if not isinstance(filename, str) or not filename.startswith(_JAX_PACKAGE):
+        return None
+    return _fun_sourceinfo(fun)
 
 
 # The folder of JAX's package, with a separator: `jax/`, not `jax_extra/`.

@@ -5,6 +5,7 @@ Part of the door.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from jax import core as jax_core
@@ -154,8 +155,9 @@ class RecordingTrace(Trace):
         primitive, fun, jvp, tracers = args
         level = self.level
         index = level.begin_step(primitive, tracers, params or {}, "custom_jvp_call", (fun, jvp))
+        primal = fun  # the function differentiated: names a `defjvps` rule
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
-        jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp))
+        jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp, primal))
         return _ParentStep(self, index, primitive, params or {}).run(
             self.parent.process_custom_jvp_call, (primitive, fun, jvp, tracers))
 
@@ -301,3 +303,24 @@ def _record_rule(fun, spec):
 def install(level) -> Any:
     """A context manager making a recorder for `level` the current trace."""
     return set_current_trace(RecordingTrace(level.jax_trace, level))
+
+
+def binding_params(thread_id: int, core: Any, index: int) -> dict | None:
+    """The params of step `index` of `core` while a RecordingTrace binds it in thread
+    `thread_id` (None: that thread binds no such step now).
+
+    NB: a step's params are handed to the core when it ends; while it runs (a crash inside
+    a jit) they are only in the binding frame, which is ours (process_primitive), read
+    from another thread: handing them in at each step's start would cost every step.
+    """
+    frame = sys._current_frames().get(thread_id)
+    code = RecordingTrace.process_primitive.__code__
+    while frame is not None:
+        if frame.f_code is code:
+            found = frame.f_locals
+            level = found.get("level")
+            if found.get("index") == index and getattr(level, "core", None) is core:
+                params = found.get("params")
+                return params if isinstance(params, dict) else None
+        frame = frame.f_back
+    return None

@@ -6,7 +6,8 @@ subject in a module of its own:
   _record        record(), the block
   _recorder      SessionRecorder: a session's finished calls; stages shared by signature
   _step_bound    StepBound: a recording kept to about max_steps steps
-  _summaries     StepSummaries: steps' params as text, sub-jaxprs as records (every session's)
+  _summaries     StepSummaries: steps' params as text, sub-jaxprs as records (every session's);
+                 the functions of JAX's the user jitted (note_user_jit)
   _levels        LevelState, RuleSpec, run_level; LevelCall, what a level asks of its call
   _call_steps    CallSteps: a call's levels, steps (the step core) and errors
   _call_stages   CallStages: a call's stage capture (plan, watch, capture)
@@ -43,3 +44,4 @@ from ._jit_values import (
 from ._levels import LevelState as LevelState
 from ._record import record as record
 from ._recorder import SessionRecorder as SessionRecorder
+from ._summaries import note_user_jit as note_user_jit

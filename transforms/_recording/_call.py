@@ -60,9 +60,11 @@ class CallBuilder:
         self.parent = parent
         self.source = user_location(2)
         self.thread = threading.current_thread().name
+        self.thread_id = threading.get_ident()  # the progress frames read its stack
         if recorder.journal is not None:
             where = f" at {self.source}" if self.source else ""
-            recorder.began(index, f"{transform}({self.function}){where}", self.thread)
+            recorder.began(index, f"{transform}({self.function}){where}", self.thread, transform,
+                           self.function, self.source)
         self.steps = CallSteps(recorder.summaries, recorder.inline_jnp)
         describer = self.steps.describer
         # Trees and the pre-trace check of custom pytree nodes, once per call.

@@ -83,8 +83,19 @@ class LevelState:
         if self.tape is not None:
             self.tape.fail(index)
 
-    def rule_spec(self, kind: str, fun: Any) -> RuleSpec:
-        return RuleSpec(self.call, kind, self, function_name(_i.wrapped_python_function(fun)), fun)
+    def rule_spec(self, kind: str, fun: Any, primal: Any = None) -> RuleSpec:
+        """The spec of a custom rule `fun` of this level (`primal`: the custom function's
+        body, for a jvp rule)."""
+        return RuleSpec(self.call, kind, self, rule_name(fun, primal), fun)
+
+
+def rule_name(fun: Any, primal: Any = None) -> str:
+    """A custom rule's level's name: its function's, but the rule `defjvps` writes around
+    the tangent functions (a closure of JAX's) is named for the function it differentiates:
+    `relu's defjvps`."""
+    if primal is not None and _i.is_defjvps_rule(fun):
+        return f"{function_name(_i.wrapped_python_function(primal))}'s defjvps"
+    return function_name(_i.wrapped_python_function(fun))
 
 
 class RuleSpec:

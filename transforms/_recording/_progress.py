@@ -16,8 +16,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .._capture import LEVEL, PRIMITIVE
-from ..model import Journal
+from .. import _jax as _i
+from .._capture import INLINE, LEVEL, LIBRARY_FLAG, OUTPUTS, PARAMS, PRIMITIVE, RUNNING
+from ..model import Journal, operation_name
 
 __all__ = ["INTERVAL", "Progress"]
 
@@ -64,6 +65,9 @@ class Progress:
             if step is None or self._written.get(index) == step["step"] + 1:
                 continue
             self._written[index] = step["step"] + 1
+            operation = _library_operation(builder, builder.steps.core, step["step"])
+            if operation:  # looked up once the count moved: it may walk the call's frames
+                step["operation"] = operation
             try:
                 self.journal.step(index, step)
             except (OSError, ValueError):  # ValueError: the journal was closed meanwhile
@@ -87,3 +91,21 @@ def _latest_step(builder: Any) -> dict[str, Any] | None:
     return {"step": index, "primitive": core.texts[core.cell(index, PRIMITIVE)],
             "level": levels[level].label if level < len(levels) else "",
             "source": str(source) if source is not None else ""}
+
+
+def _library_operation(builder: Any, core: Any, index: int) -> str:
+    """The operation a library jit step stands for (`sin` for jnp.sin's jit), "" for any
+    other step: from its recorded params once it ended, from the frame binding it while it
+    runs (the params reach the core only at its end)."""
+    if core.cell(index, OUTPUTS) != RUNNING:
+        if not core.cell(index, INLINE) & LIBRARY_FLAG:
+            return ""
+        name = dict(core.params[core.cell(index, PARAMS)]).get("name", "")
+        return operation_name(name.strip("'")) if name else ""
+    thread_id = getattr(builder, "thread_id", None)
+    if core.texts[core.cell(index, PRIMITIVE)] not in _i.JIT_PRIMITIVE_NAMES or thread_id is None:
+        return ""
+    params = _i.binding_params(thread_id, core, index)
+    if params is None or not _i.is_library_jit_params(params):
+        return ""
+    return operation_name(str(params.get("name", "")))

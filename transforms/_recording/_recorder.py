@@ -129,10 +129,12 @@ class SessionRecorder:
         if self.journal is not None:
             self._journal_write(self.journal.call, call)
 
-    def began(self, index: int, label: str, thread: str) -> None:
+    def began(self, index: int, label: str, thread: str, transform: str, function: str,
+              source: Any) -> None:
         """A call began: the journal says so (after a crash: the call in progress)."""
         if self.journal is not None:
-            self._journal_write(self.journal.begin, index, label, thread)
+            self._journal_write(self.journal.begin, index, label, thread, transform, function,
+                                source)
 
     def running_call(self, index: int, builder: Any) -> None:
         """Call `index` runs: the progress thread watches its steps until it is added."""

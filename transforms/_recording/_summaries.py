@@ -11,7 +11,7 @@ from .._capture import INLINE_FLAG, LIBRARY_FLAG, jaxpr_record, jit_pairs_key, s
 from .._common import BoundedCache, ByObject
 from .._jax import is_inline_jit_params, is_library_jit_params
 
-__all__ = ["SHARED_JAXPRS", "StepSummaries", "shared_summaries"]
+__all__ = ["SHARED_JAXPRS", "USER_JITTED", "StepSummaries", "note_user_jit", "shared_summaries"]
 
 # The most jaxprs a session keeps alive for its records' sake (then it starts again).
 SHARED_JAXPRS = 512
@@ -88,11 +88,32 @@ class StepSummaries:
             pairs = self._inline_pairs(params)
             subjaxprs = ()
         flags = (INLINE_FLAG if inline else 0) | (
-            LIBRARY_FLAG if is_library_jit_params(params) else 0)
+            LIBRARY_FLAG if is_library_jit_params(params) and not _user_jit(params, inline)
+            else 0)
         summary = (pairs, subjaxprs, flags)
         if key is not None:
             self.jit_summaries.put(jaxpr, key, summary)
         return summary
+
+
+# The functions of JAX's package the user jitted with transforms.jit (`jax.jit(jnp.sin)`
+# under `workbench run`), as their jaxprs name them: a jit of one is the user's, not one
+# JAX made for jnp. Kept for the process: JAX shares one trace cache between jax.jit(f) and
+# transforms.jit(f), and the jit steps' summaries are kept per jaxpr object.
+USER_JITTED: set[str] = set()
+
+
+def note_user_jit(fun: Any) -> None:
+    """The user jitted `fun` with transforms.jit: where it is JAX's own (jnp.sin), its jits
+    (and the ones JAX derives from them) are read as the user's jit, not a library step."""
+    source = _i.jax_function_source(fun)
+    if source is not None:
+        USER_JITTED.add(source)
+
+
+def _user_jit(params: dict, inline: bool) -> bool:
+    """A jit of JAX's function that the user wrote: never a jnp wrapper (inline)."""
+    return bool(USER_JITTED) and not inline and _i.jit_function_source(params) in USER_JITTED
 
 
 @cache

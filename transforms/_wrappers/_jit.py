@@ -66,6 +66,7 @@ from .._recording import (
     new_function_id,
     note_jit_arguments,
     note_jit_values,
+    note_user_jit,
     open_call_level,
     open_level,
     record_failed_call,
@@ -436,6 +437,7 @@ def _jit_entry(fun: Any, options: Options, kwargs: dict) -> _JitEntry | None:
     entry = entries.get(options)
     if entry is None:
         entry = entries[options] = _JitEntry(fun, options, kwargs)
+        note_user_jit(fun)  # the user's jit of jnp.sin is theirs, not a jnp operation
     return entry
 
 

@@ -65,6 +65,7 @@ from ._files import (
 from ._jaxpr_text import eqn_line_spans as eqn_line_spans, summary_frame as summary_frame
 from ._journal import (
     JOURNAL_SUFFIX as JOURNAL_SUFFIX,
+    PROCESS_ENDED as PROCESS_ENDED,
     Journal as Journal,
     Recovered as Recovered,
     journal_of as journal_of,
@@ -111,6 +112,7 @@ from ._records import (
     SubJaxprRecord as SubJaxprRecord,
     ValueRecord as ValueRecord,
     histogram_count as histogram_count,
+    operation_name as operation_name,
 )
 from ._schema import (
     SCHEMA_FILE as SCHEMA_FILE,

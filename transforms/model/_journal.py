@@ -13,7 +13,8 @@ survive crashes): a process that dies mid-write leaves a last frame that is cut 
 fails its checksum, and the reader drops it with a note. Written with os.write (no buffer of
 ours to lose) and not fsync'd: the kernel keeps what a dead process wrote; a machine that
 loses power is another matter. The payload is a kind letter and JSON: S the dump's head
-(an empty session with the run's metadata), B a call began, C a call finished (its row and
+(an empty session with the run's metadata), B a call began (what it is: after a death the
+reader lists it as a failed call, its error how the process ended), C a call finished (its row and
 the shared table entries it added: the reader puts them together as the dump a save would
 have written; a call written again, a top-level jit's stages read at last, replaces its
 earlier row), P the latest step of a call in progress (its number, primitive, level and
@@ -32,8 +33,9 @@ from typing import Any
 
 from . import _codec, _layout
 from ._layout import SCHEMA_VERSION
-from ._records import Call
+from ._records import Call, ErrorRecord
 from ._session import RECORD_TYPES, Session
+from ._source_location import SourceLocation
 
 __all__ = ["JOURNAL_SUFFIX", "Journal", "Recovered", "journal_of", "read_frames", "step_text"]
 
@@ -84,12 +86,20 @@ class Journal:
         while view:  # NB: one write almost always; a short one is continued
             view = view[os.write(self.fd, view):]
 
-    def begin(self, index: int, label: str, thread: str) -> None:
-        self._write("B", json.dumps({"index": index, "label": label, "thread": thread}).encode())
+    def begin(self, index: int, label: str, thread: str, transform: str = "",
+              function: str = "", source: SourceLocation | None = None) -> None:
+        """Call `index` began (`label`: `grad(loss) at train.py:41 (<module>)`), in `thread`;
+        what it is, for the reader to list it as the call in progress after a death."""
+        where = None if source is None else {"file": source.file, "line": source.line,
+                                              "function": source.function}
+        self._write("B", json.dumps({"index": index, "label": label, "thread": thread,
+                                     "transform": transform, "function": function,
+                                     "source": where}).encode())
 
     def step(self, index: int, step: dict[str, Any]) -> None:
         """The latest step call `index` began: {"step": its number, "primitive", "level"
-        (its label), "source" (the user's line)} (written by _recording's progress thread)."""
+        (its label), "source" (the user's line), and for a jit of JAX's own function
+        "operation" (`sin`)} (written by _recording's progress thread)."""
         self._write("P", json.dumps({"index": index, **step}).encode())
 
     def call(self, call: Call) -> None:
@@ -123,13 +133,21 @@ class Journal:
             pass
 
 
+# The error of the call a process died in (ErrorRecord.type_name): no exception was raised.
+PROCESS_ENDED = "process ended"
+
+
 @dataclass
 class Recovered:
     """What a journal holds: the session of the calls that finished, and what happened."""
     session: Session
     in_progress: str = ""       # the call that had begun and not finished ("" for none)
+    # that call as its begin frame said: {"index", "transform", "function", "source",
+    # "thread"} (older journals: no transform)
+    begun: dict[str, Any] = field(default_factory=dict)
     last_step: dict[str, Any] = field(default_factory=dict)  # its latest step recorded:
-    # {"step", "primitive", "level", "source"} as the progress frame said
+    # {"step", "primitive", "level", "source"} and for a library jit "operation", as the
+    # progress frame said
     how: str = ""               # how the process ended ("" when nobody saw it end)
     pid: int | None = None      # the process that wrote it (None: an older journal)
     running: bool = False       # that process was alive when the journal was read
@@ -139,6 +157,9 @@ class Recovered:
         """The session, its metadata saying how the run ended and what was dropped."""
         session = self.session
         session.metadata["ended"] = self.ending()
+        died_in = self.died_in()
+        if died_in is not None:
+            session.calls.append(died_in)
         if self.notes:
             session.metadata["journal_notes"] = "; ".join(self.notes)
         title = session.title or session.metadata.get("title", "")
@@ -146,6 +167,19 @@ class Recovered:
         session.title = f"{title} ({what}: {self.ending()})" if title else \
             f"{what}: {self.ending()}"
         return session
+
+    def died_in(self) -> Call | None:
+        """The call in progress when the process ended, as a failed call: what it was, and
+        the ending as its error (None: no call was, or the process still runs)."""
+        begun = self.begun
+        if not self.in_progress or self.running or not begun.get("transform"):
+            return None
+        where = begun.get("source")
+        source = None if not isinstance(where, dict) else SourceLocation(
+            str(where.get("file", "")), int(where.get("line", 0)), str(where.get("function", "")))
+        error = ErrorRecord(PROCESS_ENDED, self.ending(), None, None, source)
+        return Call(int(begun["index"]), str(begun["transform"]), str(begun.get("function", "")),
+                    source, errors=(error,), thread=str(begun.get("thread", "")))
 
     def ending(self) -> str:
         """`the process died by SIGSEGV, during call 7 (...), after `dot_general` ...`."""
@@ -190,7 +224,7 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
     head: dict[str, Any] | None = None
     rows: list[Any] = []
     positions: dict[Any, int] = {}  # call index -> its row's position
-    begun: dict[int, str] = {}
+    begun: dict[int, dict[str, Any]] = {}
     steps: dict[int, dict[str, Any]] = {}
     position = 0
     while position < len(data):
@@ -228,7 +262,8 @@ def read_frames(path: str) -> tuple[dict[str, Any] | None, Recovered]:
                                        f"dropped")
     if begun:
         index = max(begun)
-        recovered.in_progress = f"{index} ({begun[index]})"
+        recovered.begun = begun[index]
+        recovered.in_progress = f"{index} ({recovered.begun['said']})"
         recovered.last_step = steps.get(index, {})
     if head is not None:
         head["calls"] = rows
@@ -245,15 +280,17 @@ def _note_writer(head: dict[str, Any], recovered: Recovered) -> None:
         recovered.running = not recovered.how and _alive(recovered.pid)
 
 
-def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, str],
+def _apply(kind: str, value: dict, recovered: Recovered, begun: dict[int, dict[str, Any]],
            steps: dict[int, dict[str, Any]]) -> None:
     if kind == "B":
         thread = value.get("thread", "")
         where = f" in thread {thread}" if thread and thread != "MainThread" else ""
-        begun[int(value["index"])] = str(value.get("label", "")) + where
+        begun[int(value["index"])] = {**value, "said": str(value.get("label", "")) + where}
     elif kind == "P":
-        steps[int(value["index"])] = {"step": int(value["step"]),
-                                      **{k: str(value.get(k, "")) for k in _STEP_TEXTS}}
+        step = {"step": int(value["step"]), **{k: str(value.get(k, "")) for k in _STEP_TEXTS}}
+        if value.get("operation"):  # a jit of JAX's own function (older journals: none)
+            step["operation"] = str(value["operation"])
+        steps[int(value["index"])] = step
     elif kind == "E":
         recovered.how = str(value.get("how", ""))
     else:
@@ -265,7 +302,8 @@ _STEP_TEXTS = ("primitive", "level", "source")
 
 def step_text(step: dict[str, Any]) -> str:
     """The step as an ending says it: `dot_general` (step 12) at t.py:41 (loss) under jit#1."""
-    text = f"`{step.get('primitive', '')}` (step {step.get('step', '?')})"
+    # NB: a jit of JAX's own function reads as the operation it stands for, as readers list it
+    text = f"`{step.get('operation') or step.get('primitive', '')}` (step {step.get('step', '?')})"
     if step.get("source"):
         text += f" at {step['source']}"
     if step.get("level"):

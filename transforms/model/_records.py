@@ -247,7 +247,8 @@ class Step(NamedTuple):
     inline: bool = False
     # A jit of JAX's own function (jnp.take's `_take`, jnp.mean), not the user's code: read
     # as one operation at the user's line (`library_step_name`). Recorded from the jitted
-    # function's file, whatever its params say.
+    # function's file, whatever its params say; a jit the user wrote of such a function
+    # (transforms.jit(jnp.sin)) is not one.
     library: bool = False
     # The modules and named scopes it ran in, the transformations left out: flax's
     # `MLP/attn/query` where name_stack is `transpose(jvp(MLP))/attn/query`; "" for none,
@@ -261,6 +262,13 @@ class Step(NamedTuple):
             if key == "name":
                 return f"{self.primitive}[name={value.strip(chr(39))}]"
         return self.primitive
+
+
+def operation_name(jit_name: str) -> str:
+    """The operation a jit of JAX's own function stands for, as the user called it (`take` for
+    jnp.take's `_take`, `mean` for jnp.mean's): how readers and the journal's progress frames
+    name a library step."""
+    return jit_name.lstrip("_") or jit_name
 
 
 @dataclass(frozen=True, slots=True)

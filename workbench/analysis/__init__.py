@@ -48,6 +48,7 @@ from ._process_merge import (
 from ._session_diff import diff_sessions as diff_sessions, format_diff as format_diff
 from ._step_groups import (
     ScopeRun as ScopeRun,
+    library_body as library_body,
     library_operation as library_operation,
     scope_runs as scope_runs,
     scope_totals as scope_totals,

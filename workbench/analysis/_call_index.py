@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
-from transforms.model import Call, Stage, default_pair, stage_function, whole_program
+from transforms.model import PROCESS_ENDED, Call, Stage, default_pair, stage_function, whole_program
 
 __all__ = ["UNKNOWN_LEVEL", "default_stage_pair", "failing_steps", "function_program",
            "no_stages_reason", "steps_by_level", "whole_program"]
@@ -19,7 +19,10 @@ UNKNOWN_LEVEL = -1
 def no_stages_reason(call: Call) -> str:
     """Why a call has no stages, in words every reader shows: stages are captured while a
     call is traced, so a call that failed before JAX traced it (no level recorded: a pytree
-    it could not flatten) has none though stages were on."""
+    it could not flatten) has none though stages were on, nor has the call a process died in
+    (its record is only what the journal said of it)."""
+    if any(e.type_name == PROCESS_ENDED for e in call.errors):
+        return "the process ended during the call: its stages were never written"
     if call.errors and not call.levels:
         return "the call failed before JAX traced it"
     return "recorded with stages off: record(stages=False) or workbench run --no-stages"

@@ -8,9 +8,10 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from transforms.model import Step
+from transforms.model import Step, operation_name
 
-__all__ = ["ScopeRun", "library_operation", "scope_runs", "scope_totals", "step_label"]
+__all__ = ["ScopeRun", "library_body", "library_operation", "scope_runs", "scope_totals",
+           "step_label"]
 
 
 def library_operation(step: Step) -> str:
@@ -20,8 +21,18 @@ def library_operation(step: Step) -> str:
         return ""
     for key, value in step.params:
         if key == "name":
-            return value.strip("'").lstrip("_") or value
+            return operation_name(value.strip("'"))
     return ""
+
+
+def library_body(step: Step) -> tuple[str, ...]:
+    """The inside of a jit of JAX's own function, as recorded: its jaxpr's top-level
+    equations' primitives, in order (`lt, add, jit, broadcast_in_dim, gather` for take);
+    () for any other step, or where its body was not kept (a jnp wrapper JAX inlines, at
+    the default detail)."""
+    if not step.library:
+        return ()
+    return tuple(p for jaxpr in step.subjaxprs for p in jaxpr.primitives)
 
 
 def step_label(step: Step) -> str:

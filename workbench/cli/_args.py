@@ -245,24 +245,23 @@ def _script_arguments(p: argparse.ArgumentParser, output_required: bool) -> None
                         "everything goes to the script (`SCRIPT.py -- -o theirs.txt`).")
 
 
-def _max_steps(text: str) -> int:
+def _count(text: str, what: str, floor: str) -> int:
+    """A count given on the command line (`1_000` and `1,000` read as 1000), 0 or more."""
     try:
         value = int(text.replace("_", "").replace(",", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of steps: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number of {what}: {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"a number of steps is 0 (keep all) or more: {value}")
+        raise argparse.ArgumentTypeError(f"a number of {what} is {floor}: {value}")
     return value
+
+
+def _max_steps(text: str) -> int:
+    return _count(text, "steps", "0 (keep all) or more")
 
 
 def _max_compiles(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of compiles: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a number of compiles is 0 or more: {value}")
-    return value
+    return _count(text, "compiles", "0 or more")
 
 
 # flag -> (attribute, value) for the options that may follow SCRIPT.py

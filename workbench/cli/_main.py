@@ -488,8 +488,10 @@ def _after_child(args: argparse.Namespace, death: Any, journal_file: str) -> int
     if death.recovered is None:
         error(f"{death.how}; its journal {journal_file} could not be read ({death.problem})")
         return death.exit_code
+    died_in = death.recovered.died_in() is not None  # listed as a failed call
     session = death.recovered.as_session()
-    what = f"{plural(len(session.calls), 'call')}, {plural(session.step_count, 'step')}"
+    what = plural(len(session.calls) - died_in, 'call') + \
+        (" and the call it died in" if died_in else "") + f", {plural(session.step_count, 'step')}"
     error(f"{_t(session.metadata['ended'])}; recovered {what} from its journal")
     if session.metadata.get("journal_notes"):
         error(_t(session.metadata["journal_notes"]))

@@ -8,7 +8,7 @@ is drawn.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from transforms.model import Call, Level, LevelRow, Session, Step, is_decoded, level_rows
@@ -17,6 +17,7 @@ from ..analysis import (
     UNKNOWN_LEVEL,
     ScopeRun,
     failing_steps,
+    library_body,
     phased,
     scope_runs,
     steps_by_level,
@@ -37,6 +38,7 @@ from .stage_map import (
     stage_lines as stage_lines,
     step_primitive as step_primitive,
 )
+from .step_search import SearchTexts as SearchTexts, StepFilter as StepFilter
 from .texts import (
     TRANSFORMATIONS as TRANSFORMATIONS,
     Entries as Entries,
@@ -59,18 +61,33 @@ from .texts import (
 )
 
 # GROUP: the steps of a level run in one module or named scope (`MLP/attn`), its index the
-# position of its first step.
-CALL, LEVEL, STEP, GROUP = 0, 1, 2, 3
+# position of its first step. BODY: an equation of the recorded body of a jit of JAX's own
+# function (listed under its step, folded by default), its index `body_index`.
+CALL, LEVEL, STEP, GROUP, BODY = 0, 1, 2, 3, 4
+KIND_MASK = 7  # a row's kind: code & KIND_MASK
+_KIND_BITS = 3
 _CALL_BITS = 16  # up to 65,536 calls per session
+BODY_BITS = 12  # up to 4,096 equations of a body listed; the last row counts the rest
+_SHIFT = _CALL_BITS + _KIND_BITS
 
 
 def pack(kind: int, call: int, index: int) -> int:
-    return (index << (_CALL_BITS + 2)) | (call << 2) | kind
+    return (index << _SHIFT) | (call << _KIND_BITS) | kind
 
 
 def unpack(code: int) -> tuple[int, int, int]:
     """(kind, call, index): index is a position in call.levels (LEVEL) or call.steps (STEP)."""
-    return code & 3, (code >> 2) & ((1 << _CALL_BITS) - 1), code >> (_CALL_BITS + 2)
+    return code & KIND_MASK, (code >> _KIND_BITS) & ((1 << _CALL_BITS) - 1), code >> _SHIFT
+
+
+def body_index(step_pos: int, eqn: int) -> int:
+    """A BODY row's index: its step's position and the equation's number in the body."""
+    return (step_pos << BODY_BITS) | eqn
+
+
+def body_place(index: int) -> tuple[int, int]:
+    """(step position, equation number) of a BODY row's index."""
+    return index >> BODY_BITS, index & ((1 << BODY_BITS) - 1)
 
 
 class Selection(NamedTuple):
@@ -114,6 +131,15 @@ class CallIndex:
         self._caused: dict[int, list[int]] | None = None
         self._texts: SearchTexts | None = None
         self._scope_runs: dict[int, list[ScopeRun] | None] = {}  # level -> its runs
+        self._bodies: dict[int, tuple[str, ...]] | None = None
+
+    def bodies(self) -> dict[int, tuple[str, ...]]:
+        """The recorded bodies of the call's library steps (`library_body`), by position:
+        the steps whose row folds; worked out once."""
+        if self._bodies is None:
+            self._bodies = {pos: body for pos, step in enumerate(self.call.steps)
+                            if step.library and (body := library_body(step))}
+        return self._bodies
 
     def scope_runs(self, level: int) -> list[ScopeRun] | None:
         """A level's steps cut into runs by module or named scope, or None when none of them
@@ -188,97 +214,12 @@ class CallIndex:
         return self.call.steps[pos] if pos is not None else None
 
 
-class SearchTexts:
-    """What search looks in, per step: `ids[pos]` indexes `texts`. Steps that differ only
-    in their index share one text, found by the identity of their parts (a loaded dump
-    shares its params and source records between steps). Built in slices (`build`), so
-    the TUI can make it in idle moments before the first search needs it."""
-
-    SLICE = 5_000  # steps per slice: a few milliseconds
-
-    def __init__(self, index: CallIndex):
-        self.index = index
-        self._found: dict[tuple, int] = {}
-        self.texts: list[str] = []
-        self.ids = array("l")
-
-    @property
-    def done(self) -> bool:
-        return len(self.ids) >= len(self.index.call.steps)
-
-    def build(self, steps: int | None = None) -> bool:
-        """Index the next `steps` steps (all of them by default); whether it is done."""
-        call, found, texts, ids = self.index.call, self._found, self.texts, self.ids
-        start = len(ids)
-        end = len(call.steps) if steps is None else min(len(call.steps), start + steps)
-        label = self.index.label
-        for step in call.steps[start:end]:
-            key = (step.primitive, id(step.params), id(step.source), step.kind, step.phase,
-                   step.level, step.name_stack, step.error)
-            t = found.get(key)
-            if t is None:
-                t = found[key] = len(texts)
-                texts.append(step_haystack(step, label(step.level)))
-            ids.append(t)
-        return self.done
-
-    def hits(self, q: str) -> bytes:
-        """A flag per distinct text: whether it holds q (lower-cased already)."""
-        self.build()
-        return bytes(q in text for text in self.texts)
-
-
 def _may_fail(call: Call) -> bool:
     """Whether the call may hold a failing step, without decoding steps not decoded yet."""
     return is_decoded(call.steps) or not call.ok or bool(call.errors)
 
 
 # --- the navigator's rows ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class StepFilter:
-    """`p:sin l:grad#2 is:error some text`: every term must match."""
-    primitives: tuple[str, ...] = ()
-    levels: tuple[str, ...] = ()
-    words: tuple[str, ...] = ()
-    errors_only: bool = False
-
-    @classmethod
-    def parse(cls, text: str) -> StepFilter:
-        prims, levels, words, errors = [], [], [], False
-        for term in text.lower().split():
-            key, _, value = term.partition(":")
-            if value and key in ("p", "prim", "primitive"):
-                prims.append(value)
-            elif value and key in ("l", "level"):
-                levels.append(value)
-            elif term in ("is:error", "is:failed", "!"):
-                errors = True
-            else:
-                words.append(term)
-        return cls(tuple(prims), tuple(levels), tuple(words), errors)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.primitives or self.levels or self.words or self.errors_only)
-
-    def matches(self, step: Step, label: str, failing: bool) -> bool:
-        if self.errors_only and not failing:
-            return False
-        if self.primitives:
-            title = step_title(step).lower()
-            if not any(p in title for p in self.primitives):
-                return False
-        if self.levels:
-            lab = label.lower()
-            if not all(lv in lab for lv in self.levels):
-                return False
-        if self.words:
-            hay = step_haystack(step, label)
-            if not all(w in hay for w in self.words):
-                return False
-        return True
-
 
 class Outline:
     """The navigator's rows: calls -> levels -> steps, with folding and a filter."""
@@ -290,6 +231,8 @@ class Outline:
         # (call, position of the first step) of the module groups folded
         self.collapsed_groups: set[tuple[int, int]] = set()
         self.group_sizes: dict[tuple[int, int], int] = {}  # the same key -> its steps listed
+        # (call, step position) of library steps whose body is listed (folded by default)
+        self.unfolded_bodies: set[tuple[int, int]] = set()
         # (call, first level position) of runs of identical levels listed level by level
         self.expanded_runs: set[tuple[int, int]] = set()
         if session.step_count > COLLAPSED_OPEN_STEPS:
@@ -325,6 +268,7 @@ class Outline:
             if (c, -1) in self.collapsed:
                 continue
             idx = self.index(c)
+            bodies = self._listed_bodies(c, idx)
             expanded = {pos for c2, pos in self.expanded_runs if c2 == c}
             groups = [(row.position, call.levels[row.position].index)
                       for row in idx.level_rows(expanded)
@@ -336,23 +280,34 @@ class Outline:
                 if not f.empty:
                     label = idx.label(level)
                     steps = array("q", (p for p in steps if f.matches(
-                        call.steps[p], label, call.steps[p].index in idx.failing)))
+                        call.steps[p], label, call.steps[p].index in idx.failing,
+                        bodies.get(p, ()))))
                     if not steps:
                         continue
                 rows.append(pack(LEVEL, c, pos))
                 if (c, pos) in self.collapsed:
                     continue
-                self._add_steps(rows, c, idx, level, steps)
+                self._add_steps(rows, c, idx, level, steps, bodies)
         self.rows = rows
 
-    def _add_steps(self, rows: array, c: int, idx: CallIndex, level: int, steps: array) -> None:
+    def _listed_bodies(self, c: int, idx: CallIndex) -> dict[int, tuple[str, ...]]:
+        """The library bodies of call `c` to list under their steps: those unfolded, and
+        those a `p:` filter matches (unfolded, to show the match)."""
+        f = self.filter
+        if f.primitives and idx.bodies():
+            self.unfolded_bodies.update((c, pos) for pos, body in idx.bodies().items()
+                                        if f.matches_body(body))
+        if not any(key[0] == c for key in self.unfolded_bodies):
+            return {}
+        return {pos: body for pos, body in idx.bodies().items() if (c, pos) in self.unfolded_bodies}
+
+    def _add_steps(self, rows: array, c: int, idx: CallIndex, level: int, steps: array,
+                   bodies: dict[int, tuple[str, ...]]) -> None:
         """A level's step rows (`steps`, filtered or all); a run of steps in one module or
         named scope under a group row named for it (none when no step of the level ran in one)."""
-        shift = _CALL_BITS + 2
-        base = (c << 2) | STEP
         runs = idx.scope_runs(level)
         if runs is None:
-            rows.extend((p << shift) | base for p in steps)
+            _add_step_rows(rows, c, steps, bodies)
             return
         if not self.filter.empty:
             runs = scope_runs(idx.call.steps, steps)
@@ -363,7 +318,7 @@ class Outline:
                 self.group_sizes[(c, first)] = len(run.positions)
                 if (c, first) in self.collapsed_groups:
                     continue
-            rows.extend((p << shift) | base for p in run.positions)
+            _add_step_rows(rows, c, run.positions, bodies)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -380,6 +335,8 @@ class Outline:
         kind, call, index = self.row(i)
         if kind == GROUP:
             return self._toggle_group(i, (call, index), expand)
+        if kind == STEP and index in self.index(call).bodies():
+            return self._toggle_body(i, (call, index), expand)
         key = (call, -1) if kind == CALL else (call, index) if kind == LEVEL else None
         if key is None:
             return i
@@ -408,6 +365,40 @@ class Outline:
         code = self.rows[i]
         self.rebuild()
         return self.find(code, i)
+
+    def _toggle_body(self, i: int, key: tuple[int, int], expand: bool | None) -> int:
+        want_listed = (key not in self.unfolded_bodies) if expand is None else expand
+        if want_listed == (key in self.unfolded_bodies):
+            return i
+        (self.unfolded_bodies.add if want_listed else self.unfolded_bodies.discard)(key)
+        code = self.rows[i]
+        self.rebuild()
+        return self.find(code, i)
+
+    def is_folded(self, i: int) -> bool:
+        """Whether row i folds something that is not listed now."""
+        kind, call, index = self.row(i)
+        if kind == GROUP:
+            return (call, index) in self.collapsed_groups
+        if kind == STEP:
+            return index in self.index(call).bodies() and (call, index) not in self.unfolded_bodies
+        return ((call, -1) if kind == CALL else (call, index)) in self.collapsed
+
+    def unfold_bodies_holding(self, query: str) -> bool:
+        """Unfold the listed library steps whose body has an equation holding `query` (search
+        shows the match); whether any was."""
+        q = query.lower()
+        if not q:
+            return False
+        found = {(c, pos) for c in self._index for pos, body in self.index(c).bodies().items()
+                 if (c, pos) not in self.unfolded_bodies and any(q in p.lower() for p in body)}
+        if found:  # only those whose step is listed (the rows of folded levels stay folded)
+            listed = set(self.rows)
+            found = {(c, pos) for c, pos in found if pack(STEP, c, pos) in listed}
+        if found:
+            self.unfolded_bodies |= found
+            self.rebuild()
+        return bool(found)
 
     def find(self, code: int, near: int = 0) -> int:
         """The row holding `code`, searching outwards from `near`; `near` clipped if gone."""
@@ -473,7 +464,8 @@ class Outline:
         return None
 
     def failing_codes(self) -> set[int]:
-        """The packed rows of every failing step of the session.
+        """The packed rows of every failing step of the session, and of each failed call that
+        has none.
 
         NB: a call a lazy load has not decoded yet is searched only when it failed or
         recorded errors (decoding a million-step dump to find none would take seconds);
@@ -488,18 +480,20 @@ class Outline:
                 if failing:
                     codes.update(pack(STEP, c, pos) for pos, s in enumerate(call.steps)
                                  if s.index in failing)
+                elif not call.ok:  # failed with no step to show: its own row (a call the
+                    codes.add(pack(CALL, c, 0))  # process died in, a pre-trace failure)
             self._failing_codes = codes
         return self._failing_codes
 
     def parent_row(self, i: int) -> int:
         kind, call, index = self.row(i)
-        want = {STEP: LEVEL, GROUP: LEVEL, LEVEL: CALL}.get(kind)
+        want = {STEP: LEVEL, GROUP: LEVEL, LEVEL: CALL, BODY: STEP}.get(kind)
         if want is None:
             return i
         if kind == STEP and self.index(call).scope(index):
             want = GROUP  # a step in a module: its group's row
         for j in range(i - 1, -1, -1):
-            if self.rows[j] & 3 == want:
+            if self.rows[j] & KIND_MASK == want:
                 return j
         return i
 
@@ -528,9 +522,9 @@ class Outline:
         if not q:
             return []
         rows, calls = self.rows, self.session.calls
-        shift, mask = _CALL_BITS + 2, (1 << _CALL_BITS) - 1
+        shift, mask = _SHIFT, (1 << _CALL_BITS) - 1
         flags: dict[int, tuple[array, bytes]] = {}
-        for c in {(code >> 2) & mask for code in rows if code & 3 == CALL}:
+        for c in {(code >> _KIND_BITS) & mask for code in rows if code & KIND_MASK == CALL}:
             texts = self.index(c).search_texts()
             flags[c] = (texts.ids, texts.hits(q))
         out: list[int] = []
@@ -539,14 +533,14 @@ class Outline:
         n = len(rows)
         while start < n:
             # The rows of one call run from its CALL row to the next one.
-            c = (rows[start] >> 2) & mask
+            c = (rows[start] >> _KIND_BITS) & mask
             end = start + 1
-            while end < n and rows[end] & 3 != CALL:
+            while end < n and rows[end] & KIND_MASK != CALL:
                 end += 1
             ids, hit = flags[c]
             out += [j for j in range(start, end)
-                    if (code := rows[j]) & 3 == STEP and hit[ids[code >> shift]]]
-            others += [j for j in range(start, end) if rows[j] & 3 != STEP]
+                    if (code := rows[j]) & KIND_MASK == STEP and hit[ids[code >> shift]]]
+            others += [j for j in range(start, end) if rows[j] & KIND_MASK != STEP]
             start = end
         for j in others:
             kind, c, index = unpack(rows[j])
@@ -556,8 +550,37 @@ class Outline:
                 hay = f"{lv.label} {lv.kind} {lv.trace_type}".lower() if lv else ""
             elif kind == GROUP:
                 hay = self.index(c).scope(index).lower()
+            elif kind == BODY:
+                hay = body_text(self.index(c), index).lower()
             else:
                 hay = self.call_label(c).lower()
             if q in hay:
                 out.append(j)
         return sorted(out) if others else out
+
+
+def _add_step_rows(rows: array, c: int, positions: Sequence[int],
+                   bodies: dict[int, tuple[str, ...]]) -> None:
+    """The rows of the steps at `positions`, each listed body's equations under its step."""
+    base = (c << _KIND_BITS) | STEP
+    if not bodies:
+        rows.extend((p << _SHIFT) | base for p in positions)
+        return
+    for p in positions:
+        rows.append((p << _SHIFT) | base)
+        body = bodies.get(p)
+        if body:
+            rows.extend(pack(BODY, c, body_index(p, n))
+                        for n in range(min(len(body), 1 << BODY_BITS)))
+
+
+def body_text(idx: CallIndex, index: int) -> str:
+    """A BODY row's equation: its primitive (the last listed row counts those not listed)."""
+    pos, n = body_place(index)
+    body = idx.bodies().get(pos, ())
+    if n >= len(body):
+        return ""
+    more = len(body) - n - 1
+    if n == (1 << BODY_BITS) - 1 and more:
+        return f"{body[n]} … and {more} more equations"
+    return body[n]

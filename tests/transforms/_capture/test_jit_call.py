@@ -9,13 +9,13 @@ import jax.numpy as jnp
 import pytest
 
 import transforms
-from transforms._capture import PyJitCall, _jit_call, jit_call_class
+from transforms._capture import PyJitCall, _core_types, jit_call_class
 
 needs_c = pytest.mark.skipif(jit_call_class() is PyJitCall, reason="the C core is not built")
 
 
 def test_a_stale_or_refused_c_core_calls_through_the_python_twin(monkeypatch):
-    monkeypatch.setattr(_jit_call, "core_source_sha", lambda: "0" * 64)
+    monkeypatch.setattr(_core_types, "core_source_sha", lambda: "0" * 64)
     assert jit_call_class() is PyJitCall
     monkeypatch.undo()
     monkeypatch.setenv("WORKBENCH_CORE", "python")

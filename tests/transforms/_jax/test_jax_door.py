@@ -401,15 +401,16 @@ def test_inline_jit_params_say_whether_a_staged_jaxpr_holds_the_jit():
 
 def test_library_jit_params_say_whether_the_jitted_function_is_jaxs_own():
     """jnp's wrappers, inline (`multiply`) or not (`_take`), jit a function of JAX's package;
-    a user's jit does not (a user's jit of jnp.sin jits JAX's function: it is one too)."""
+    a user's jit does not. (A jax.jit of jnp.arctan jits JAX's function: it is one too, where
+    the user never jitted it with transforms.jit: see test_library_views.)"""
     def user_fn(y):
         return y * 2.0
 
     with T.record() as session:
-        T.grad(lambda x: jnp.take(jax.jit(user_fn)(x) * jax.jit(jnp.sin)(x), 0))(jnp.ones(2))
+        T.grad(lambda x: jnp.take(jax.jit(user_fn)(x) * jax.jit(jnp.arctan)(x), 0))(jnp.ones(2))
     seen = {(step.title, step.library) for step in session.calls[0].steps
             if step.primitive in _i.JIT_PRIMITIVE_NAMES}
-    assert seen == {("jit[name=multiply]", True), ("jit[name=sin]", True),
+    assert seen == {("jit[name=multiply]", True), ("jit[name=arctan]", True),
                     ("jit[name=_take]", True), ("jit[name=user_fn]", False)}
     assert not _i.is_library_jit_params({})
     assert not _i.is_library_jit_params({"jaxpr": object()})
@@ -441,6 +442,36 @@ def test_the_current_name_stack_gives_its_text_and_scope_path():
         with jax.named_scope("layer_0"):
             assert _i.current_name_stack() == ("encoder/jvp(layer_0)", "encoder/layer_0")
     assert _i.current_name_stack() == ("", "")
+
+
+def test_a_jits_function_source_is_named_as_jax_names_it():
+    """The name a jit's jaxpr gives its function (`sin at .../ufuncs.py:N`) is the one
+    jax_function_source gives a function of JAX's package, through partials; the user's
+    functions have none there."""
+    def user_fn(y):
+        return y * 2.0
+
+    (eqn,) = jax.make_jaxpr(jax.jit(jnp.sin))(1.0).eqns
+    source = _i.jit_function_source(eqn.params)
+    assert source is not None and source.startswith("sin at ")
+    assert source == _i.jax_function_source(jnp.sin)
+    assert source == _i.jax_function_source(functools.partial(jnp.sin))
+    assert _i.jax_function_source(jax.nn.softmax).startswith("softmax at ")
+    assert _i.jax_function_source(user_fn) is None and _i.jax_function_source(len) is None
+    assert _i.jit_function_source({}) is None
+
+
+def test_defjvps_rules_are_told_from_the_users_rules():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvps(lambda t, out, x: jnp.cos(x) * t)
+
+    def own_jvp(primals, tangents):
+        return f(primals[0]), tangents[0]
+
+    assert _i.is_defjvps_rule(f.jvp) and _i.is_defjvps_rule(jax.nn.relu.jvp)
+    assert not _i.is_defjvps_rule(own_jvp) and not _i.is_defjvps_rule(object())
 
 
 def test_wrapped_python_function():
@@ -475,6 +506,26 @@ def test_rule_identity_of_a_custom_jvp_with_non_differentiated_arguments():
     assert key((1, 2)) is not None and key(values) is not None
     assert key((1, 2)) == key((1, 2)) and key((1, 2)) != key((1, 3))
     assert key(values) == key(values) and key(values) != key([3])
+
+def test_rule_identity_of_a_custom_vjp_bwd_holding_its_constants_avals():
+    """A closure-converted custom_vjp's bwd holds its constants' avals as a plain list
+    (_handle_consts_in_bwd; equinox's checkpointed loop under diffrax): keyed, equal
+    avals as one program."""
+    from jax._src.custom_derivatives import _handle_consts_in_bwd
+    from jax.extend import linear_util as lu
+
+    def bwd(residuals, g):
+        return (g,)
+
+    debug = jax.api_util.debug_info("test", bwd, (0, 1.0), {}) if hasattr(jax, "api_util") else None
+
+    def key(avals: list) -> object:
+        return _i.rule_identity(_handle_consts_in_bwd(lu.wrap_init(bwd, debug_info=debug), avals))
+
+    aval = jnp.ones(2).aval
+    assert key([]) is not None and key([aval]) is not None
+    assert key([]) == key([]) and key([aval]) == key([jnp.zeros(2).aval]) != key([])
+
 
 def test_staged_var_is_the_variable_of_the_equation_jax_staged():
     seen = []

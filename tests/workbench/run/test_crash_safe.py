@@ -12,6 +12,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from _children import dump_script
 
 import transforms as T
 from transforms.model import Journal, journal_of, load, read_journal
@@ -40,11 +41,7 @@ ENDINGS = {"kill": (137, "the process died by SIGKILL"),
 
 @pytest.mark.parametrize("how", list(ENDINGS))
 def test_a_hard_death_under_dump_keeps_every_finished_call_and_says_how(tmp_path, how):
-    script = tmp_path / "dies.py"
-    script.write_text(DIES)
-    out = tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "workbench", "dump", "-o", str(out), str(script),
-                           how], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    done, out, script = dump_script(tmp_path, "dies.py", DIES, how)
     code, said = ENDINGS[how]
     assert done.returncode == code, done.stderr
     assert not os.path.exists(journal_of(str(out)))
@@ -94,7 +91,10 @@ def test_os_exit_at_points_of_a_run_keeps_every_call_finished_before(tmp_path, d
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 7, done.stderr
     session = load(path)  # no dump: the journal beside it
-    assert [c.index for c in session.calls] == list(range(die_after))
+    # every call finished before, then the one in progress, failed with how the run ended
+    assert [(c.index, c.ok) for c in session.calls] == [(i, True) for i in range(die_after)] + \
+        [(die_after, False)]
+    assert session.calls[-1].errors[0].message == session.metadata["ended"]
     dropped = session.metadata.get("journal_notes", "")
     if mid == "mid":
         assert "is cut short: it and the " in dropped

@@ -1,7 +1,7 @@
 """The TUI's compiles view, driven with Pilot, on hand-made compile records."""
 from __future__ import annotations
 
-from tui_sessions import SIZE, build_app, seed_logistic, status_text as _status, sync, widget_text as _text
+from tui_sessions import SIZE, build_app, missing_view_says, seed_logistic, sync, view_body
 
 from transforms.model import (
     Call,
@@ -31,10 +31,7 @@ SESSION = Session(calls=[Call(0, "jit", "step", None), Call(1, "jit", "step", No
 async def test_compiles_view_names_each_retrace_its_reason_and_fix():
     app = build_app(SESSION, title="recompiles")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("7")
-        await pilot.pause()
-        assert app.screen.active_view == "compiles"
-        body = _text(app.screen.query_one(CompilesPane).query_one("#compiles-body"))
+        body = await view_body(app, pilot, "7", "compiles", CompilesPane, "#compiles-body")
         assert [line.rstrip() for line in body.splitlines()] == [
             "2 traces, 2 compiles, 3.00 s; your jitted functions traced again 1 time",
             "",
@@ -55,10 +52,7 @@ async def test_a_session_where_nothing_recompiled_says_so_first():
     once = Session(calls=[Call(0, "jit", "step", None)], compiles=TRACES[:1])
     app = build_app(once, title="compiled once")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("7")
-        await pilot.pause()
-        assert app.screen.active_view == "compiles"
-        body = _text(app.screen.query_one(CompilesPane).query_one("#compiles-body"))
+        body = await view_body(app, pilot, "7", "compiles", CompilesPane, "#compiles-body")
         assert [line.rstrip() for line in body.splitlines()] == [
             "every jitted function compiled once: nothing recompiled",
             "1 trace, 1 compile, 1.50 s",
@@ -73,8 +67,4 @@ async def test_a_session_where_nothing_recompiled_says_so_first():
 async def test_a_session_without_jit_traces_has_no_compiles_tab():
     app = build_app(seed_logistic(), title="t")
     async with app.run_test(size=SIZE) as pilot:
-        assert not app.screen.query(CompilesPane)
-        await pilot.press("7")
-        await pilot.pause()
-        assert app.screen.active_view == "step"
-        assert "no jit traced or compiled" in _status(app)
+        assert "no jit traced or compiled" in await missing_view_says(app, pilot, "7", CompilesPane)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from device_records import REPLICATED, STAGE, batch_record
-from tui_sessions import SIZE, build_app, seed_logistic, status_text as _status, sync, widget_text as _text
+from tui_sessions import SIZE, build_app, missing_view_says, seed_logistic, sync, view_body
 
 from transforms.model import Call, Session
 from workbench.tui.widgets.devices.devices_pane import DevicesPane
@@ -15,10 +15,7 @@ SHARDED = Session(calls=[Call(0, "jit", "loss", None, stages=(STAGE,),
 async def test_devices_view_shows_the_mesh_grid_and_collectives():
     app = build_app(SHARDED, title="sharded")
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("5")
-        await pilot.pause()
-        assert app.screen.active_view == "devices"
-        body = _text(app.screen.query_one(DevicesPane).query_one("#devices-body"))
+        body = await view_body(app, pilot, "5", "devices", DevicesPane, "#devices-body")
         assert "x  float32[8,4]  P('data', None)  on data=2 × model=2  block [4,4]" in body
         assert "│ data=1 │  dev 2   │  dev 3   │" in body
         assert "hlo(jit(grad(f)))  1 collective, 16 B per device" in body
@@ -28,8 +25,4 @@ async def test_devices_view_shows_the_mesh_grid_and_collectives():
 async def test_a_single_device_session_has_no_devices_tab():
     app = build_app(seed_logistic(), title="t")
     async with app.run_test(size=SIZE) as pilot:
-        assert not app.screen.query(DevicesPane)
-        await pilot.press("5")
-        await pilot.pause()
-        assert app.screen.active_view == "step"
-        assert "ran on one device" in _status(app)
+        assert "ran on one device" in await missing_view_says(app, pilot, "5", DevicesPane)

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from tui_sessions import sync
 
 import transforms as T
-from transforms.model import Journal, read_journal
+from transforms.model import Journal, SourceLocation, read_journal
 from workbench.tui import build_app as _build_app
 from workbench.tui.widgets.common.text_lines import TextLines
 
@@ -80,3 +80,31 @@ async def test_a_recording_saved_normally_has_no_ending_note(tmp_path):
         failure = text_of(app.screen.query_one("#failure-body", Static).content)
         assert failure.startswith("grad(tanh) ran without error.\nNo call of this session "
                                   "failed: nothing to show here.\n")
+
+
+@sync
+async def test_the_call_the_process_died_in_is_listed_and_x_goes_to_it(tmp_path):
+    path = str(tmp_path / "t.json.journal")
+    journal = Journal.open(path, {"title": "t.py"})
+    with T.record(journal=journal):
+        T.grad(jnp.tanh)(1.0)
+    journal.begin(1, "jit(f) at t.py:12 (<module>)", "MainThread", "jit", "f",
+                  SourceLocation("t.py", 12, "<module>"))
+    journal.step(1, {"step": 0, "primitive": "sin", "level": "jit#1", "source": "t.py:4 (f)"})
+    journal.close()
+    Journal.append_end(path, "the process died by SIGSEGV")
+    app = build_app(read_journal(path).as_session())
+    ended = ("the process died by SIGSEGV, during call 1 (jit(f) at t.py:12 (<module>)), after "
+             "`sin` (step 0) at t.py:4 (f) under jit#1")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        failure = text_of(app.screen.query_one("#failure-body", Static).content)
+        assert "Failed: call 1 jit(f) (x goes to the next failing step)." in failure
+        await pilot.press("x")
+        await pilot.pause()
+        failure = text_of(app.screen.query_one("#failure-body", Static).content)
+        lines = [line.strip(" │╭╮╰╯─") for line in failure.splitlines()]
+        assert "process ended" in lines[2]  # the panel's title: no exception was raised
+        assert f"error {ended[:60]}" in lines[3]
+        assert "line  t.py:12 (<module>)" in lines

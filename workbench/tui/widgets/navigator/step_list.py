@@ -6,7 +6,20 @@ from textual.binding import Binding
 
 from ....analysis import UNKNOWN_LEVEL, level_title
 from ...messages import StepSelected
-from ...navigation import CALL, GROUP, LEVEL, STEP, Outline, StepFilter, plural, step_label
+from ...navigation import (
+    BODY,
+    CALL,
+    GROUP,
+    KIND_MASK,
+    LEVEL,
+    STEP,
+    Outline,
+    StepFilter,
+    body_place,
+    body_text,
+    plural,
+    step_label,
+)
 from ..common.line_list import LineList
 
 # A step's phase, marked after its primitive; the navigator's legend explains each mark.
@@ -89,7 +102,8 @@ class StepList(LineList):
             return Text.assemble(pad, "▸ " if folded else "▾ ",
                                  (self.one_line(label), self._style("level")),
                                  (f"  {count}{repeats}", self.dim_style()))
-        step = call.steps[index]
+        pos = body_place(index)[0] if kind == BODY else index
+        step = call.steps[pos]
         depth = idx.depth_of_level.get(step.level, 0)
         pad = "  " * (2 + min(max(depth, 0), 12))
         if kind == GROUP:  # the steps of a module or named scope: its path, how many
@@ -98,11 +112,17 @@ class StepList(LineList):
             return Text.assemble(pad, "▸ " if folded else "▾ ",
                                  (self.one_line(idx.scope(index)), self._style("group")),
                                  (f"  {size}", self.dim_style()))
-        if idx.scope(index):
+        if idx.scope(pos):
             pad += "  "  # under its module's row
+        if kind == BODY:  # an equation of a library step's body, under its step
+            return Text.assemble(pad, " " * 9, (self.one_line(body_text(idx, index)),
+                                                  self.dim_style()))
         failing = step.index in idx.failing
         text = Text(pad)
-        text.append("✗ " if failing else "  ", style=self._style("fail"))
+        if index in idx.bodies() and not failing:  # a library step whose body unfolds
+            text.append("▸ " if self.outline.is_folded(row) else "▾ ", style=self.dim_style())
+        else:
+            text.append("✗ " if failing else "  ", style=self._style("fail"))
         text.append(f"{step.index:>4} ", style=self.dim_style())
         text.append(self.one_line(step_label(step)),
                     style=self._style("fail") if failing else "")
@@ -123,6 +143,10 @@ class StepList(LineList):
         return True
 
     def search_rows(self, query: str) -> list[int]:
+        code = self.outline.rows[self.cursor] if self.row_count else None
+        if self.outline.unfold_bodies_holding(query):  # the match shown, under its step
+            cursor = self.outline.find(code, self.cursor) if code is not None else 0
+            self.set_rows(len(self.outline), cursor=cursor)
         return self.outline.search(query)
 
     # --- selection -------------------------------------------------------------
@@ -131,14 +155,19 @@ class StepList(LineList):
         super().watch_cursor(old, new)
         if not len(self.outline):
             return
-        kind, c, index = self.outline.row(new)
-        self.post_message(StepSelected(c, index if kind == STEP else None))
+        self.post_message(StepSelected(*self._step_of(new)))
 
     def current(self) -> tuple[int, int | None]:
         """(call, step position or None) under the cursor."""
         if not len(self.outline):
             return 0, None
-        kind, c, index = self.outline.row(self.cursor)
+        return self._step_of(self.cursor)
+
+    def _step_of(self, row: int) -> tuple[int, int | None]:
+        """(call, step position or None) of a row: a body's equation is its step's."""
+        kind, c, index = self.outline.row(row)
+        if kind == BODY:
+            return c, body_place(index)[0]
         return c, index if kind == STEP else None
 
     def select_call(self, call: int) -> bool:
@@ -170,17 +199,16 @@ class StepList(LineList):
         if not self.row_count:
             return
         kind, c, index = self.outline.row(self.cursor)
-        if kind == GROUP:
-            folded = (c, index) in self.outline.collapsed_groups
-        else:
-            folded = ((c, -1) if kind == CALL else (c, index)) in self.outline.collapsed
-        if kind == STEP or folded:
+        folds = kind != BODY and (kind != STEP or index in self.outline.index(c).bodies())
+        if not folds or self.outline.is_folded(self.cursor):
             self.set_cursor(self.outline.parent_row(self.cursor))
         else:
             self.action_fold(False)
 
     def action_choose(self) -> None:
-        if self.row_count and self.outline.row(self.cursor)[0] in (CALL, LEVEL, GROUP):
+        kind, c, index = self.outline.row(self.cursor) if self.row_count else (BODY, 0, 0)
+        if kind in (CALL, LEVEL, GROUP) or (
+                kind == STEP and index in self.outline.index(c).bodies()):
             self.action_fold(None)
         else:
             super().action_choose()
@@ -192,7 +220,7 @@ class StepList(LineList):
         self.outline.rebuild()
         cursor = self.outline.find(code, self.cursor) if code is not None else 0
         self.set_rows(len(self.outline), cursor=cursor)
-        return sum(1 for code in self.outline.rows if code & 3 == STEP)
+        return sum(1 for code in self.outline.rows if code & KIND_MASK == STEP)
 
     def action_next_failure(self, direction: int) -> None:
         failing = self.outline.failing_codes()
