@@ -251,8 +251,9 @@ class Step(NamedTuple):
     # (transforms.jit(jnp.sin)) is not one.
     library: bool = False
     # The modules and named scopes it ran in, the transformations left out: flax's
-    # `MLP/attn/query` where name_stack is `transpose(jvp(MLP))/attn/query`; "" for none,
-    # and in dumps written before it was recorded (read as "", not parsed from name_stack).
+    # `MLP/attn/query` where name_stack is `transpose(jvp(MLP))/attn/query`; "" for none.
+    # Recorded from JAX's NameStack; a dump written before it gets it once, when loaded
+    # (_load's migration, from the name stack's text), so readers only read this field.
     scope: str = ""
 
     @property
