@@ -26,6 +26,8 @@ HANDLERS: list[tuple[str, str, str]] = [
      "in the record: a deleted or donated buffer is described as it is (no value)"),
     ("transforms/_capture/_jaxpr_records.py", "_safe_text_full",
      "in the record: a repr that raises becomes <repr-error T: message>"),
+    ("transforms/_capture/_locations.py", "library_closure_of",
+     "the user's code: a library's __wrapped__ that raises wraps nothing; the closure keeps its name"),
     ("transforms/_capture/_param_rules.py", "_shard_map_rule",
      "JAX's: out_specs is not known until JAX traces the body; JAX fills it later"),
     ("transforms/_capture/_sharding_text.py", "mesh_text",

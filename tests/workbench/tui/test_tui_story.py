@@ -22,7 +22,7 @@ from transforms.model import Session
 from workbench.gallery import find, run_example
 from workbench.run._watch import Watch
 from workbench.tui import build_app as _build_app, build_gallery_app
-from workbench.tui.navigation import Outline, call_labels, composed_label, step_haystack
+from workbench.tui.navigation import CALL, Outline, call_labels, composed_label, pack, step_haystack
 from workbench.tui.screens.picker import PickerScreen
 from workbench.tui.screens.session import SessionScreen
 from workbench.tui.widgets.common.status_bar import StatusBar
@@ -64,7 +64,7 @@ def status(app) -> str:
 
 async def select_call(app, pilot, call: int) -> None:
     steps = app.screen.query_one(StepList)
-    steps.set_cursor(steps.outline.find(steps.outline.rows[0] | (call << 2)))
+    steps.set_cursor(steps.outline.find(pack(CALL, call, 0)))
     await pilot.pause()
 
 
