@@ -156,6 +156,7 @@ async def test_the_seed_000_output_names_the_fix():
     app = build_app(example("ntcontainer_broken"), title="broken")
     async with app.run_test(size=(100, 40)) as pilot:
         await pilot.press("6")
+        await pilot.pause()  # NB: on a loaded machine the pane may not have drawn yet
         out = shown(app.screen.query_one("#output-pane", TextLines))
         assert "NameError: name 'value' is not defined" in out
         # the pane wraps the hint where the file's path (the checkout's) leaves room
