@@ -7,6 +7,7 @@ import types
 from typing import Any, Callable
 
 import jax
+from jax._src.ad_util import Zero as _Zero
 from jax._src.util import Unhashable as _Unhashable
 from jax.extend import linear_util as lu
 
@@ -62,7 +63,8 @@ def _hashable_transform(transform: Any) -> Any:
     known by its object (held, so its id stays its own while the key is).
     jax._src.custom_derivatives._handle_consts_in_bwd holds a custom_vjp's constants'
     avals as a plain list (a closure-converted custom_vjp, as equinox's checkpointed
-    loops under diffrax bind): equal lists of avals are one program.
+    loops under diffrax bind): equal lists of avals are one program. From jax 0.12.1 it
+    holds them as a tuple of `Zero(aval)`, equal only to themselves: keyed by their avals.
     """
     fn, static = transform
     if not isinstance(static, tuple) or not any(_holds_unhashable(s) for s in static):
@@ -70,9 +72,12 @@ def _hashable_transform(transform: Any) -> Any:
     return fn, tuple(_unwrapped(s) for s in static)
 
 
+_KEYED_BY_VALUE = (_Unhashable, list, _Zero)
+
+
 def _holds_unhashable(static: Any) -> bool:
-    return isinstance(static, (_Unhashable, list)) or (
-        isinstance(static, tuple) and any(isinstance(s, (_Unhashable, list)) for s in static))
+    return isinstance(static, _KEYED_BY_VALUE) or (
+        isinstance(static, tuple) and any(_holds_unhashable(s) for s in static))
 
 
 def _unwrapped(static: Any) -> Any:
@@ -80,6 +85,8 @@ def _unwrapped(static: Any) -> Any:
         return tuple(_unwrapped(s) for s in static)
     if isinstance(static, list):
         return _by_value(("list", tuple(static)), static)
+    if isinstance(static, _Zero):
+        return ("zero", static.aval)
     if not isinstance(static, _Unhashable):
         return static
     return _by_value(("value", static.val), static.val)

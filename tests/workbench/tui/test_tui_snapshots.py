@@ -1,10 +1,12 @@
 """How the TUI looks: pytest-textual-snapshot snapshots of each main view on seed examples.
 
 Recordings and jaxprs differ between JAX releases, so the snapshots live in one
-folder per JAX version (`__snapshots__/jax<version>/test_tui_snapshots/`). Update
-after looking at the report, in each venv: `pytest tests/workbench/tui/test_tui_snapshots.py
---snapshot-update`; it deletes the other version's folder as unused, so restore
-that with `git checkout tests/workbench/tui/__snapshots__/jax<other version>`.
+folder per JAX version (`__snapshots__/jax<version>/test_tui_snapshots/`). A release with
+no folder of its own is compared with the newest folder before it (a JAX release that
+changes nothing the views show needs none). Update after looking at the report, in each
+venv: `pytest tests/workbench/tui/test_tui_snapshots.py --snapshot-update` writes the
+installed release's own folder; it deletes the other versions' folders as unused, so
+restore those with `git checkout tests/workbench/tui/__snapshots__/`.
 """
 from __future__ import annotations
 
@@ -29,15 +31,33 @@ def _repo_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def snapshot_folder(root: Path, version: str, updating: bool) -> str:
+    """The folder under `root` whose snapshots this JAX release is compared with: its own,
+    else the newest release's before it; its own when the snapshots are being updated."""
+    own = f"jax{version}"
+    if updating or (root / own).is_dir():
+        return own
+    known = [p.name for p in root.glob("jax*") if p.is_dir()]
+    earlier = [name for name in known if _release(name) <= _release(version)]
+    return max(earlier, key=_release, default=own)
+
+
 class _PerJaxSVG(SVGImageExtension):
     """Snapshots in a folder per JAX version: jaxprs differ between releases."""
+
+    updating = False  # set from pytest's --snapshot-update by the `snapshot` fixture
 
     @classmethod
     def dirname(cls, *, test_location) -> str:
         # NB: syrupy relates a snapshot to its test by the folder holding it, so the
         # version folder goes above the test module's: jax<version>/test_tui_snapshots/.
         default = Path(super().dirname(test_location=test_location))
-        return str(default.parent / f"jax{jax.__version__}" / default.name)
+        folder = snapshot_folder(default.parent, jax.__version__, cls.updating)
+        return str(default.parent / folder / default.name)
 
 
 class _Snapshots:
@@ -55,6 +75,7 @@ def snapshot(snapshot, request):
     # NB: syrupy sees the other JAX version's folder as unused snapshots and would fail
     # the run; unused snapshots only warn here (no other test in the suite uses syrupy).
     request.config.option.warn_unused_snapshots = True
+    _PerJaxSVG.updating = bool(request.config.option.update_snapshots)
     return _Snapshots(snapshot)
 
 
@@ -75,6 +96,17 @@ def _app(session, title="seed"):
     app = build_app(_stable(session), title=title)
     app.animation_level = "none"
     return app
+
+
+def test_a_release_without_snapshots_is_compared_with_the_one_before(tmp_path):
+    for name in ("jax0.10.2", "jax0.11.2", "jax0.12.0.1"):
+        (tmp_path / name).mkdir()
+    assert snapshot_folder(tmp_path, "0.11.2", updating=False) == "jax0.11.2"
+    assert snapshot_folder(tmp_path, "0.12.1", updating=False) == "jax0.12.0.1"
+    assert snapshot_folder(tmp_path, "0.13.0", updating=False) == "jax0.12.0.1"
+    assert snapshot_folder(tmp_path, "0.12.0", updating=False) == "jax0.11.2"
+    assert snapshot_folder(tmp_path, "0.12.1", updating=True) == "jax0.12.1"
+    assert snapshot_folder(tmp_path, "0.9.2", updating=False) == "jax0.9.2"
 
 
 def test_step_view(snap_compare):
