@@ -124,8 +124,14 @@ class Tape:
 
     # -- filled while the call runs --------------------------------------------------
     def _new_var(self, x: Any) -> int:
-        if id(x) in self._var:  # an output that is an earlier value itself (a no-op)
+        if id(x) in self._var and not isinstance(x, _i.Tracer):
+            # An output that is an earlier array itself (stop_gradient's impl returns its
+            # input): a replay under a trace stages an equation for it, so which of the two
+            # variables a later entry read is not known.
             self.ambiguous = True
+        # A traced output that is an earlier value itself is that value in JAX's program too
+        # (from jax 0.12.1 an identity jit inlined as it is traced, as jnp.real of a real
+        # array, returns its input): later entries read the new variable, which holds it.
         n = self._var[id(x)] = self.n_vars
         self.n_vars += 1
         self._keep.append(x)

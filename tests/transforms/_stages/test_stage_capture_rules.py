@@ -330,6 +330,21 @@ def test_a_rule_given_one_array_twice_is_not_replayed():
 
 
 
+def test_a_rule_whose_step_returns_its_input_itself_is_replayed():
+    """From jax 0.12.1 jnp.real of a real array returns its input itself (an identity jit
+    inlined as it is traced), as logsumexp's custom_jvp body does: the body is staged."""
+    def loss(x):
+        return jnp.sum(jax.nn.logsumexp(x.reshape(3, 1) * Y, axis=-1))
+
+    with transforms.record() as session:
+        transforms.jit(transforms.value_and_grad(loss))(X)
+    for name in ("f", "value_and_grad(f)"):
+        stage = find_stage(session.calls[0].stages, name)
+        assert stage.available, stage.reason
+    assert find_stage(session.calls[0].stages, "value_and_grad(f)").jaxpr.text == str(
+        jax.make_jaxpr(jax.value_and_grad(loss))(X))
+
+
 # --- a custom_jvp with non-differentiated arguments: lax.custom_root -----------------
 
 def newton_sqrt(a):
