@@ -509,3 +509,34 @@ def test_a_scope_and_a_transformation_of_one_name_keep_their_own_name_stacks():
         transforms.grad(_scope_named_vmap)(VEC)
     stacks = [{s.name_stack for s in call.steps if s.primitive == "sin"} for call in session.calls]
     assert stacks == [{"jvp(vmap())"}, {"jvp(vmap)"}]
+
+
+@jax.custom_jvp
+def _clipped(x):
+    with jax.named_scope("clip"):
+        return jnp.clip(x, -1.0, 1.0)
+
+
+_clipped.defjvp(lambda primals, tangents: (_clipped(primals[0]), tangents[0]))
+
+
+def test_a_level_jax_traces_with_a_fresh_name_stack_keeps_the_scope_it_ran_in():
+    """JAX traces a custom_jvp's body (and a jit's) to a jaxpr of its own with the name stack
+    started afresh: its steps carry the scope of the step that ran it, as JAX's final program
+    names them, and their own scopes under it."""
+    def f(x):
+        with jax.named_scope("block"):
+            return jnp.sum(_clipped(jnp.sin(x)))
+
+    with transforms.record() as session:
+        transforms.jit(f)(VEC)
+    (call,) = session.calls
+    (body,) = [lv for lv in call.levels if lv.kind == "custom_jvp_fun"]
+    bound = {s.scope for s in call.steps if s.level == body.index}
+    assert bound == {"block/clip"}
+    assert {s.scope for s in call.steps if s.kind == "custom_jvp_call"} == {"block"}
+    with transforms.record() as session:  # no fresh stack under grad: scopes as they were
+        transforms.grad(f)(1.0)
+    call = session.calls[0]
+    bodies = {lv.index for lv in call.levels if lv.kind == "custom_jvp_fun"}
+    assert {s.scope for s in call.steps if s.level in bodies} == {"block/clip"}

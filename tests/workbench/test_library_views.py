@@ -40,7 +40,10 @@ class Attention(nn.Module):
     def __call__(self, x):
         q = nn.Dense(4, name="query")(x)  # LINE query
         k = nn.Dense(4, name="key")(x)  # LINE key
-        weights = jax.nn.softmax(q @ k.T, axis=-1)  # LINE softmax
+        # NB: not jax.nn.softmax, a custom_jvp from jax 0.12.1 (its body a level of its own:
+        # test_recorded_content), so that each JAX release records these steps alike
+        scores = jnp.exp(q @ k.T)  # LINE scores
+        weights = scores / scores.sum(axis=-1, keepdims=True)  # LINE softmax
         return weights @ x  # LINE out
 
 
@@ -73,10 +76,10 @@ def linen_call():
 
 def test_a_linen_mlps_show_names_its_modules(linen_call):
     assert summarize_call(linen_call)[1:7] == [
-        "    jit#1  DynamicJaxprTrace  22 steps",
+        "    jit#1  DynamicJaxprTrace  19 steps",
         "      in MLP/attn/query  3 steps",
         "      in MLP/attn/key  3 steps",
-        "      in MLP/attn  9 steps",
+        "      in MLP/attn  6 steps",
         "      in MLP/head  3 steps",
         "      in MLP  1 step",
     ]
@@ -88,15 +91,15 @@ def test_show_steps_lists_a_modules_steps_under_its_path(linen_call):
     start = lines.index("      in MLP/head:")
     assert [line.split(" (")[0] for line in lines[start:start + 8]] == [
         "      in MLP/head:",
-        "        #15 dot_general",
-        "        #16 reshape",
-        f"        #17 add at {FILE}:{_line('# LINE head')}",
+        "        #12 dot_general",
+        "        #13 reshape",
+        f"        #14 add at {FILE}:{_line('# LINE head')}",
         "      in MLP:",
-        "        #18 squeeze",
-        "      #19 convert_element_type",
-        f"      #20 take at {FILE}:{_line('# LINE take')}",
+        "        #15 squeeze",
+        "      #16 convert_element_type",
+        f"      #17 take at {FILE}:{_line('# LINE take')}",
     ]
-    assert lines[start + 8] == (f"      #21 mean at {FILE}:{_line('# LINE take')} "
+    assert lines[start + 8] == (f"      #18 mean at {FILE}:{_line('# LINE take')} "
                                 "(JitTracer(float32[2])) -> (JitTracer(float32[]))")
 
 
@@ -159,12 +162,11 @@ def test_the_navigator_groups_a_levels_steps_by_module(linen_call):
         elif kind == STEP:
             shown.append(step_label(linen_call.steps[pos]))
     at = {name: f"at {FILE}:{_line('# LINE ' + name)}"
-          for name in ("query", "key", "softmax", "out", "head", "take")}
+          for name in ("query", "key", "scores", "softmax", "out", "head", "take")}
     assert shown == [
         "[MLP/attn/query]", "dot_general", "reshape", f"add {at['query']}",
         "[MLP/attn/key]", "dot_general", "reshape", f"add {at['key']}",
-        "[MLP/attn]", "transpose", f"matmul {at['softmax']}", f"reduce_max {at['softmax']}",
-        "stop_gradient", f"subtract {at['softmax']}", f"exp {at['softmax']}",
+        "[MLP/attn]", "transpose", f"matmul {at['scores']}", f"exp {at['scores']}",
         f"reduce_sum {at['softmax']}", f"true_divide {at['softmax']}", f"matmul {at['out']}",
         "[MLP/head]", "dot_general", "reshape", f"add {at['head']}",
         "[MLP]", "squeeze",
@@ -199,14 +201,19 @@ def test_equinox_steps_are_grouped_by_its_modules():
     with T.record() as session, jax_patched():
         eqx.filter_jit(lambda m: jax.vmap(m)(x).sum())(mlp)
     (call,) = [c for c in session.calls if c.transform == "jit"]
-    assert summarize_call(call)[1:7] == [
-        "    jit#1  DynamicJaxprTrace  8 steps",
-        "      in eqx.nn.MLP/eqx.nn.Linear  4 steps",
-        "      in eqx.nn.MLP  3 steps",
-        "      jit#1/vmap#2 (MLP)  BatchTrace  7 steps",  # vmap of the module
-        "        in eqx.nn.MLP/eqx.nn.Linear  4 steps",
-        "        in eqx.nn.MLP  3 steps",
-    ]
+    # NB: counts of the MLP's own steps are JAX's: up to 0.12.0 jnp.moveaxis binds a jit
+    # even where it moves nothing, from 0.12.1 it binds nothing there
+    patterns = [r"    jit#1  DynamicJaxprTrace  (\d+) steps",
+                r"      in eqx.nn.MLP/eqx.nn.Linear  4 steps",
+                r"      in eqx.nn.MLP  (\d+) steps?",
+                r"      jit#1/vmap#2 \(MLP\)  BatchTrace  (\d+) steps",  # vmap of the module
+                r"        in eqx.nn.MLP/eqx.nn.Linear  4 steps",
+                r"        in eqx.nn.MLP  (\d+) steps?"]
+    lines = summarize_call(call)[1:7]
+    found = [re.fullmatch(p, line) for p, line in zip(patterns, lines)]
+    assert all(found), lines
+    level, mlp, vmap_level, vmap_mlp = [int(m.group(1)) for m in found if m and m.groups()]
+    assert level == 4 + mlp + 1 and vmap_level == 4 + vmap_mlp  # and the loss's sum
 
 
 def test_named_scopes_group_steps_and_transformations_are_left_out():
@@ -255,9 +262,9 @@ def test_the_tower_graph_boxes_a_levels_steps_by_module(linen_call):
                                                  "MLP/head", "MLP"]
     assert {c.parent for c in boxes.values()} == {"cluster_L0"}
     nodes = {n.id: n for n in graph.nodes}
-    assert nodes["s17"].cluster == "cluster_L0_s15"  # MLP/head's add, in MLP/head's box
-    assert nodes["s17"].label.splitlines()[0] == f"#17 add at {FILE}:{_line('# LINE head')}"
-    assert nodes["s20"].cluster == "cluster_L0"  # take, outside every module
+    assert nodes["s14"].cluster == "cluster_L0_s12"  # MLP/head's add, in MLP/head's box
+    assert nodes["s14"].label.splitlines()[0] == f"#14 add at {FILE}:{_line('# LINE head')}"
+    assert nodes["s17"].cluster == "cluster_L0"  # take, outside every module
 
 
 def test_the_jaxpr_graph_boxes_equations_by_module_nested_by_path(linen_call):
@@ -274,10 +281,11 @@ def test_the_jaxpr_graph_boxes_equations_by_module_nested_by_path(linen_call):
             boxed.setdefault(node.cluster, []).append(node.label.splitlines()[0])
     assert boxed["cluster_scope2"] == ["#0 dot_general", "#1 reshape", "#2 add"]  # MLP/attn/query
     assert boxed["cluster_scope3"] == ["#3 dot_general", "#4 reshape", "#5 add"]
-    assert boxed["cluster_scope1"][0] == "#6 transpose" and len(boxed["cluster_scope1"]) == 12
-    assert boxed["cluster_scope4"] == ["#18 dot_general", "#19 reshape", "#20 add"]
-    assert boxed["cluster_scope0"] == ["#21 squeeze"]
-    assert boxed[None] == ["#23 reduce_sum", "#24 div"]  # the loss, outside every module
+    assert boxed["cluster_scope1"] == ["#6 transpose", "#7 dot_general", "#8 exp", "#9 reduce_sum",
+                                       "#10 broadcast_in_dim", "#11 div", "#12 dot_general"]
+    assert boxed["cluster_scope4"] == ["#13 dot_general", "#14 reshape", "#15 add"]
+    assert boxed["cluster_scope0"] == ["#16 squeeze"]
+    assert boxed[None] == ["#18 reduce_sum", "#19 div"]  # the loss, outside every module
 
 
 def test_the_tui_lists_a_modules_steps_under_its_row_and_folds_it(linen_call):
@@ -292,7 +300,7 @@ def test_the_tui_lists_a_modules_steps_under_its_row_and_folds_it(linen_call):
         async with app.run_test(size=(100, 40)) as pilot:
             steps = app.screen.query_one(StepList)
             rows = [steps.row_text(i).plain.strip() for i in range(steps.row_count)]
-            assert rows[:6] == ["▾   jit(run_linen.<locals>.loss)  22 steps", "▾ jit#1  22",
+            assert rows[:6] == ["▾   jit(run_linen.<locals>.loss)  19 steps", "▾ jit#1  19",
                                 "▾ MLP/attn/query  3", "0 dot_general  → float32[3,4]",
                                 "1 reshape  → float32[1,4]",
                                 f"2 add at {FILE}:{_line('# LINE query')}  → float32[3,4]"]

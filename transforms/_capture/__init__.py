@@ -88,6 +88,7 @@ from ._step_core import (
     PARAMS as PARAMS,
     PRIMITIVE as PRIMITIVE,
     RUNNING as RUNNING,
+    SCOPE as SCOPE,
     STRIDE as STRIDE,
     built_steps as built_steps,
     step_core_class as step_core_class,

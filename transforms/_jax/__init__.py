@@ -108,6 +108,7 @@ from ._sources import (
     _source_context as _source_context,
     context_traceback as context_traceback,
     current_name_stack as current_name_stack,
+    joined_scope as joined_scope,
     name_depth as name_depth,
     name_stack_facts as name_stack_facts,
     source_frame as source_frame,

@@ -46,6 +46,13 @@ def _scope_path(elements: tuple) -> str:
     return "/".join([e.name for e in elements if type(e) is _SCOPE])
 
 
+def joined_scope(outer: str, inner: str) -> str:
+    """A scope path inside another (an inner jaxpr's, a level JAX traced with a fresh name
+    stack, under the equation or step holding it): `MLP/attn` and `query` are
+    `MLP/attn/query`."""
+    return f"{outer}/{inner}" if outer and inner else outer or inner
+
+
 def current_name_stack() -> tuple[str, str]:
     """The current name stack's text (`vmap(transpose(jvp()))`) and scope path, as
     name_stack_facts gives them (the step cores' callback)."""

@@ -155,6 +155,7 @@ class CallBuilder:
                 self.stages.replay.leaf_vars = self.trees.leaf_vars
             self.shardings.note_outputs(outputs)
         parts = steps.core.parts()
+        steps.whole_scopes(*parts[:2])
         if describer.leaked:
             self.trees.note_leaks(list(steps_from(*parts)), describer.leaked)
         # NB: Steps are made when first read, not here: a big call would otherwise make

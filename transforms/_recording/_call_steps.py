@@ -13,6 +13,7 @@ from .._capture import (
     NONE,
     OUTPUTS,
     RUNNING,
+    SCOPE,
     STRIDE,
     Describer,
     Options,
@@ -76,6 +77,8 @@ class CallSteps:
         self.opened_at: list[int] = []  # per level: how many steps the call had when it opened
         # A rule's level -> the level opened inside it for the same run (see `ran_as`).
         self._ran_as: dict[int, int] = {}
+        # A level whose name stack JAX started afresh -> the scope it ran in (`scope_base`).
+        self._scope_bases: dict[int, str] = {}
 
     # -- levels ---------------------------------------------------------------
     def new_level(self, call: LevelCall, kind: str, jax_trace: Any, parent: LevelState | None,
@@ -101,12 +104,43 @@ class CallSteps:
                                         trace_type, function, options.pairs if options else ()))
         self.level_of_trace[id(jax_trace)] = index
         self.describer.level_added(jax_trace)
+        if parent is not None:
+            base = self.scope_base(parent.index)
+            if base:
+                self._scope_bases[index] = base
         self.core.add_level()
         self.opened_at.append(self.core.count)
         state = LevelState(call, self.core, index, label, depth, jax_trace, self.inline_jnp)
         # Kept until the call finishes: a custom_vjp bwd runs after its level ends.
         self.level_states.append(state)
         return state
+
+    def scope_base(self, parent: int) -> str:
+        """The scope a level opened now runs in, when JAX traces it with a fresh name stack:
+        the scope of the step at `parent` being processed (a custom_jvp's body, a jit's, which
+        JAX traces to a jaxpr of their own under `reset_name_stack`, JAX's final program
+        naming their equations under the step's scope). "" when the stack was not reset."""
+        if _i.current_name_stack()[1]:
+            return ""  # the stack goes on: the level's steps carry their whole scope
+        core = self.core
+        for i in range(core.count - 1, -1, -1):
+            if core.cell(i, OUTPUTS) == RUNNING and core.cell(i, LEVEL) == parent:
+                relative = core.texts[core.cell(i, SCOPE)]
+                return _i.joined_scope(self._scope_bases.get(parent, ""), relative)
+        return ""
+
+    def whole_scopes(self, cells: Any, count: int) -> None:
+        """Each step at a level with a scope base (`scope_base`) made to carry its whole
+        scope, in `cells` (a copy of the core's rows, read into Steps after)."""
+        bases = self._scope_bases
+        if not bases:
+            return
+        core = self.core
+        for i in range(count):
+            base = bases.get(cells[i * STRIDE + LEVEL])
+            if base is not None:
+                at = i * STRIDE + SCOPE
+                cells[at] = core.text(_i.joined_scope(base, core.texts[cells[at]]))
 
     def empty_since_opened(self, level: LevelState) -> bool:
         """No step was recorded anywhere in the call since `level` opened."""

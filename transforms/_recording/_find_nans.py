@@ -120,24 +120,19 @@ class _Finder:
         return NonFiniteRecord(kind, self.stage, index, self.path, primitive, phase, stack,
                                source=SourceLocation(*frame) if frame is not None else None,
                                inputs=ins, outputs=outs, rule=rule, hint=hint,
-                               scope=_joined(self.outer_scope, scope))
+                               scope=_i.joined_scope(self.outer_scope, scope))
 
     def _descend(self, kind: str, inner: tuple[str, Any], eqn: Any,
                  inputs: list) -> NonFiniteRecord | None:
         label, closed = inner
         _, stack, scope = _i.eqn_facts(eqn)
         finder = _Finder(self.stage, self.has_where, self.path + (label,),
-                         stack or self.outer_stack, _joined(self.outer_scope, scope))
+                         stack or self.outer_stack, _i.joined_scope(self.outer_scope, scope))
         try:
             _i.eval_equations(closed, inputs, finder.visit)
         except _Stop:
             pass
         return finder.first if kind == "first" else finder.first_nan
-
-
-def _joined(outer: str, inner: str) -> str:
-    """An inner jaxpr's scope path under the scope path of the equation holding it."""
-    return f"{outer}/{inner}" if outer and inner else outer or inner
 
 
 def _summary(x: Any) -> Any:
