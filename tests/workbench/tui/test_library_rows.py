@@ -11,6 +11,7 @@ from tui_sessions import build_app, sync
 import transforms as T
 from workbench.tui.navigation import BODY, LEVEL, STEP, Outline, StepFilter, body_text
 
+
 def gather_two(x):
     return jnp.sum(jnp.take(jnp.sin(x), jnp.array([0, 2])))
 
