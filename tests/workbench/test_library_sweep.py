@@ -51,8 +51,10 @@ SCOPES = {
     "equinox_cnn": {"eqx.nn.Conv", "eqx.nn.MaxPool2d/eqx.nn.Pool", "eqx.nn.Linear"},
     "max_pool_in_filter_jit": {"eqx.nn.MaxPool2d/eqx.nn.Pool"},
     "module_list_holding_relu": {"eqx.nn.Linear"},
-    "diffrax": {"checkpointed-fwd", "checkpointed-bwd", "checkpointed-no-vjp", "outer-loop",
-                "outer-loop/checkpointed-bwd"},  # equinox's checkpointed while loop
+    # equinox's checkpointed while loop, in diffrax's "outer-loop" (the loop's custom_vjp body
+    # is traced with a fresh name stack, under the scope of the step that ran it)
+    "diffrax": {"checkpointed-fwd", "checkpointed-bwd", "outer-loop/checkpointed-no-vjp",
+                "outer-loop", "outer-loop/checkpointed-bwd"},
 }
 
 COMPILED_ROLES = ("stablehlo", "hlo", "cost", "memory")

@@ -96,17 +96,22 @@ class Tape:
         self.in_types: list[Any] = []
         self.closure_types: list[Any] = []  # values of enclosing traces the function used
         self._closure_vars: list[int] = []
-        self.ambiguous = False  # one object stood for two values: which one an entry read is unknown
+        # One object stood for two values, so which one an entry read is unknown: an array
+        # that a step returned itself, or (`shared_inputs`) one passed as two arguments.
+        self.returned_itself = False
+        self.shared_inputs: list[tuple[int, int]] = []  # (leaf index, the same one's earlier)
+        first_leaf: dict[int, int] = {}
         self.floats = {i: x for i, x in enumerate(leaves) if type(x) is float}  # Python floats
         for i, x in enumerate(leaves):
             if is_array_like(x):
                 self.in_positions.append(i)
                 self.in_types.append(abstract(x))
-                if id(x) in self._var:  # the same array passed twice: keep the first
-                    self.ambiguous = True
+                if id(x) in self._var:  # the same array passed twice: entries read the first
+                    self.shared_inputs.append((i, first_leaf[id(x)]))
                     self._keep.append(x)
                     self._var_count_only()
                 else:
+                    first_leaf[id(x)] = i
                     self._new_var(x)
         self.point = jax.tree_util.tree_unflatten(  # (args, kwargs), arrays as their types
             self.in_tree, [abstract(x) if is_array_like(x) else x for x in leaves])
@@ -128,7 +133,7 @@ class Tape:
             # An output that is an earlier array itself (stop_gradient's impl returns its
             # input): a replay under a trace stages an equation for it, so which of the two
             # variables a later entry read is not known.
-            self.ambiguous = True
+            self.returned_itself = True
         # A traced output that is an earlier value itself is that value in JAX's program too
         # (from jax 0.12.1 an identity jit inlined as it is traced, as jnp.real of a real
         # array, returns its input): later entries read the new variable, which holds it.
@@ -220,6 +225,21 @@ class Tape:
     @property
     def replayable(self) -> bool:
         return self.finished and not self.problem
+
+    @property
+    def ambiguous(self) -> bool:
+        """Which value some entry read is not known (see `reads_known_at`)."""
+        return self.returned_itself or bool(self.shared_inputs)
+
+    def reads_known_at(self, leaves: dict[int, Any]) -> bool:
+        """Which value each entry read is known when the tape is replayed with these input
+        leaves (leaf index -> value): not ambiguous, or its only ambiguity one array passed as
+        two arguments that the replay passes as one array again (a rule given `(x, x)` each
+        time: its entries read the first)."""
+        if self.returned_itself:
+            return False
+        return all(i in leaves and j in leaves and leaves[i] is leaves[j]
+                   for i, j in self.shared_inputs)
 
     def branches(self) -> list[Branch]:
         """Comparisons the user's Python read: f branched on a traced value here."""
@@ -407,9 +427,10 @@ class RuleTapes:
         self._by_fun.setdefault(key[:2], []).append(tape)
         return tape
 
-    def _usable(self, tape: Tape | None) -> bool:
-        return (tape is not None and tape.replayable and not tape.ambiguous
-                and not tape.closure_types)
+    def _usable(self, tape: Tape | None, leaves: dict[int, Any]) -> bool:
+        """The tape can stand for its rule, replayed with these input leaves (by index)."""
+        return (tape is not None and tape.replayable and not tape.closure_types
+                and tape.reads_known_at(leaves))
 
     def replayed(self, entry: Entry) -> tuple:
         """The entry's rule functions, each replaying its tape."""
@@ -422,7 +443,7 @@ class RuleTapes:
     def _run(self, kind: str, fun: Any, entry: Entry, *args: Any) -> Any:
         key = self._key(kind, fun, args)
         tape = self._tapes.get(key) if key is not None else None
-        if self._usable(tape):
+        if self._usable(tape, dict(enumerate(jax.tree_util.tree_leaves((args, {}))))):
             return tape.replay(*args)  # type: ignore[union-attr]
         if kind.endswith("_fun") and tape is None:
             found = self._primal_part(entry, args)
@@ -446,8 +467,6 @@ class RuleTapes:
         identity, types = _i.rule_identity(rule), [_arg_signature(a) for a in args]
         n = len(args)
         for tape in self._by_fun.get((kind, identity), ()):
-            if not self._usable(tape):
-                continue
             if kind == "custom_jvp_rule":  # (*primals, *tangents) -> (*primals_out, *tangents_out)
                 positions = list(range(n))
                 outputs = slice(0, len(tape.out_refs) // 2)
@@ -457,6 +476,8 @@ class RuleTapes:
                 if n_out is None:
                     continue
                 outputs = slice(len(tape.out_refs) - n_out, None)
+            if not self._usable(tape, dict(zip(positions, args))):
+                continue
             signature = tape.signature or ()
             if [signature[i] if i < len(signature) else None for i in positions] != types:
                 continue
@@ -493,9 +514,13 @@ class RuleTapes:
 def _unusable(tape: Tape) -> str:
     if tape.problem:
         return tape.problem
+    if tape.returned_itself:
+        return ("one of its steps returned its input array itself, so which of the two each "
+                "later step read is not known")
     if tape.ambiguous:
         return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
-                "does), so which one each of its steps read is not known")
+                "does) and this replay gives it two, so which one each of its steps read is "
+                "not known")
     return "it reads values computed outside it (a closure), which a replay cannot give it"
 
 

@@ -330,6 +330,31 @@ def test_a_rule_given_one_array_twice_is_not_replayed():
 
 
 
+@jax.custom_vjp
+def _scaled_sin(x, y):
+    return x * jnp.sin(y)
+
+
+_scaled_sin.defvjp(lambda x, y: (x * jnp.sin(y), (x, y)),
+                   lambda r, g: (g * jnp.sin(r[1]), g * r[0] * jnp.cos(r[1])))
+
+
+def test_a_rule_given_one_array_twice_replays_where_the_replay_gives_it_one_array():
+    """`_scaled_sin(x, x)` under grad: its fwd rule ran with one array as both arguments, and
+    the stages' replay binds it so again: which argument each step read does not matter."""
+    def loss(x):
+        return jnp.sum(_scaled_sin(x, x))
+
+    with transforms.record() as session:
+        transforms.grad(loss)(X)
+    stages = session.calls[0].stages
+    for name in ("jvp(f)", "linearize(f)", "transpose(linear(f))", "grad(f)"):
+        assert find_stage(stages, name).available, find_stage(stages, name).reason
+    assert find_stage(stages, "grad(f)").jaxpr.text == str(jax.make_jaxpr(jax.grad(loss))(X))
+    # its body never ran (grad runs the fwd rule) and is traced with two inputs: not staged
+    assert not find_stage(stages, "f").available
+
+
 def test_a_rule_whose_step_returns_its_input_itself_is_replayed():
     """From jax 0.12.1 jnp.real of a real array returns its input itself (an identity jit
     inlined as it is traced), as logsumexp's custom_jvp body does: the body is staged."""
