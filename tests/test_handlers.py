@@ -163,7 +163,7 @@ HANDLERS: list[tuple[str, str, str]] = [
      "in the record: an exotic literal shown by its type"),
     ("transforms/_stages/_records.py", "_sub_roles",
      "JAX's: params of another release: roles unknown, the edges still drawn"),
-    ("transforms/_stages/_tape.py", "RuleTapes._key",
+    ("transforms/_stages/_rule_tapes.py", "RuleTapes._key",
      "in the record: an argument with no signature: the stage needing the rule says it "
      "cannot be staged"),
     ("transforms/_trees/_call_trees.py", "CallTrees.__init__",

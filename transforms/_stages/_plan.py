@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import _jax as _i
 from .._capture import TransformSpec, chain_of, function_name, parameter_names, spec_of
-from ._tape import RuleTapes, StagedSteps, Tape, abstract, is_array_like
+from ._rule_tapes import RuleTapes
+from ._tape import StagedSteps, Tape, abstract, is_array_like
 
 # --- what a call's capture needs, gathered while the call runs -----------------------
 
