@@ -147,7 +147,8 @@ def _jit_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
 
 
 def _custom_jvp_rule(params: dict) -> tuple[ParamPairs, SubJaxprs]:
-    keep = {k: v for k, v in params.items() if k in ("call_jaxpr", "num_consts", "symbolic_zeros")}
+    keep = {k: v for k, v in params.items()
+            if k in ("name", "call_jaxpr", "num_consts", "symbolic_zeros")}
     return default_rule(keep)
 
 

@@ -120,6 +120,22 @@ def wrapped_like(f: Callable, like: Any) -> Any:
     return lu.wrap_init(f, debug_info=getattr(like, "debug_info", None))
 
 
+def custom_call_name(fun: Any) -> str:
+    """A custom_jvp/custom_vjp function's name as a jaxpr prints its call
+    (`custom_jvp_call[name=relu]`): its debug info's function name, else the Python
+    function's own name; "" for none.
+
+    NB: jax._src.api_util.DebugInfo.func_name, the name in `func_src_info`.
+    """
+    name = getattr(getattr(fun, "debug_info", None), "func_name", None)
+    if isinstance(name, str) and name:
+        return name
+    inner = wrapped_python_function(fun)
+    while hasattr(inner, "func"):  # a partial
+        inner = inner.func
+    return getattr(inner, "__name__", "") or ""
+
+
 def wrapped_python_function(fun: Any) -> Any:
     """The Python function inside a linear_util WrappedFun (a custom rule), or `fun` itself."""
     return getattr(fun, "f", fun)

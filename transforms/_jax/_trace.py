@@ -13,6 +13,7 @@ from jax.extend import linear_util as lu
 
 from .._common import bracket
 from ._base import Trace, set_current_trace, take_current_trace
+from ._custom_rules import custom_call_name
 from ._params import JIT_PRIMITIVE_NAMES, is_inline_jit_params
 
 
@@ -158,7 +159,7 @@ class RecordingTrace(Trace):
         primal = fun  # the function differentiated: names a `defjvps` rule
         fun = _record_rule(fun, level.rule_spec("custom_jvp_fun", fun))
         jvp = _record_rule(jvp, level.rule_spec("custom_jvp_rule", jvp, primal))
-        return _ParentStep(self, index, primitive, params or {}).run(
+        return _ParentStep(self, index, primitive, params or {}, primal).run(
             self.parent.process_custom_jvp_call, (primitive, fun, jvp, tracers))
 
     def _open_custom_vjp(self, args: tuple, params: dict | None) -> tuple:
@@ -166,11 +167,11 @@ class RecordingTrace(Trace):
         level = self.level
         index = level.begin_step(primitive, tracers, params or {}, "custom_vjp_call",
                                  (fun, fwd, bwd))
+        named = _ParentStep(self, index, primitive, params or {}, fun)
         fun = _record_rule(fun, level.rule_spec("custom_vjp_fun", fun))
         fwd = _record_rule(fwd, level.rule_spec("custom_vjp_fwd", fwd))
         bwd = _record_rule(bwd, level.rule_spec("custom_vjp_bwd", bwd))
-        return _ParentStep(self, index, primitive, params or {}).run(
-            self.parent.process_custom_vjp_call, (primitive, fun, fwd, bwd, tracers))
+        return named.run(self.parent.process_custom_vjp_call, (primitive, fun, fwd, bwd, tracers))
 
     def stage_value(self, val):
         return self.parent.stage_value(val)
@@ -191,11 +192,16 @@ class RecordingTrace(Trace):
 
 class _ParentStep:
     """A recorded step whose work is the parent trace's method (the parent current while it
-    runs), as a Bracket's run: ended by `returned` or `raised`."""
-    __slots__ = ("trace", "index", "primitive", "params", "context")
+    runs), as a Bracket's run: ended by `returned` or `raised`. A custom call's step is
+    recorded with its function's name among its params, as a jaxpr prints the call
+    (`custom_jvp_call[name=_softmax]`); JAX's method gets its own params."""
+    __slots__ = ("trace", "index", "primitive", "params", "recorded", "context")
 
-    def __init__(self, trace: RecordingTrace, index: int, primitive: Any, params: dict):
+    def __init__(self, trace: RecordingTrace, index: int, primitive: Any, params: dict,
+                 function: Any = None):
         self.trace, self.index, self.primitive, self.params = trace, index, primitive, params
+        name = custom_call_name(function) if function is not None else ""
+        self.recorded = {"name": name, **params} if name else params
 
     def run(self, method: Callable, args: tuple) -> tuple:
         self.context = set_current_trace(self.trace.parent)
@@ -204,12 +210,12 @@ class _ParentStep:
 
     def returned(self, out: Any) -> Any:
         self.context.__exit__(None, None, None)
-        self.trace.level.end_step(self.index, self.primitive, self.params, out, True)
+        self.trace.level.end_step(self.index, self.primitive, self.recorded, out, True)
         return out
 
     def raised(self, error: BaseException) -> None:
         self.context.__exit__(None, None, None)
-        self.trace.level.fail_step(self.index, self.primitive, self.params, error)
+        self.trace.level.fail_step(self.index, self.primitive, self.recorded, error)
 
 
 def _recording_forwarder(trace: RecordingTrace, name: str, method: Callable) -> Callable:
