@@ -69,6 +69,7 @@ from ._compiles import (
 from ._custom_rules import (
     bind_with_rules as bind_with_rules,
     custom_call_name as custom_call_name,
+    innermost_function as innermost_function,
     is_defjvps_rule as is_defjvps_rule,
     rewound as rewound,
     rule_identity as rule_identity,

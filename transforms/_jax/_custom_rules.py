@@ -130,15 +130,20 @@ def custom_call_name(fun: Any) -> str:
     name = getattr(getattr(fun, "debug_info", None), "func_name", None)
     if isinstance(name, str) and name:
         return name
-    inner = wrapped_python_function(fun)
-    while hasattr(inner, "func"):  # a partial
-        inner = inner.func
-    return getattr(inner, "__name__", "") or ""
+    return getattr(innermost_function(fun), "__name__", "") or ""
 
 
 def wrapped_python_function(fun: Any) -> Any:
     """The Python function inside a linear_util WrappedFun (a custom rule), or `fun` itself."""
     return getattr(fun, "f", fun)
+
+
+def innermost_function(fun: Any) -> Any:
+    """The user's function inside a rule: its WrappedFun's, partials unwrapped."""
+    inner = wrapped_python_function(fun)
+    while hasattr(inner, "func"):  # a functools.partial
+        inner = inner.func
+    return inner
 
 
 def is_defjvps_rule(fun: Any) -> bool:

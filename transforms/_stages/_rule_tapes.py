@@ -44,9 +44,7 @@ def _arg_signature(x: Any) -> Any:
 
 def rule_name(fun: Any) -> str:
     """The user's function inside a rule (a WrappedFun, maybe around a partial)."""
-    f = _i.wrapped_python_function(fun)
-    while hasattr(f, "func"):
-        f = f.func
+    f = _i.innermost_function(fun)
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
 
 
@@ -125,9 +123,9 @@ class RuleTapes:
                 _NOT_RUN_HINTS.get(kind, "")
             ran = self._rule_that_ran(entry) if kind.endswith("_fun") else None
             if ran is not None:  # its rule ran in its place, but cannot stand for it
-                role = RULE_ROLES[entry.rule_kinds[1]].partition(" ")[2]
-                why = (f"it did not run at this call ({ran.function}, its {role}, ran "
-                       f"instead, and cannot stand for it: {_unusable(ran)})")
+                why = (f"it did not run at this call ({ran.function}, its "
+                       f"{_role_of_rule(entry)}, ran instead, and cannot stand for it: "
+                       f"{_unusable(ran)})")
         else:
             why = _unusable(tape)
         raise RuleNotRun(f"{rule_name(fun)} ({RULE_ROLES.get(kind, kind)}) cannot be staged: "
@@ -136,17 +134,20 @@ class RuleTapes:
     def _rule_that_ran(self, entry: Entry) -> Tape | None:
         """A tape of the custom call's rule (its jvp rule or fwd), which ran in place of its
         body, though it cannot stand for it (`_primal_part` found none usable)."""
+        return next((t for t in self._tapes_of_rule(entry) if not t.late and (
+            not t.replayable or t.ambiguous or t.closure_types)), None)
+
+    def _tapes_of_rule(self, entry: Entry) -> list[Tape]:
+        """The tapes of a custom call's rule that runs in place of its body (its jvp rule,
+        its fwd), at every signature it ran at."""
         kind, rule = entry.rule_kinds[1], entry.rules[1]
-        ran = self._by_fun.get((kind, _i.rule_identity(rule)), ())
-        return next((t for t in ran if not t.late and (not t.replayable or t.ambiguous
-                                                       or t.closure_types)), None)
+        return self._by_fun.get((kind, _i.rule_identity(rule)), [])
 
     def _primal_part(self, entry: Entry, args: tuple) -> list | None:
         """A body that never ran, as the primal outputs of its rule that did (noted)."""
-        kind, rule = entry.rule_kinds[1], entry.rules[1]
-        identity, types = _i.rule_identity(rule), [_arg_signature(a) for a in args]
+        kind, types = entry.rule_kinds[1], [_arg_signature(a) for a in args]
         n = len(args)
-        for tape in self._by_fun.get((kind, identity), ()):
+        for tape in self._tapes_of_rule(entry):
             if kind == "custom_jvp_rule":  # (*primals, *tangents) -> (*primals_out, *tangents_out)
                 positions = list(range(n))
                 outputs = slice(0, len(tape.out_refs) // 2)
@@ -156,17 +157,18 @@ class RuleTapes:
                 if n_out is None:
                     continue
                 outputs = slice(len(tape.out_refs) - n_out, None)
-            if not self._usable(tape, dict(zip(positions, args))):
+            given = dict(zip(positions, args))
+            if not self._usable(tape, given):
                 continue
             signature = tape.signature or ()
             if [signature[i] if i < len(signature) else None for i in positions] != types:
                 continue
-            found = tape.replay_part(outputs, dict(zip(positions, args)))
+            found = tape.replay_part(outputs, given)
             if found is not None:
                 body = rule_name(entry.rules[0])
-                body, role = rule_name(entry.rules[0]), RULE_ROLES[kind].partition(" ")[2]
                 self.notes.append(
-                    f"{body}'s body did not run at this call ({tape.function}, its {role}, "
+                    f"{body}'s body did not run at this call ({tape.function}, its "
+                    f"{_role_of_rule(entry)}, "
                     f"ran instead), and stages never run your Python again: the {entry.kind} "
                     f"body shown here is the part of {tape.function} that computes {body}'s "
                     f"outputs.")
@@ -189,6 +191,12 @@ class RuleTapes:
     def tapes(self) -> list[Tape]:
         """Every rule tape of the call (their entries name the steps they were)."""
         return list(self._tapes.values())
+
+
+def _role_of_rule(entry: Entry) -> str:
+    """The rule running in place of a custom call's body, as its role reads after "its":
+    `custom_vjp fwd rule`."""
+    return RULE_ROLES[entry.rule_kinds[1]].partition(" ")[2]
 
 
 def _unusable(tape: Tape) -> str:
