@@ -231,6 +231,11 @@ def test_equinox_filter_value_and_grad_is_named_for_the_users_function():
         with jax_patched():
             eqx.filter_value_and_grad(layers_loss)(model, jnp.ones(3))
     assert [call_label(c) for c in session.calls] == ["value_and_grad(layers_loss)"]
+    # and its trees by the user's parameters: the closure's _diff_x and *args are model and x
+    trees = [(t.role, t.name) for t in session.calls[0].trees]
+    assert ("input", "model") in trees and ("input", "x") in trees, trees
+    assert ("gradient", "model") in trees, trees
+    assert not [name for _, name in trees if name.startswith(("_diff", "_nondiff", "args["))]
 
 
 def layers_loss(model, x):

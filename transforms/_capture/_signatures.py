@@ -7,6 +7,7 @@ import inspect
 import weakref
 from typing import Any
 
+from ._locations import library_closure_of
 from ._spec import Wrapper
 
 __all__ = ["argument_names", "parameter_names", "signature_holder", "signature_parameters"]
@@ -50,9 +51,28 @@ def parameter_names(fun: Any) -> list[str]:
     return [p.name for p in signature_parameters(fun)]
 
 
+# A library's closure around the user's function (by its code's qualified name): which of
+# the user's parameters each of its leading parameters holds part of; its *args hold the
+# user's next ones. equinox's filter_value_and_grad(loss)(model, x) differentiates
+# fun_value_and_grad(_diff_x, _nondiff_x, *_args): model's arrays, the rest of model, x.
+LIBRARY_CLOSURE_PARAMETERS: dict[str, tuple[int, ...]] = {
+    "_ValueAndGradWrapper.__call__.<locals>.fun_value_and_grad": (0, 0),
+}
+
+
 def argument_names(fun: Any, args: tuple) -> list[str]:
-    """A name for each positional argument: the parameter's, else `args[i]`."""
+    """A name for each positional argument: the parameter's, else `args[i]`; a library's
+    closure's arguments by the user's parameters they hold."""
     names = [f"args[{i}]" for i in range(len(args))]
+    held = _closure_parameters(fun)
+    if held is not None:
+        user_fun, positions = held
+        user = _positional_names(user_fun)
+        for i in range(len(args)):
+            at = positions[i] if i < len(positions) else max(positions) + 1 + i - len(positions)
+            if at < len(user):
+                names[i] = user[at]
+        return names
     params = signature_parameters(fun)
     for i, p in enumerate(params):
         if i >= len(args):
@@ -61,4 +81,25 @@ def argument_names(fun: Any, args: tuple) -> list[str]:
             names[i] = p.name
         elif p.kind == p.VAR_POSITIONAL:
             break
+    return names
+
+
+def _closure_parameters(fun: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """The user's function a library's closure stands for and which of its parameters the
+    closure's leading ones hold, for the closures LIBRARY_CLOSURE_PARAMETERS knows."""
+    code = getattr(fun, "__code__", None)
+    positions = LIBRARY_CLOSURE_PARAMETERS.get(getattr(code, "co_qualname", ""))
+    if positions is None:
+        return None
+    user_fun = library_closure_of(fun)
+    return (user_fun, positions) if user_fun is not None else None
+
+
+def _positional_names(fun: Any) -> list[str]:
+    """The names of fun's parameters that a positional argument can fill, up to *args."""
+    names = []
+    for p in signature_parameters(fun):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        names.append(p.name)
     return names
