@@ -110,6 +110,9 @@ class RuleTapes:
         tape = self._tapes.get(key) if key is not None else None
         if self._usable(tape, dict(enumerate(jax.tree_util.tree_leaves((args, {}))))):
             return tape.replay(*args)  # type: ignore[union-attr]
+        body = _i.jaxpr_body(fun) if kind.endswith("_fun") else None
+        if body is not None:  # the jaxpr JAX holds for it: what JAX itself traces there
+            return body(*args)
         if kind.endswith("_fun") and tape is None:
             found = self._primal_part(entry, args)
             if found is not None:
