@@ -206,8 +206,9 @@ def _unusable(tape: Tape) -> str:
     if tape.problem:
         return tape.problem
     if tape.returned_itself:
-        return ("one of its steps returned its input array itself, so which of the two each "
-                "later step read is not known")
+        return (f"its step {tape.returned_itself_by} ran on concrete arrays and returned its "
+                f"input array itself (as an identity's impl does), so which of the two, the "
+                f"input or the step's result, each later step read is not known")
     if tape.ambiguous:
         return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
                 "does) and this replay gives it two, so which one each of its steps read is "

@@ -375,6 +375,32 @@ def test_a_rule_whose_step_returns_its_input_itself_is_replayed():
 
 
 @jax.custom_vjp
+def _sin_stopped_times(x):
+    return jnp.sin(jax.lax.stop_gradient(x)) * x
+
+
+def _stopped_fwd(x):
+    return jnp.sin(jax.lax.stop_gradient(x)) * x, x
+
+
+_sin_stopped_times.defvjp(_stopped_fwd, lambda x, g: (g * x,))
+
+
+def test_a_rule_whose_eager_step_returned_its_input_itself_says_which_step():
+    """An eager grad runs the fwd on concrete arrays: its stop_gradient returned x itself, and
+    `sin` read the result where `mul` read x (one object both times), so the fwd cannot be
+    replayed: each stage needing it names that step and its line."""
+    with transforms.record() as session:
+        transforms.grad(_sin_stopped_times)(1.0)
+    line = _stopped_fwd.__code__.co_firstlineno + 1
+    why = (f"its step `stop_gradient` at {__file__}:{line} ran on concrete arrays and returned "
+           f"its input array itself (as an identity's impl does), so which of the two, the "
+           f"input or the step's result, each later step read is not known")
+    for stage in session.calls[0].stages:
+        assert not stage.available and why in stage.reason, stage.name
+
+
+@jax.custom_vjp
 def _times(x, n):
     return x * n
 
