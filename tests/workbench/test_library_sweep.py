@@ -169,16 +169,8 @@ def _made_by_jax(call: Call, stage) -> bool:
     return stage.role not in COMPILED_ROLES or outermost_jit
 
 
-DIFFRAX_STAGES = (
-    "equinox's checkpointed while loop (diffrax's solve under grad) linearizes and vjps its "
-    "body (_to_linearize, _to_vjp): the stages of those nested calls need the body of a "
-    "closure-converted custom_vjp (jaxpr_as_fun), which JAX never ran there (it ran the fwd "
-    "rule, a fresh lift_fwd closure), so RuleNotRun: 'did not run at this call at these "
-    "argument types'")
-
-
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("program", _params({"diffrax": DIFFRAX_STAGES}), indirect=True)
+@pytest.mark.parametrize("program", _params(), indirect=True)
 def test_every_stage_jax_made_is_available(program):
     missing = []
     for call in program.calls:

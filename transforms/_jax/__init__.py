@@ -71,6 +71,7 @@ from ._custom_rules import (
     custom_call_name as custom_call_name,
     innermost_function as innermost_function,
     is_defjvps_rule as is_defjvps_rule,
+    jaxpr_body as jaxpr_body,
     rewound as rewound,
     rule_identity as rule_identity,
     wrapped_like as wrapped_like,

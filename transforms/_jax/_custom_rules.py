@@ -3,10 +3,12 @@ their identity, wrapping a function in their place. Part of the door.
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
 import jax
+from jax._src import core as _core
 from jax._src.ad_util import Zero as _Zero
 from jax._src.util import Unhashable as _Unhashable
 from jax.extend import linear_util as lu
@@ -144,6 +146,32 @@ def innermost_function(fun: Any) -> Any:
     while hasattr(inner, "func"):  # a functools.partial
         inner = inner.func
     return inner
+
+
+def jaxpr_body(fun: Any) -> Callable | None:
+    """The body of a custom call bound from a jaxpr, as the function JAX made of that
+    jaxpr, or None: evaluating it binds the jaxpr's equations, no Python of the user's.
+
+    NB: jax._src.custom_derivatives' custom_jvp_call / custom_vjp_call `get_bind_params`
+    (a jaxpr evaluated: equinox's closure-converted loop bodies, `jax.closure_convert`)
+    make the body `lu.wrap_init(core.jaxpr_as_fun(call_jaxpr))` afresh at each bind:
+    `partial(jaxpr_as_fun, call_jaxpr)` (0.10.2 to 0.12.1).
+    """
+    inner = wrapped_python_function(fun)
+    if (isinstance(inner, functools.partial) and inner.func is _JAXPR_AS_FUN
+            and len(inner.args) == 1 and not inner.keywords):
+        return inner
+    return None
+
+
+def _uncurried(f: Any) -> Any:
+    """`f` as it was before JAX's `util.curry` (`partial(partial, f)`) wrapped it."""
+    if isinstance(f, functools.partial) and f.func is functools.partial and len(f.args) == 1:
+        return f.args[0]
+    return f
+
+
+_JAXPR_AS_FUN = _uncurried(_core.jaxpr_as_fun)
 
 
 def is_defjvps_rule(fun: Any) -> bool:

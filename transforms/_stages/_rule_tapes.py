@@ -110,6 +110,9 @@ class RuleTapes:
         tape = self._tapes.get(key) if key is not None else None
         if self._usable(tape, dict(enumerate(jax.tree_util.tree_leaves((args, {}))))):
             return tape.replay(*args)  # type: ignore[union-attr]
+        body = _i.jaxpr_body(fun) if kind.endswith("_fun") else None
+        if body is not None:  # the jaxpr JAX holds for it: what JAX itself traces there
+            return body(*args)
         if kind.endswith("_fun") and tape is None:
             found = self._primal_part(entry, args)
             if found is not None:
@@ -203,8 +206,9 @@ def _unusable(tape: Tape) -> str:
     if tape.problem:
         return tape.problem
     if tape.returned_itself:
-        return ("one of its steps returned its input array itself, so which of the two each "
-                "later step read is not known")
+        return (f"its step {tape.returned_itself_by} ran on concrete arrays and returned its "
+                f"input array itself (as an identity's impl does), so which of the two, the "
+                f"input or the step's result, each later step read is not known")
     if tape.ambiguous:
         return ("it was given one array as two of its arguments (as `jvp(f, (x,), (x,))` "
                 "does) and this replay gives it two, so which one each of its steps read is "

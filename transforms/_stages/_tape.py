@@ -104,6 +104,7 @@ class Tape:
         # One object stood for two values, so which one an entry read is unknown: an array
         # that a step returned itself, or (`shared_inputs`) one passed as two arguments.
         self.returned_itself = False
+        self.returned_itself_by = ""  # the first such step, as a message names it
         self.shared_inputs: list[tuple[int, int]] = []  # (leaf index, the same one's earlier)
         first_leaf: dict[int, int] = {}
         self.floats = {i: x for i, x in enumerate(leaves) if type(x) is float}  # Python floats
@@ -189,7 +190,10 @@ class Tape:
         primitive, tracers, params, kind, rules, source, where = opened
         ins = tuple(map(self._ref, tracers))
         values = out if multiple else (out,)
+        already = self.returned_itself
         outs = tuple(self._new_var(o) for o in values)
+        if self.returned_itself and not already:
+            self.returned_itself_by = f"`{primitive}` at {source}" if source else f"`{primitive}`"
         staged = tuple(v for v in map(_i.staged_var, values) if v is not None)
         self.entries.append(Entry(primitive, kind, params, ins, outs, multiple, rules, source,
                                   where, step, staged))

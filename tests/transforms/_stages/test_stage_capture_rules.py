@@ -374,6 +374,60 @@ def test_a_rule_whose_step_returns_its_input_itself_is_replayed():
         jax.make_jaxpr(jax.value_and_grad(loss))(X))
 
 
+@jax.custom_vjp
+def _sin_stopped_times(x):
+    return jnp.sin(jax.lax.stop_gradient(x)) * x
+
+
+def _stopped_fwd(x):
+    return jnp.sin(jax.lax.stop_gradient(x)) * x, x
+
+
+_sin_stopped_times.defvjp(_stopped_fwd, lambda x, g: (g * x,))
+
+
+def test_a_rule_whose_eager_step_returned_its_input_itself_says_which_step():
+    """An eager grad runs the fwd on concrete arrays: its stop_gradient returned x itself, and
+    `sin` read the result where `mul` read x (one object both times), so the fwd cannot be
+    replayed: each stage needing it names that step and its line."""
+    with transforms.record() as session:
+        transforms.grad(_sin_stopped_times)(1.0)
+    line = _stopped_fwd.__code__.co_firstlineno + 1
+    why = (f"its step `stop_gradient` at {__file__}:{line} ran on concrete arrays and returned "
+           f"its input array itself (as an identity's impl does), so which of the two, the "
+           f"input or the step's result, each later step read is not known")
+    for stage in session.calls[0].stages:
+        assert not stage.available and why in stage.reason, stage.name
+
+
+@jax.custom_vjp
+def _times(x, n):
+    return x * n
+
+
+_times.defvjp(lambda x, n: (x * n, n), lambda n, g: (g * n, None))
+
+
+def test_a_custom_call_bound_from_a_jaxpr_stages_its_body_as_that_jaxpr():
+    """A custom_vjp in a closure-converted function (as equinox's checkpointed loops under
+    diffrax): evaluating the jaxpr binds it with a fresh body, JAX's function of the jaxpr
+    it holds. Under grad only its fwd ran, given the jaxpr's literal `3` (a Python int) where
+    the f stage traces the body at an int tracer, so the fwd cannot stand for it: the body is
+    the jaxpr, evaluated (no Python of the user's runs), and f is JAX's own."""
+    body, consts = jax.closure_convert(lambda x: jnp.sin(_times(x, 3)), 1.0)
+
+    def loss(x):
+        return body(x, *consts)
+
+    with transforms.record() as session:
+        transforms.grad(loss)(1.0)
+    stages = session.calls[0].stages
+    assert [s.name for s in stages if not s.available] == []
+    f = find_stage(stages, "f")
+    assert f.jaxpr.text == str(jax.make_jaxpr(loss)(1.0)) and f.note == ""
+    assert find_stage(stages, "grad(f)").jaxpr.text == str(jax.make_jaxpr(jax.grad(loss))(1.0))
+
+
 # --- a custom_jvp with non-differentiated arguments: lax.custom_root -----------------
 
 def newton_sqrt(a):
