@@ -133,8 +133,8 @@ def test_a_jit_first_traced_inside_a_block_is_cached_for_plain_calls_after_it():
 _DUMPED = re.compile(r"jax_ir\d+_(?P<name>.*)\.mlir")
 
 
-def _lowered_modules(tmp: pathlib.Path, recorded: bool) -> list[tuple[str, str]]:
-    """(file name less its serial, text) of every module a fresh process lowers for the corpus.
+def _lowering(tmp: pathlib.Path, recorded: bool) -> tuple[subprocess.Popen, pathlib.Path]:
+    """A fresh process lowering the corpus, its modules dumped to a folder of its own.
 
     Recorded with stages off: stage capture lowers and compiles for its own views (HLO,
     cost, memory), and only that; the program's own modules are what is compared.
@@ -153,7 +153,12 @@ def _lowered_modules(tmp: pathlib.Path, recorded: bool) -> list[tuple[str, str]]
     """)
     env = {"JAX_DUMP_IR_TO": str(out), "JAX_INCLUDE_DEBUG_INFO_IN_DUMPS": "false",
            "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, cwd=ROOT, timeout=240)
+    return subprocess.Popen([sys.executable, "-c", script], env=env, cwd=ROOT), out
+
+
+def _lowered_modules(run: subprocess.Popen, out: pathlib.Path) -> list[tuple[str, str]]:
+    """(file name less its serial, text) of every module the run lowered, once it ended."""
+    assert run.wait(timeout=240) == 0
     modules = []
     for path in sorted(out.iterdir()):
         found = _DUMPED.fullmatch(path.name)
@@ -165,8 +170,13 @@ def _lowered_modules(tmp: pathlib.Path, recorded: bool) -> list[tuple[str, str]]
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_from_cold_caches_a_block_lowers_jaxs_modules_in_jaxs_order(tmp_path):
-    plain = _lowered_modules(tmp_path, recorded=False)
-    recorded = _lowered_modules(tmp_path, recorded=True)
+    runs = [_lowering(tmp_path, recorded=False), _lowering(tmp_path, recorded=True)]
+    try:  # the two run side by side
+        plain, recorded = [_lowered_modules(*run) for run in runs]
+    finally:
+        for run, _ in runs:
+            if run.poll() is None:
+                run.kill()
     assert len(plain) > 20
     assert [name for name, _ in recorded] == [name for name, _ in plain]
     assert recorded == plain
