@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -75,6 +75,7 @@ class LineList(ScrollView, can_focus=True):
         self.matches: list[int] = []
         self._match_set: set[int] = set()
         self.query_text = ""
+        self._pending_scroll: tuple[int, bool] | None = None  # made once it has a height
 
     # --- what subclasses provide -------------------------------------------------
 
@@ -116,11 +117,14 @@ class LineList(ScrollView, can_focus=True):
         self.post_message(self.CursorMoved(self, new))
 
     def _scroll_to_row(self, row: int, center: bool = False) -> None:
-        if not self.scrollable_content_region.height:  # not laid out yet: once it is
+        if not self.scrollable_content_region.height:  # not laid out yet, or hidden
             # NB: else a pane of no height scrolls its row to the top (a stage pair's two
-            # panes, laid out one after the other, then start a line apart).
-            self.call_after_refresh(self._scroll_to_row, row, center)
+            # panes, laid out one after the other, then start a line apart). Made when it
+            # gets a height (on_resize), not polled: a hidden pane has none for good, and
+            # asking again after each refresh kept a core busy while the app sat idle.
+            self._pending_scroll = (row, center)
             return
+        self._pending_scroll = None
         height = self.scrollable_content_region.height
         top = int(self.scroll_y)
         if center and not top <= row < top + height:
@@ -131,6 +135,12 @@ class LineList(ScrollView, can_focus=True):
             top = row - height + 1
         if top != int(self.scroll_y):
             self.scroll_to(y=top, animate=False, immediate=True)
+
+    @on(events.Resize)
+    def _scroll_once_laid_out(self) -> None:
+        pending = self._pending_scroll
+        if pending is not None and self.scrollable_content_region.height:
+            self._scroll_to_row(*pending)
 
     def action_cursor(self, delta: int) -> None:
         self.set_cursor(self.cursor + delta)
