@@ -79,11 +79,9 @@ fi
 # The C step core must be built and current (setup.sh builds it): the tests test the core
 # users get, and compare it with the Python reference (tests/transforms/_capture/test_step_core.py).
 export WORKBENCH_REQUIRE_CORE=1
-# Checks of data built without JAX (the TUI over random sessions) are spread over the
-# three configurations, each seed run in one (tests/tui_sessions.py: random_session_seeds).
-WORKBENCH_TEST_SHARD=0/3 run_tests .venv py311 "$@"
-WORKBENCH_TEST_SHARD=1/3 run_tests .venv312 py312 "$@"
-WORKBENCH_TEST_SHARD=2/3 run_tests .venv312-jax011 py312-jax011 "$@"
+run_tests .venv py311 "$@"
+run_tests .venv312 py312 "$@"
+run_tests .venv312-jax011 py312-jax011 "$@"
 # The Python step core (a machine without a compiler records with it): JAX's results and
 # what recording keeps, with it alone.
 if [ "$#" -eq 0 ]; then

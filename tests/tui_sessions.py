@@ -6,7 +6,6 @@ import asyncio
 import functools
 import io
 import math
-import os
 import random
 import time
 from typing import Callable
@@ -132,17 +131,6 @@ def _stage(r: random.Random, name: str) -> Stage:
                  tuple(PrimitiveCount(_text(r), r.choice(_ODD_INT)) for _ in range(r.randint(0, 3))),
                  tuple(Metric(_text(r), r.choice((0, -1, 1.5, math.inf, math.nan, 2**70)))
                        for _ in range(r.randint(0, 3))))
-
-
-def random_session_seeds(count: int) -> list[int]:
-    """The random sessions this run checks: all `count`, or, where CI spreads them over its
-    configurations (WORKBENCH_TEST_SHARD="i/n", set by scripts/test.sh: the sessions are
-    built from records, not by JAX), every n-th from the i-th: each seed runs in one."""
-    shard = os.environ.get("WORKBENCH_TEST_SHARD", "")
-    if not shard:
-        return list(range(count))
-    first, every = (int(part) for part in shard.split("/"))
-    return list(range(first, count, every))
 
 
 def random_session(seed: int) -> Session:
