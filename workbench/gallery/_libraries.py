@@ -173,14 +173,15 @@ if _installed("flax", "optax"):
 
 if _installed("diffrax"):
 
-    @example("A diffrax ODE solve under grad: one step fitting a decay rate", "libraries",
-             stages=False)
+    @example("A diffrax ODE solve under grad: one step fitting a decay rate", "libraries")
     def diffrax_fit_step():
         """diffrax solves the ODE in an equinox while loop and differentiates it with
         checkpointed adjoints, so one grad call has hundreds of levels. Runs of identical
         levels (the solver's per-step custom_jvp helpers) fold into one row with a count.
         The vector field's `sin` and `mul`, evaluated again by equinox from a staged jaxpr,
-        are located at the line that wrote them, not inside the library."""
+        are located at the line that wrote them, not inside the library. The Stages view
+        holds what JAX made: grad(f) and, for the loop's steps, what equinox linearizes
+        and transposes (`_to_linearize`, `_to_vjp`)."""
         import equinox as eqx
 
         with jax_patched():  # diffrax jits its solver when imported: imported as a script would
