@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 from .._common import BoundedCache
@@ -79,7 +80,7 @@ def current_module_path() -> str:
     if not bases:
         return ""
     chain: list[Any] = []  # innermost first
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     known = METHOD_CODES
     while frame is not None:
         code = frame.f_code

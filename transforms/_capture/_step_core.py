@@ -30,8 +30,14 @@ from .. import _jax as _i
 from ..model import SourceLocation, Step
 from ._core_sources import source_stamp
 from ._locations import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
-from ._modules import METHOD_CODES, MODULE_LIBRARIES, current_module_path, is_method_code, \
-    module_bases, module_path
+from ._modules import (
+    METHOD_CODES,
+    MODULE_LIBRARIES,
+    current_module_path,
+    is_method_code,
+    module_bases,
+    module_path,
+)
 from ._param_rules import KEYED_OBJECTS, param_summaries, params_key
 
 __all__ = ["INLINE_FLAG", "LIBRARY_FLAG", "STRIDE", "PyStepCore", "built_steps", "step_core_class",
