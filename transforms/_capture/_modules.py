@@ -33,9 +33,10 @@ __all__ = ["METHOD_CODES", "MODULE_LIBRARIES", "current_module_path", "is_method
 
 # (the module to find in sys.modules, its module base class's attribute)
 MODULE_LIBRARIES: tuple[tuple[str, str], ...] = (("flax.nnx", "Module"), ("equinox", "Module"))
-# A library's private module classes are its machinery, not the user's model: equinox's
-# filter_grad and filter_vmap return modules (_GradWrapper, _VmapWrapper) whose __call__
-# runs the user's. Left out of paths.
+# A library's module classes it does not export are its machinery, not the user's model:
+# equinox's filter_grad and filter_vmap return modules (_GradWrapper, _VmapWrapper) whose
+# __call__ runs the user's, a module's method is a BoundMethod module holding it as
+# `__self__`, an Enumeration's items are modules. Left out of paths.
 _LIBRARY_PACKAGES = frozenset(name.split(".")[0] for name, _ in MODULE_LIBRARIES)
 
 # Keyed by id(code), with the code kept to rule out a reused id: id(code) -> (code, may it be
@@ -114,12 +115,26 @@ def _users_modules(chain: tuple) -> tuple:
     other still one entry."""
     kept: list[Any] = []
     for module in chain:
-        cls = type(module)
-        machinery = cls.__name__.startswith("_") and \
-            cls.__module__.split(".")[0] in _LIBRARY_PACKAGES
-        if not machinery and (not kept or kept[-1] is not module):
+        if not _machinery(type(module)) and (not kept or kept[-1] is not module):
             kept.append(module)
     return tuple(kept)
+
+
+def _machinery(cls: type) -> bool:
+    """A registered library's class it does not export where its users import from: the
+    module path up to its first private part (`equinox.nn` for equinox.nn._linear.Linear,
+    exported; `equinox` for equinox._module._prebuilt.BoundMethod, not)."""
+    parts = cls.__module__.split(".")
+    if parts[0] not in _LIBRARY_PACKAGES:
+        return False
+    if cls.__name__.startswith("_"):
+        return True
+    public = []
+    for part in parts:
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return getattr(sys.modules.get(".".join(public)), cls.__name__, None) is not cls
 
 
 def _path_of(outermost_first: tuple) -> str:
