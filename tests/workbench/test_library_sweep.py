@@ -56,10 +56,13 @@ SCOPES = {
                     "eqx.nn.Conv", "eqx.nn.MaxPool2d/eqx.nn.Pool", "eqx.nn.Linear"},
     "max_pool_in_filter_jit": {"MaxPool2d"},  # an argument of the jitted function, no parent
     "module_list_holding_relu": {"Linear", "eqx.nn.Linear"},
-    # equinox's checkpointed while loop, in diffrax's "outer-loop" (the loop's custom_vjp body
-    # is traced with a fresh name stack, under the scope of the step that ran it)
-    "diffrax": {"checkpointed-fwd", "checkpointed-bwd", "outer-loop/checkpointed-no-vjp",
-                "outer-loop", "outer-loop/checkpointed-bwd"},
+    # diffrax's solver, step size controller and adjoint are equinox modules (its vector field
+    # a WrapTerm the solver is handed); equinox's checkpointed while loop, in diffrax's
+    # "outer-loop" (the loop's custom_vjp body is traced with a fresh name stack, under the
+    # scope of the step that ran it), where no module's method is on the stack
+    "diffrax": {"Tsit5", "Tsit5/WrapTerm", "ConstantStepSize", "RecursiveCheckpointAdjoint",
+                "checkpointed-fwd", "checkpointed-bwd", "outer-loop",
+                "outer-loop/checkpointed-bwd"},
 }
 
 COMPILED_ROLES = ("stablehlo", "hlo", "cost", "memory")
