@@ -137,8 +137,8 @@ _BAD_FILES = [
                                             "or [index, shape number], got ['zero', 0]"]),
     ("missing_calls", ["malformed", "no 'calls'"]),
     ("missing_tables", ["malformed", "no 'tables'"]),
-    ("step_row_too_short", ["malformed", "tables['Step'][0]: a step shape has 14 values, "
-                                         "fields['Step'] without 'index' names 15"]),
+    ("step_row_too_short", ["malformed", "tables['Step'][0]: a step shape has 15 values, "
+                                         "fields['Step'] without 'index' names 16"]),
     ("step_row_not_an_array", ["malformed", "Call.steps[0] (call 0): expected a step shape's number "
                                             "or [index, shape number], got {'index': 0}"]),
     ("step_shape_not_an_array", ["malformed", "tables['Step'][0]: expected a step shape (an "
@@ -292,7 +292,7 @@ def test_load_rejects_bad_files_with_a_clear_message(tmp_path, problem, fragment
 # Version 3 wrote each step as a row (what the loader still reads): its rows' problems.
 _BAD_V3_STEP_ROWS = [
     ("step_field_wrong_type", ["malformed", "Step.index: expected int, got 'zero'"]),
-    ("step_row_too_short", ["malformed", "Step: a row has 15 values, fields['Step'] names 16"]),
+    ("step_row_too_short", ["malformed", "Step: a row has 16 values, fields['Step'] names 17"]),
     ("step_row_not_an_array", ["malformed", "Step: expected a Step row (an array)"]),
     ("index_out_of_range", ["malformed", "Step.inputs: index 9999 is outside "
                                          "tables['tuple[ValueRecord, ...]']"]),

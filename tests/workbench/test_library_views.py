@@ -193,23 +193,26 @@ def test_show_of_a_saved_linen_session_names_its_modules(linen_call, tmp_path, c
     assert "      in MLP/attn/query  3 steps" in out and "      in MLP/head  3 steps" in out
 
 
-# --- equinox's and jax.named_scope's scopes --------------------------------------------
+# --- equinox's modules, by attribute, and jax.named_scope's scopes ------------------------
 
-def test_equinox_steps_are_grouped_by_its_modules():
+def test_equinox_steps_are_grouped_by_its_modules_attributes():
     mlp = eqx.nn.MLP(2, 1, 4, 1, key=jax.random.key(0))
     x = jnp.ones((3, 2))
     with T.record() as session, jax_patched():
         eqx.filter_jit(lambda m: jax.vmap(m)(x).sum())(mlp)
     (call,) = [c for c in session.calls if c.transform == "jit"]
     # NB: counts of the MLP's own steps are JAX's: up to 0.12.0 jnp.moveaxis binds a jit
-    # even where it moves nothing, from 0.12.1 it binds nothing there
+    # even where it moves nothing, from 0.12.1 it binds nothing there. Each layer is one
+    # group (equinox's own scope, eqx.nn.Linear, is the same for both).
     patterns = [r"    jit#1  DynamicJaxprTrace  (\d+) steps",
-                r"      in eqx.nn.MLP/eqx.nn.Linear  4 steps",
-                r"      in eqx.nn.MLP  (\d+) steps?",
+                r"      in MLP/layers\[0\]  2 steps",
+                r"      in MLP  (\d+) steps?",
+                r"      in MLP/layers\[1\]  2 steps",
                 r"      jit#1/vmap#2 \(MLP\)  BatchTrace  (\d+) steps",  # vmap of the module
-                r"        in eqx.nn.MLP/eqx.nn.Linear  4 steps",
-                r"        in eqx.nn.MLP  (\d+) steps?"]
-    lines = summarize_call(call)[1:7]
+                r"        in MLP/layers\[0\]  2 steps",
+                r"        in MLP  (\d+) steps?",
+                r"        in MLP/layers\[1\]  2 steps"]
+    lines = summarize_call(call)[1:9]
     found = [re.fullmatch(p, line) for p, line in zip(patterns, lines)]
     assert all(found), lines
     level, mlp, vmap_level, vmap_mlp = [int(m.group(1)) for m in found if m and m.groups()]
@@ -237,21 +240,47 @@ def test_named_scopes_group_steps_and_transformations_are_left_out():
     assert 0 < n[1] + n[2] <= n[0] and 0 < n[4] + n[5] <= n[3]
 
 
-def test_nnx_modules_record_no_scopes_and_list_their_steps_plainly():
-    class Model(nnx.Module):
-        def __init__(self, rngs):
-            self.linear = nnx.Linear(2, 1, rngs=rngs)
+class NnxModel(nnx.Module):
+    def __init__(self, rngs):
+        self.linear1 = nnx.Linear(2, 4, rngs=rngs)
+        self.blocks = nnx.List([nnx.Linear(4, 4, rngs=rngs), nnx.Linear(4, 1, rngs=rngs)])
 
-        def __call__(self, x):
-            return self.linear(x).sum()
+    def __call__(self, x):
+        h = jnp.tanh(self.linear1(x))  # LINE nnx tanh
+        for block in self.blocks:
+            h = block(h)  # LINE nnx block
+        return h.sum()  # LINE nnx sum
 
-    model = Model(nnx.Rngs(0))
+
+def test_nnx_steps_are_grouped_by_module_path_though_nnx_records_no_scope():
+    model = NnxModel(nnx.Rngs(0))
     with T.record() as session, jax_patched():
-        nnx.jit(lambda m: m(jnp.ones((3, 2))))(model)
-    call = session.calls[0]
-    outline = Outline(session)
-    assert not any(outline.row(i)[0] == GROUP for i in range(len(outline)))
+        jax.jit(jax.value_and_grad(lambda m: m(jnp.ones((3, 2)))))(model)
+    (call,) = session.calls
+    assert {s.scope for s in call.steps} == {""}  # nnx pushes no name scope
     assert all(not step_label(s).startswith("jit[name=_") for s in call.steps)
+    # the module path: the model's class, then each module's attribute, in the navigator
+    # as in show; the backward pass (JAX's transpose: no module's method on the stack) in none
+    outline = Outline(session)
+    index = outline.index(0)
+    groups: list[tuple[str, list[str]]] = []
+    for i in range(len(outline)):
+        kind, _, pos = outline.row(i)
+        if kind == GROUP:
+            groups.append((index.scope(pos), []))
+        elif kind == STEP and outline.row(outline.parent_row(i))[0] == GROUP:
+            groups[-1][1].append(step_label(call.steps[pos]))
+    at = {name: f"at {FILE}:{_line('# LINE nnx ' + name)}" for name in ("tanh", "block", "sum")}
+    layers = [("NnxModel/linear1", ["dot_general", "reshape", f"add {at['tanh']}"]),
+              ("NnxModel", [f"tanh {at['tanh']}"]),
+              ("NnxModel/blocks[0]", ["dot_general", "reshape", f"add {at['block']}"]),
+              ("NnxModel/blocks[1]", ["dot_general", "reshape", f"add {at['block']}"]),
+              ("NnxModel", [f"reduce_sum {at['sum']}"])]
+    assert groups == layers * 2  # the jit's level, then value_and_grad's
+    lines = summarize_call(call)  # show's
+    assert lines.count("      in NnxModel/blocks[1]  3 steps") == 1
+    assert lines.count("        in NnxModel/blocks[1]  3 steps") == 1  # the inner level's
+    assert {s.module for s in call.steps if s.phase == "backward"} == {""}
 
 
 def test_the_tower_graph_boxes_a_levels_steps_by_module(linen_call):

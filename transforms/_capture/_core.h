@@ -10,6 +10,9 @@
  *   - the user's line: a walk over frames whose code objects' kinds are known
  *     (_locations.CODE_KINDS), ending on a user line already in _locations.LOCATIONS;
  *   - the name stack (its text and scope path): the same object as the previous step's;
+ *   - the module path (_modules): no walk while no module library is imported; a walk over
+ *     frames whose code objects are known (method_codes), reading `self` from methods';
+ *     a step bound while processing another, or in a backward pass, takes its module;
  *   - params of plain data seen before (_param_rules.param_summaries, keyed as params_key);
  *     a jit step's summary kept for its jaxpr object (the shared summaries' jit_entries:
  *     JAX reuses the jaxprs of jnp wrappers, and those its rules make of them).
@@ -21,6 +24,7 @@
  *   _core_values.c  describing values: tracers, arrays, scalars, tuples of them
  *   _core_params.c  a step's params: plain params' keys, jit steps' summaries, finishing a row
  *   _core_steps.c   where a step comes from, rows, and the methods that record steps
+ *   _core_modules.c the module path of the stack: its module methods' `self`
  *   _core_type.c    the StepCore type: reading it, its life, its spec
  *
  * Built by setup.py with -DCORE_SOURCE_SHA="<sha256 of these sources>": a build from other
@@ -46,7 +50,7 @@
 
 /* The cells of a row, as _step_core names them. */
 enum { LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS,
-       ERROR_, CAUSE, INLINE, SCOPE, STRIDE };
+       ERROR_, CAUSE, INLINE, SCOPE, MODULE, STRIDE };
 #define RUNNING (-1)
 #define NONE (-1)
 /* Numbers of the seeded texts (_step_core.SEEDED; checked by configure). */
@@ -79,12 +83,20 @@ enum { PARTS_FLAT = 0, PARTS_BATCHED = 1, PARTS_PAIR = 2 };
     X(s_primitive_name)   /* a primitive's attribute holding its name */                 \
     X(s_jaxpr)            /* jit's param holding its jaxpr */                            \
     X(jit_keyed)          /* jit's params keying its summary besides the jaxpr (a tuple) */ \
-    X(s_inline)           /* jit's inline param (keyed by inline_token) */
+    X(s_inline)           /* jit's inline param (keyed by inline_token) */               \
+    X(module_libraries)   /* the module libraries' names in sys.modules */               \
+    X(module_bases_fn)    /* () -> the module base classes of those imported */          \
+    X(module_bases)       /* what it answered last */                                    \
+    X(method_codes)       /* id(code) -> (code, may it be a module's method) */          \
+    X(is_method_code_fn)  /* (code) -> that bool, kept in method_codes */                \
+    X(module_path_fn)     /* (modules, innermost first) -> their path */                 \
+    X(s_self)             /* a method's first argument */
 
 #define CORE_STATE_FIELD(name) PyObject *name;
 typedef struct {
     CORE_STATE_OBJECTS(CORE_STATE_FIELD)
     long user_kind, internal_kind;
+    Py_ssize_t bases_for;  /* how many libraries were imported when module_bases answered */
     int configured;
 } CoreState;
 
@@ -94,6 +106,7 @@ typedef struct {
     int phase;        /* its phase's text number */
     PyObject *source; /* a SourceLocation, None, or NULL for a barrier */
     int number;       /* the source's number */
+    int module;       /* its module path's number (-1 for a barrier) */
 } Active;
 
 #define STEP_CORE_OBJECTS(X)                                                             \
@@ -114,6 +127,7 @@ typedef struct {
     Py_ssize_t n_active, cap_active;
     int *phases;
     PyObject **backward;  /* by level: its backward pass's source, or NULL */
+    int *backward_module; /* by level: its backward pass's module path's number, or -1 */
     Py_ssize_t n_levels, cap_levels;
     int last_stack_text, last_stack_scope;  /* the numbers of last_stack's facts */
 } StepCore;
@@ -142,6 +156,9 @@ CORE_INTERNAL PyObject *core_add_level(StepCore *self, PyObject *ignored);
 CORE_INTERNAL void pop_active(StepCore *self);
 CORE_INTERNAL int check_level(StepCore *self, int level);
 CORE_INTERNAL int check_index(StepCore *self, Py_ssize_t index);
+
+/* _core_modules.c */
+CORE_INTERNAL int module_number(StepCore *self);
 
 /* _core_type.c */
 CORE_INTERNAL PyObject *step_core_type_new(PyObject *module);

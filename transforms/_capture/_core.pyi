@@ -11,7 +11,10 @@ def configure(*, tracer_type: type, tracer_parts: tuple[str, ...],
               user_location: Callable[[int], Any], param_summaries: dict,
               keyed_objects: tuple[type, ...], small_record: Any, seeded: tuple[str, ...],
               jit_names: tuple[str, ...], primitive_name: str,
-              jit_summary_params: tuple[str, ...]) -> None: ...
+              jit_summary_params: tuple[str, ...], module_libraries: tuple[str, ...],
+              module_bases: Callable[[], tuple[type, ...]], method_codes: dict,
+              is_method_code: Callable[[Any], bool],
+              module_path: Callable[[tuple], str]) -> None: ...
 
 class StepCore:
     count: int

@@ -75,6 +75,48 @@ set_jit_params(CoreState *st, PyObject *jit_params)
     return 0;
 }
 
+/* The module libraries' names, interned (looked up in sys.modules at each step). */
+static int
+set_module_libraries(CoreState *st, PyObject *libraries)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(libraries);
+    PyObject *names = PyTuple_New(n);
+    if (names == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = NULL;
+        if (set_name(&name, libraries, i, "module_libraries") < 0) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    Py_XSETREF(st->module_libraries, names);
+    return 0;
+}
+
+/* What the module path's walk reads (_modules): see CORE_STATE_OBJECTS. */
+static int
+set_module_walk(CoreState *st, PyObject *libraries, PyObject *bases_fn, PyObject *codes,
+                PyObject *is_method_fn, PyObject *path_fn)
+{
+    PyObject *empty = PyTuple_New(0);
+    PyObject *self_name = PyUnicode_InternFromString("self");
+    if (empty == NULL || self_name == NULL || set_module_libraries(st, libraries) < 0) {
+        Py_XDECREF(empty);
+        Py_XDECREF(self_name);
+        return -1;
+    }
+    Py_XSETREF(st->module_bases, empty);
+    Py_XSETREF(st->s_self, self_name);
+    st->bases_for = -1;  /* asked at the first step */
+    set_object(&st->module_bases_fn, bases_fn);
+    set_object(&st->method_codes, codes);
+    set_object(&st->is_method_code_fn, is_method_fn);
+    set_object(&st->module_path_fn, path_fn);
+    return 0;
+}
+
 static PyObject *
 configure(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -82,19 +124,22 @@ configure(PyObject *module, PyObject *args, PyObject *kwds)
                             "code_kinds", "locations", "user_kind", "internal_kind",
                             "user_location", "param_summaries", "keyed_objects",
                             "small_record", "seeded", "jit_names", "primitive_name",
-                            "jit_summary_params", NULL};
+                            "jit_summary_params", "module_libraries", "module_bases",
+                            "method_codes", "is_method_code", "module_path", NULL};
     PyObject *tracer, *parts, *place, *stack_fn, *kinds, *locs, *user_fn, *summaries, *keyed,
-             *small, *seed, *jits, *primitive_name, *jit_params;
+             *small, *seed, *jits, *primitive_name, *jit_params, *libraries, *bases_fn,
+             *codes, *is_method_fn, *path_fn;
     long user, internal;
     CoreState *st = PyModule_GetState(module);
     if (st == NULL)
         return NULL;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "O!O!O!OO!O!llOO!O!OO!O!UO!:configure", names, &PyType_Type, &tracer,
-            &PyTuple_Type, &parts, &PyTuple_Type, &place, &stack_fn, &PyDict_Type, &kinds,
-            &PyDict_Type, &locs, &user, &internal, &user_fn, &PyDict_Type, &summaries,
+            args, kwds, "O!O!O!OO!O!llOO!O!OO!O!UO!O!OO!OO:configure", names, &PyType_Type,
+            &tracer, &PyTuple_Type, &parts, &PyTuple_Type, &place, &stack_fn, &PyDict_Type,
+            &kinds, &PyDict_Type, &locs, &user, &internal, &user_fn, &PyDict_Type, &summaries,
             &PyTuple_Type, &keyed, &small, &PyTuple_Type, &seed, &PyTuple_Type, &jits,
-            &primitive_name, &PyTuple_Type, &jit_params))
+            &primitive_name, &PyTuple_Type, &jit_params, &PyTuple_Type, &libraries, &bases_fn,
+            &PyDict_Type, &codes, &is_method_fn, &path_fn))
         return NULL;
     if (check_sizes(parts, place, seed, jit_params) < 0)
         return NULL;
@@ -107,7 +152,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwds)
         set_name(&st->s_val, parts, 2, tp) < 0 || set_name(&st->s_bdim, parts, 3, tp) < 0 ||
         set_name(&st->s_primal, parts, 4, tp) < 0 || set_name(&st->s_tangent, parts, 5, tp) < 0 ||
         set_name(&st->s_context, place, 1, np) < 0 || set_name(&st->s_name_stack, place, 2, np) < 0 ||
-        set_jit_params(st, jit_params) < 0)
+        set_jit_params(st, jit_params) < 0 ||
+        set_module_walk(st, libraries, bases_fn, codes, is_method_fn, path_fn) < 0)
         return NULL;
     set_object(&st->tracer_type, tracer);
     set_object(&st->name_stack_holder, PyTuple_GET_ITEM(place, 0));

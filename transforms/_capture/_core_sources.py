@@ -8,6 +8,7 @@ SOURCES = (
     "transforms/_capture/_core_values.c",
     "transforms/_capture/_core_params.c",
     "transforms/_capture/_core_steps.c",
+    "transforms/_capture/_core_modules.c",
     "transforms/_capture/_core_type.c",
     "transforms/_capture/_core_bracket.c",
     "transforms/_capture/_core_jitcall.c",

@@ -124,7 +124,7 @@ new_row(StepCore *self)
 }
 
 static int
-push_active(StepCore *self, int index, int phase, PyObject *source, int number)
+push_active(StepCore *self, int index, int phase, PyObject *source, int number, int module)
 {
     if (self->n_active == self->cap_active) {
         Py_ssize_t cap = self->cap_active ? self->cap_active * 2 : 16;
@@ -137,7 +137,7 @@ push_active(StepCore *self, int index, int phase, PyObject *source, int number)
         self->cap_active = cap;
     }
     Py_XINCREF(source);
-    self->active[self->n_active++] = (Active){index, phase, source, number};
+    self->active[self->n_active++] = (Active){index, phase, source, number, module};
     return 0;
 }
 
@@ -183,30 +183,41 @@ source_number(StepCore *self, PyObject *source)
     return number;
 }
 
-/* Where a step begun at `level` comes from: its cause, phase and source's number. */
+/* Where a step begun at `level` comes from: its cause, phase, source's number and module
+ * path's number. */
 static int
-step_origin(StepCore *self, int level, int *cause, int *phase, int *number)
+step_origin(StepCore *self, int level, int *cause, int *phase, int *number, int *module)
 {
     if (self->n_active > 0) {
-        /* A step bound while processing another comes from the same user line, unless
-         * user code (a custom rule body) runs in between. */
+        /* A step bound while processing another comes from the same user line and module,
+         * unless user code (a custom rule body) runs in between. */
         Active *top = &self->active[self->n_active - 1];
         *cause = top->index;
         *phase = top->phase == TEXT_BACKWARD ? TEXT_BACKWARD : self->phases[level];
-        *number = top->source == NULL ? source_number(self, NULL) : top->number;
-        return *number;
+        if (top->source != NULL) {
+            *module = top->module;
+            return *number = top->number;
+        }
+        if ((*number = source_number(self, NULL)) < 0)
+            return -1;
+        return *module = module_number(self);
     }
     *cause = NONE;
     *phase = self->phases[level];
     if (*phase != TEXT_BACKWARD) {
-        *number = source_number(self, NULL);
-        return *number;
+        if ((*number = source_number(self, NULL)) < 0)
+            return -1;
+        return *module = module_number(self);
     }
-    /* The backward pass runs deep inside JAX, called from one user line: found once per
-     * pass. */
+    /* The backward pass runs deep inside JAX, called from one user line and module: found
+     * once per pass. */
     if (self->backward[level] == NULL &&
         (self->backward[level] = user_location(self->st)) == NULL)
         return -1;
+    if (self->backward_module[level] < 0 &&
+        (self->backward_module[level] = module_number(self)) < 0)
+        return -1;
+    *module = self->backward_module[level];
     Py_INCREF(self->backward[level]);
     *number = source_number(self, self->backward[level]);
     return *number;
@@ -224,8 +235,8 @@ core_begin(StepCore *self, PyObject *const *args, Py_ssize_t nargs)
     if ((level == -1 && PyErr_Occurred()) || check_level(self, level) < 0)
         return NULL;
     int inputs = describe_all(self, args[2]);
-    int cause, phase, number;
-    if (inputs < 0 || step_origin(self, level, &cause, &phase, &number) < 0)
+    int cause, phase, number, module;
+    if (inputs < 0 || step_origin(self, level, &cause, &phase, &number, &module) < 0)
         return NULL;
     if (number >= PyList_GET_SIZE(self->sources)) {
         PyErr_Format(PyExc_SystemError, "source %d of %zd", number, PyList_GET_SIZE(self->sources));
@@ -243,10 +254,10 @@ core_begin(StepCore *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     Py_ssize_t index = self->count;
     int32_t *row = new_row(self);
-    if (row == NULL || push_active(self, (int)index, phase, source, number) < 0)
+    if (row == NULL || push_active(self, (int)index, phase, source, number, module) < 0)
         return NULL;
     int32_t values[STRIDE] = {level, primitive, kind, phase, 0, inputs, RUNNING, number, names,
-                              0, NONE, cause, 0, scope};
+                              0, NONE, cause, 0, scope, module};
     memcpy(row, values, sizeof(values));
     return PyLong_FromSsize_t(index);
 }
@@ -319,7 +330,7 @@ core_event(StepCore *self, PyObject *args)
     if (row == NULL)
         return NULL;
     int32_t cells[STRIDE] = {level, primitive, TEXT_ERROR, self->phases[level], 0, values,
-                             values, source, 0, 0, err, because, 0, 0};
+                             values, source, 0, 0, err, because, 0, 0, 0};
     memcpy(row, cells, sizeof(cells));
     return PyLong_FromSsize_t(index);
 }
@@ -330,7 +341,7 @@ core_push_barrier(StepCore *self, PyObject *Py_UNUSED(ignored))
     if (self->n_active == 0)
         Py_RETURN_FALSE;
     Active top = self->active[self->n_active - 1];
-    if (push_active(self, top.index, top.phase, NULL, -1) < 0)
+    if (push_active(self, top.index, top.phase, NULL, -1, -1) < 0)
         return NULL;
     Py_RETURN_TRUE;
 }
@@ -355,10 +366,15 @@ core_add_level(StepCore *self, PyObject *Py_UNUSED(ignored))
         if (backward == NULL)
             return PyErr_NoMemory();
         self->backward = backward;
+        int *backward_module = PyMem_Realloc(self->backward_module, (size_t)cap * sizeof(int));
+        if (backward_module == NULL)
+            return PyErr_NoMemory();
+        self->backward_module = backward_module;
         self->cap_levels = cap;
     }
     self->phases[self->n_levels] = TEXT_FORWARD;
     self->backward[self->n_levels] = NULL;
+    self->backward_module[self->n_levels] = -1;
     self->n_levels++;
     Py_RETURN_NONE;
 }

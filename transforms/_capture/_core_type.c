@@ -15,6 +15,7 @@ core_set_phase(StepCore *self, PyObject *args)
         return NULL;
     self->phases[level] = number;
     Py_CLEAR(self->backward[level]);
+    self->backward_module[level] = -1;
     Py_RETURN_NONE;
 }
 
@@ -234,6 +235,7 @@ core_dealloc(StepCore *self)
     PyMem_Free(self->active);
     PyMem_Free(self->phases);
     PyMem_Free(self->backward);
+    PyMem_Free(self->backward_module);
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
 }

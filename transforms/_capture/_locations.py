@@ -18,7 +18,8 @@ from .._common import BoundedCache
 from .._jax import JAX_DIR, PACKAGE_DIR, context_traceback, traceback_frames
 from ..model import SourceLocation
 
-__all__ = ["CODE_KINDS", "LOCATIONS", "code_kind_numbers", "library_closure_of", "location_of",
+__all__ = ["CODE_KINDS", "LOCATIONS", "code_kind_numbers", "is_internal_file", "library_closure_of",
+           "location_of",
            "location_via",
            "returned_location", "set_user_code", "staged_location", "traceback_location",
            "user_location"]
@@ -82,6 +83,11 @@ def _kind_of_file(filename: str) -> int:
     if filename.startswith(_library_prefixes):
         return _LIBRARY
     return _USER
+
+
+def is_internal_file(filename: str) -> bool:
+    """A file of JAX's, ours or Python's own (whatever set_user_code says)."""
+    return _kind_of_file(filename) == _INTERNAL
 
 
 def library_closure_of(fun: Any) -> Any:

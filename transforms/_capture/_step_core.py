@@ -30,16 +30,25 @@ from .. import _jax as _i
 from ..model import SourceLocation, Step
 from ._core_sources import source_stamp
 from ._locations import CODE_KINDS, LOCATIONS, code_kind_numbers, user_location
+from ._modules import (
+    METHOD_CODES,
+    MODULE_LIBRARIES,
+    current_module_path,
+    is_method_code,
+    module_bases,
+    module_path,
+)
 from ._param_rules import KEYED_OBJECTS, param_summaries, params_key
 
 __all__ = ["INLINE_FLAG", "LIBRARY_FLAG", "STRIDE", "PyStepCore", "built_steps", "step_core_class",
            "steps_from"]
 
 # The cells of a row, in order.
-# NAMES and SCOPE: the name stack's text and its scope path (_jax.current_name_stack).
+# NAMES and SCOPE: the name stack's text and its scope path (_jax.current_name_stack);
+# MODULE: the module path of the stack (_modules.current_module_path).
 LEVEL, PRIMITIVE, KIND, PHASE, PARAMS, INPUTS, OUTPUTS, SOURCE, NAMES, SUBJAXPRS, ERROR, CAUSE, \
-    INLINE, SCOPE = range(14)
-STRIDE = 14
+    INLINE, SCOPE, MODULE = range(15)
+STRIDE = 15
 RUNNING = -1  # OUTPUTS of a step still running
 NONE = -1     # ERROR and CAUSE when None
 # A jit step's INLINE cell: bits of what its jit is (Step.inline, Step.library).
@@ -88,20 +97,24 @@ class PyStepCore:
         self.subjaxprs: list[tuple] = [()]
         self._subjaxpr_numbers: dict[int, int] = {id(()): 0}
         self.count = 0
-        # (step index, phase number, source, its number) of each step being processed,
-        # innermost last; a barrier (user code running inside a step) has no source.
-        self.active: list[tuple[int, int, SourceLocation | None, int]] = []
+        # (step index, phase number, source, its number, module path's number) of each
+        # step being processed, innermost last; a barrier (user code running inside a
+        # step) has no source.
+        self.active: list[tuple[int, int, SourceLocation | None, int, int]] = []
         self._phases: list[int] = []              # by level: its phase's text number
         self._backward: list[SourceLocation | None] = []  # by level: its backward pass's line
+        self._backward_module: list[int] = []     # by level: its backward pass's module, or -1
 
     # -- levels ---------------------------------------------------------------------
     def add_level(self) -> None:
         self._phases.append(FORWARD)
         self._backward.append(None)
+        self._backward_module.append(-1)
 
     def set_phase(self, level: int, phase: str) -> None:
         self._phases[level] = self.text(phase)
         self._backward[level] = None
+        self._backward_module[level] = -1
 
     def phase(self, level: int) -> str:
         return self.texts[self._phases[level]]
@@ -113,13 +126,14 @@ class PyStepCore:
         active = self.active
         if active:
             # A step bound while processing another comes from the same user
-            # line, unless user code (a custom rule body) runs in between.
-            cause, phase, source, number = active[-1]
+            # line and module, unless user code (a custom rule body) runs in between.
+            cause, phase, source, number, module = active[-1]
             if phase != BACKWARD:  # what a backward step emits is backward too
                 phase = self._phases[level]
             if source is None:
                 source = user_location(1)
                 number = self.source_number(source)
+                module = self.text(current_module_path())
         else:
             cause, phase = NONE, self._phases[level]
             if phase == BACKWARD:
@@ -128,16 +142,20 @@ class PyStepCore:
                 source = self._backward[level]
                 if source is None:
                     source = self._backward[level] = user_location(1)
+                module = self._backward_module[level]
+                if module < 0:
+                    module = self._backward_module[level] = self.text(current_module_path())
             else:
                 source = user_location(1)
+                module = self.text(current_module_path())
             number = self.source_number(source)
         index = self.count
         names, scope = _i.current_name_stack()
         self.cells.extend((level, self.text(primitive.name), self.text(kind), phase, 0, inputs,
                            RUNNING, number, self.text(names), 0, NONE, cause, 0,
-                           self.text(scope)))
+                           self.text(scope), module))
         self.count = index + 1
-        active.append((index, phase, source, number))
+        active.append((index, phase, source, number, module))
         return index
 
     def end(self, index: int, primitive: Any, params: dict, out: Any, multiple: bool) -> None:
@@ -183,7 +201,7 @@ class PyStepCore:
         self.cells.extend((level, self.text(name), self.text("error"), self._phases[level], 0,
                            values, values, source, 0, 0,
                            NONE if error is None else self.text(error),
-                           NONE if cause is None else cause, 0, 0))
+                           NONE if cause is None else cause, 0, 0, 0))
         self.count = index + 1
         return index
 
@@ -192,7 +210,7 @@ class PyStepCore:
         active = self.active
         if not active:
             return False
-        active.append((active[-1][0], active[-1][1], None, -1))
+        active.append((active[-1][0], active[-1][1], None, -1, -1))
         return True
 
     def pop_barrier(self) -> None:
@@ -259,13 +277,13 @@ def built_steps(core: Any) -> list[Step | None]:
 def _step(index: int, row: Any, texts: list, params: list, subjaxprs: list, values: list,
           sources: list) -> Step:
     (level, primitive, kind, phase, param, inputs, outputs, source, names, subjaxpr, error,
-     cause, inline, scope) = row
+     cause, inline, scope, module) = row
     return _new_step(Step, (index, level, texts[primitive], texts[kind], texts[phase],
                             params[param], values[inputs], values[outputs],
                             sources[source], texts[names], subjaxprs[subjaxpr],
                             None if error == NONE else texts[error],
                             None if cause == NONE else cause, bool(inline & INLINE_FLAG),
-                            bool(inline & LIBRARY_FLAG), texts[scope]))
+                            bool(inline & LIBRARY_FLAG), texts[scope], texts[module]))
 
 
 # -- choosing a core ---------------------------------------------------------------------
@@ -316,6 +334,11 @@ def _core_setting() -> dict[str, Any]:
         jit_names=_i.JIT_PRIMITIVE_NAMES,
         primitive_name=_i.PRIMITIVE_NAME_ATTRIBUTE,
         jit_summary_params=_i.JIT_SUMMARY_PARAMS,
+        module_libraries=tuple(name for name, _ in MODULE_LIBRARIES),
+        module_bases=module_bases,
+        method_codes=METHOD_CODES,
+        is_method_code=is_method_code,
+        module_path=module_path,
     )
 
 

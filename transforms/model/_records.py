@@ -255,6 +255,11 @@ class Step(NamedTuple):
     # Recorded from JAX's NameStack; a dump written before it gets it once, when loaded
     # (_load's migration, from the name stack's text), so readers only read this field.
     scope: str = ""
+    # The module instances it ran in, read from the Python stack (a flax nnx or equinox model:
+    # their methods' `self`): the outermost's class, then each one's attribute in its
+    # caller, `NnxMLP/linear1`, `CNN/layers[0]`; "" for none (linen's are in `scope`), and in
+    # dumps written before it was recorded.
+    module: str = ""
 
     @property
     def title(self) -> str:

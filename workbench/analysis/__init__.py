@@ -52,6 +52,7 @@ from ._step_groups import (
     library_operation as library_operation,
     scope_runs as scope_runs,
     scope_totals as scope_totals,
+    step_group as step_group,
     step_label as step_label,
 )
 from ._values import (

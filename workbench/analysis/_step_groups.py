@@ -1,7 +1,8 @@
 """A call's steps read as their authors wrote them, as plain data for every reader: a jit of
 JAX's own function (jnp.take's `_take`) is one operation at the user's line
 (`take at model.py:41`), and steps run in one module or named scope are grouped under its
-path (flax's `MLP/attn/query`, `jax.named_scope`'s: Step.scope, recorded)."""
+path (`step_group`: a flax nnx or equinox model's module path, `NnxMLP/linear1`, Step.module;
+else linen's `MLP/attn/query` or `jax.named_scope`'s, Step.scope; both recorded)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ from typing import NamedTuple
 from transforms.model import Step, operation_name
 
 __all__ = ["ScopeRun", "library_body", "library_operation", "scope_runs", "scope_totals",
-           "step_label"]
+           "step_group", "step_label"]
 
 
 def library_operation(step: Step) -> str:
@@ -47,6 +48,14 @@ def step_label(step: Step) -> str:
     return f"{operation} at {os.path.basename(source.file)}:{source.line}"
 
 
+def step_group(step: Step) -> str:
+    """The path a step is grouped under by every reader: its module path where one was
+    recorded (an nnx or equinox model's, `CNN/layers[0]`: it names the layer, where
+    equinox's own scope names only its class, `eqx.nn.Linear`), else its scope (linen's
+    modules, jax.named_scope); "" for neither."""
+    return step.module or step.scope
+
+
 class ScopeRun(NamedTuple):
     """Consecutive steps of one level run in one module or scope."""
     scope: str                 # "MLP/attn/query"; "" for steps in none
@@ -59,7 +68,7 @@ def scope_runs(steps: Sequence[Step], positions: Iterable[int]) -> list[ScopeRun
     current: list[int] = []
     scope = ""
     for pos in positions:
-        path = steps[pos].scope
+        path = step_group(steps[pos])
         if current and path != scope:
             runs.append(ScopeRun(scope, tuple(current)))
             current = []

@@ -163,6 +163,8 @@ class StepView:
         if s.name_stack:
             parts.append(Text(f"name stack: {_clip(s.name_stack)}"
                               + (f"  (in {_clip(s.scope)})" if s.scope else ""), style="dim"))
+        if s.module:  # an nnx or equinox model's module, read from the stack
+            parts.append(Text(f"module: {_clip(s.module)}", style="dim"))
         parts.append(self._links())
         if s.params:
             parts.append(_params(s))

@@ -20,6 +20,7 @@ from ..analysis import (
     library_body,
     phased,
     scope_runs,
+    step_group,
     steps_by_level,
 )
 
@@ -152,7 +153,7 @@ class CallIndex:
 
     def scope(self, pos: int) -> str:
         """The module or named scope the step at `pos` ran in (`MLP/attn`), or ""."""
-        return self.call.steps[pos].scope
+        return step_group(self.call.steps[pos])
 
     def level_rows(self, expanded: set[int]) -> list[LevelRow]:
         """The navigator's level rows: runs of identical levels folded unless expanded."""

@@ -100,6 +100,44 @@ def test_both_cores_agree_on_a_tower_a_custom_rule_a_scope_and_a_failure(monkeyp
 
 
 @needs_c
+def test_both_cores_agree_on_the_module_paths_of_nnx_and_equinox_models(monkeypatch):
+    """Step.module, read from the stack by both cores: nested modules, a list of them, a
+    custom rule's body (user code inside a step), a backward pass and a vmap."""
+    nnx = pytest.importorskip("flax.nnx")
+    eqx = pytest.importorskip("equinox")
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.dense = nnx.Linear(3, 3, rngs=rngs)
+
+        def __call__(self, x):
+            return jax.nn.relu(self.dense(x))  # relu: a custom_jvp, its rule's steps
+
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.blocks = nnx.List([Block(rngs), Block(rngs)])
+
+        def __call__(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return jnp.sum(x)
+
+    model = Model(nnx.Rngs(0))
+    mlp = eqx.nn.MLP(3, 1, 4, 1, key=jax.random.key(0))
+
+    def run():
+        x = jnp.ones((2, 3))
+        T.jit(T.value_and_grad(lambda m: m(x)))(model)
+        eqx.filter_grad(lambda m: jnp.sum(T.vmap(m)(x)))(mlp)  # a vmap of the model, recorded
+
+    texts = [_recorded_text(core, run, False, monkeypatch)
+             for core in (_step_core.PyStepCore, _step_core.PyStepCore, C_CORE)]
+    assert texts[2] == texts[1]
+    for path in ('"Model/blocks[1]/dense"', '"Model/blocks[0]"', '"MLP/layers[1]"'):
+        assert path in texts[2]
+
+
+@needs_c
 def test_the_c_core_has_the_reference_layout():
     from transforms._capture import _core
     assert _core.STRIDE == _step_core.STRIDE

@@ -209,8 +209,8 @@ def test_a_step_shape_table_of_the_wrong_shape_is_refused(tmp_path):
     assert "tables['Step']: expected an array, got an object" in _refused(tmp_path, data)
     data = _saved(_small())
     data["tables"]["Step"][1].append(0)
-    assert ("tables['Step'][1]: a step shape has 16 values, fields['Step'] without 'index' "
-            "names 15") in _refused(tmp_path, data)
+    assert ("tables['Step'][1]: a step shape has 17 values, fields['Step'] without 'index' "
+            "names 16") in _refused(tmp_path, data)
 
 
 def test_the_checks_still_see_every_step(tmp_path, monkeypatch):
@@ -330,3 +330,31 @@ def test_a_dump_from_before_scopes_were_recorded_gets_them_once_when_loaded(lazy
         ("log", "encoder/layer_0"), ("div", "encoder/layer_0"), ("mul", "head"),
         ("reduce_sum", "head")}
     assert [(f.primitive, f.scope) for f in call.nonfinite] == [("log", "encoder/layer_0")]
+
+
+@pytest.mark.parametrize("name", ["session_unscoped.json", "session_v3.json"])
+def test_a_dump_from_before_module_paths_were_recorded_loads_with_none(name, tmp_path):
+    """Dumps written before Step.module (their fields['Step'] lacks it) load with "" for every
+    step, and saved again keep it."""
+    data = json.loads((DATA / name).read_text())
+    assert "module" not in data["fields"]["Step"]
+    for lazy in (False, True):
+        session = transforms.load(DATA / name, lazy=lazy)
+        assert session.step_count > 0
+        assert {s.module for call in session.calls for s in call.steps} == {""}
+    path = tmp_path / "again.json"
+    session.save(path)
+    assert {s.module for call in transforms.load(path).calls for s in call.steps} == {""}
+
+
+def test_a_steps_module_path_is_saved_and_loaded(tmp_path):
+    steps = (Step(0, 0, "dot_general", module="NnxMLP/linear1"), Step(1, 0, "add"),
+             Step(2, 0, "tanh", scope="encoder", module="CNN/layers[0]"))
+    session = Session(calls=[Call(0, "grad", "loss", SourceLocation("m.py", 1, "loss"),
+                                  levels=LEVELS[:1], steps=steps)], jax_version="0.0")
+    path = tmp_path / "modules.json"
+    session.save(path)
+    for lazy in (False, True):
+        (call,) = transforms.load(path, lazy=lazy).calls
+        assert [(s.scope, s.module) for s in call.steps] == [
+            ("", "NnxMLP/linear1"), ("", ""), ("encoder", "CNN/layers[0]")]
