@@ -116,6 +116,14 @@ def record_flax_gpt() -> list[tuple[str, Session]]:
     return [("flax GPT, one adamw step", result.session)]
 
 
+def record_flax_nnx() -> list[tuple[str, Session]]:
+    """The gallery's flax nnx example: an MLP's optimizer step under nnx.jit."""
+    outcome = run_example(gallery.find("flax_nnx_optimizer_step"))
+    if not outcome.ok:
+        raise SystemExit(f"the flax nnx example failed: {outcome.error}")
+    return [("flax nnx MLP, one optimizer step", outcome.session)]
+
+
 # (file name, gallery entry, keys pressed) for each screenshot
 SHOTS = (
     ("tui-step-tower", 0, ["slash", *"grad", "enter", "slash", *"tanh", "enter"]),
@@ -134,6 +142,9 @@ PROCESS_SHOTS = (("tui-processes", 0, ["p", "5"]),)
 # and its einsum (jnp's own jit, one step at the user's line).
 GPT_SHOTS = (("tui-flax-gpt-modules", 0, ["slash", *"blocks", "underscore", "1", "slash",
                                            *"attn", "enter", *["down"] * 10]),)
+# The nnx MLP's navigator, grouped by the modules on Python's stack (nnx pushes no scopes):
+# a step of MLP/l2 selected, the step view naming its module.
+NNX_SHOTS = (("tui-flax-nnx-modules", 0, ["slash", *"l2", "enter", "escape", "down"]),)
 
 
 async def shoot(gallery, name: str, entry: int | None, keys: list[str], out: Path) -> Path:
@@ -169,9 +180,9 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     os.chdir(ROOT)  # source paths show relative to the repository
-    wanted = set(args.only or [n for n, _, _ in SHOTS + PROCESS_SHOTS + GPT_SHOTS])
+    wanted = set(args.only or [n for n, _, _ in SHOTS + PROCESS_SHOTS + GPT_SHOTS + NNX_SHOTS])
     shots = [(record_seeds, SHOTS), (record_processes, PROCESS_SHOTS),
-             (record_flax_gpt, GPT_SHOTS)]
+             (record_flax_gpt, GPT_SHOTS), (record_flax_nnx, NNX_SHOTS)]
     for record, entries in shots:
         entries = tuple(e for e in entries if e[0] in wanted)
         if entries:

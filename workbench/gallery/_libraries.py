@@ -128,8 +128,11 @@ if _installed("flax", "optax"):
         """flax nnx modules are Python objects; nnx.jit splits them into a graph definition
         and flat state before jit sees them. The recording merges them back, so leaves read
         `model.l1.kernel.value` and the optimizer's `opt_state[0].mu['l1']['kernel']`. nnx
-        adds no name scopes: steps are located at the module's own method (`MLP.__call__`,
-        via `Linear.__call__`). The custom_vjp's backward rule is its own level."""
+        adds no name scopes to JAX's program; the recording reads the modules running each
+        step from Python's stack instead, so the steps are listed under `MLP/l1` and
+        `MLP/l2` (a module by its attribute), located at the module's own method
+        (`MLP.__call__`, via `Linear.__call__`). The custom_vjp's backward rule is its own
+        level."""
         import optax
         from flax import nnx
 
