@@ -121,15 +121,10 @@ def recordings(tmp_path_factory):
     return get
 
 
-def _params(expected_failures: dict[str, str] | None = None) -> list:
-    """Every program; the heavy ones slow; a known failure xfail (strict) with its reason."""
-    params = []
-    for name in QUICK + HEAVY:
-        marks = [pytest.mark.slow] if name in HEAVY else []
-        if expected_failures and name in expected_failures:
-            marks.append(pytest.mark.xfail(strict=True, reason=expected_failures[name]))
-        params.append(pytest.param(name, id=name, marks=marks))
-    return params
+def _params() -> list:
+    """Every program; the heavy ones slow."""
+    return [pytest.param(name, id=name, marks=[pytest.mark.slow] if name in HEAVY else [])
+            for name in QUICK + HEAVY]
 
 
 @pytest.fixture
