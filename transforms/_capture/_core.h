@@ -146,6 +146,7 @@ CORE_INTERNAL int finish(StepCore *self, Py_ssize_t index, PyObject *primitive,
                          PyObject *params, int outputs, PyObject *error);
 
 /* _core_steps.c */
+CORE_INTERNAL PyObject *code_entry(PyObject *table, PyCodeObject *code);
 CORE_INTERNAL PyObject *core_begin(StepCore *self, PyObject *const *args, Py_ssize_t nargs);
 CORE_INTERNAL PyObject *core_end(StepCore *self, PyObject *const *args, Py_ssize_t nargs);
 CORE_INTERNAL PyObject *core_fail(StepCore *self, PyObject *const *args, Py_ssize_t nargs);

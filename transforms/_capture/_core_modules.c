@@ -38,12 +38,9 @@ current_bases(CoreState *st)
 static int
 is_method_frame(CoreState *st, PyCodeObject *code)
 {
-    PyObject *id = PyLong_FromVoidPtr(code);
-    PyObject *hit = id == NULL ? NULL : PyDict_GetItemWithError(st->method_codes, id);
-    Py_XDECREF(id);
-    if (hit != NULL && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2 &&
-        PyTuple_GET_ITEM(hit, 0) == (PyObject *)code)
-        return PyTuple_GET_ITEM(hit, 1) == Py_True;
+    PyObject *known = code_entry(st->method_codes, code);
+    if (known != NULL)
+        return known == Py_True;
     if (PyErr_Occurred())
         return -1;
     PyObject *answer = PyObject_CallOneArg(st->is_method_code_fn, (PyObject *)code);
