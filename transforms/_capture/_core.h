@@ -134,6 +134,7 @@ typedef struct {
 
 /* _core_values.c */
 CORE_INTERNAL int bad_entry(const char *what, const char *expected, PyObject *got);
+CORE_INTERNAL PyObject *code_entry(PyObject *table, PyCodeObject *code);
 CORE_INTERNAL int numbered(PyObject *key, PyObject *object, PyObject *(*make)(PyObject *),
                            PyObject *arg, PyObject *objects, PyObject *numbers);
 CORE_INTERNAL int number_of(PyObject *obj, PyObject *objects, PyObject *numbers);
@@ -146,7 +147,6 @@ CORE_INTERNAL int finish(StepCore *self, Py_ssize_t index, PyObject *primitive,
                          PyObject *params, int outputs, PyObject *error);
 
 /* _core_steps.c */
-CORE_INTERNAL PyObject *code_entry(PyObject *table, PyCodeObject *code);
 CORE_INTERNAL PyObject *core_begin(StepCore *self, PyObject *const *args, Py_ssize_t nargs);
 CORE_INTERNAL PyObject *core_end(StepCore *self, PyObject *const *args, Py_ssize_t nargs);
 CORE_INTERNAL PyObject *core_fail(StepCore *self, PyObject *const *args, Py_ssize_t nargs);

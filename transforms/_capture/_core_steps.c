@@ -5,21 +5,6 @@
 
 /* --- where a step comes from ---------------------------------------------------------- */
 
-/* What a table keyed by id(code) holds for `code` (its (code, value) entries keep the code
- * to rule out a reused id): the value, borrowed; NULL when not there (an error set if the
- * lookup failed). */
-PyObject *
-code_entry(PyObject *table, PyCodeObject *code)
-{
-    PyObject *id = PyLong_FromVoidPtr(code);
-    PyObject *hit = id == NULL ? NULL : PyDict_GetItemWithError(table, id);
-    Py_XDECREF(id);
-    if (hit != NULL && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2 &&
-        PyTuple_GET_ITEM(hit, 0) == (PyObject *)code)
-        return PyTuple_GET_ITEM(hit, 1);
-    return NULL;
-}
-
 /* A code object's kind from CODE_KINDS ((code, kind) by id), or -1 when not known. */
 static long
 code_kind(CoreState *st, PyCodeObject *code)

@@ -12,6 +12,21 @@ bad_entry(const char *what, const char *expected, PyObject *got)
     return -1;
 }
 
+/* What a table keyed by id(code) holds for `code` (its (code, value) entries keep the code
+ * to rule out a reused id): the value, borrowed; NULL when not there (an error set if the
+ * lookup failed). */
+PyObject *
+code_entry(PyObject *table, PyCodeObject *code)
+{
+    PyObject *id = PyLong_FromVoidPtr(code);
+    PyObject *hit = id == NULL ? NULL : PyDict_GetItemWithError(table, id);
+    Py_XDECREF(id);
+    if (hit != NULL && PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 2 &&
+        PyTuple_GET_ITEM(hit, 0) == (PyObject *)code)
+        return PyTuple_GET_ITEM(hit, 1);
+    return NULL;
+}
+
 /* A number kept in a table of the core's: an int that fits a cell, or -1 with an error. */
 static int
 cell_number(const char *what, PyObject *number)
